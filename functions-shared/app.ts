@@ -1,0 +1,115 @@
+// Builds the Hono app: cross-cutting middleware, then each top-level path's router at its base path.
+// The Node gateway serves it under /functions/v1; each Supabase Edge Function serves one router.
+import { OpenAPIHono } from '@hono/zod-openapi'
+import { cors } from 'hono/cors'
+import { bodyLimit } from 'hono/body-limit'
+import type { MiddlewareHandler } from 'hono'
+import type { Deps } from './deps.ts'
+import { publicUrl } from './config.ts'
+import { requestContext } from './http/request-context.ts'
+import { ApiError, ErrorCode, handleError, notFound } from './http/errors.ts'
+import { createRouter, validationHook } from './http/router.ts'
+import { healthRouter } from './health/routes.ts'
+import { metricsRouter } from './metrics/routes.ts'
+import { docsRouter } from './docs/routes.ts'
+import { SERVICE_NAME, VERSION } from './version.ts'
+
+type RouterFactory = (deps: Deps) => OpenAPIHono
+
+/** Each top-level path of the spec, its router, mounted at /<name>. */
+export const ROUTERS = {
+  health: healthRouter,
+  // The capabilities' routes arrive with their issues; until then these paths answer a JSON 404.
+  auth: () => createRouter(),
+  me: () => createRouter(),
+  chat: () => createRouter(),
+  wallet: () => createRouter(),
+  admin: () => createRouter(),
+  curriculum: () => createRouter(),
+  scraping: () => createRouter(),
+  metrics: metricsRouter,
+  docs: (deps: Deps) => docsRouter(deps, () => openApiDocument(deps)),
+} satisfies Record<string, RouterFactory>
+
+export type RouterName = keyof typeof ROUTERS
+export const ROUTER_NAMES = Object.keys(ROUTERS) as RouterName[]
+
+/** Paths whose bodies may reach UPLOAD_MAX_BYTES; every other route gets BODY_LIMIT_BYTES. */
+const UPLOAD_PATHS = ['/admin/upload-curriculum']
+
+function bodyLimits(deps: Deps): MiddlewareHandler {
+  const onError = (): never => {
+    throw new ApiError(ErrorCode.PAYLOAD_TOO_LARGE, 'Request body is too large')
+  }
+  const small = bodyLimit({ maxSize: deps.config.BODY_LIMIT_BYTES, onError })
+  const upload = bodyLimit({ maxSize: deps.config.UPLOAD_MAX_BYTES, onError })
+  return async function bodyLimits(c, next) {
+    const path = c.req.path
+    return (UPLOAD_PATHS.some((p) => path.endsWith(p)) ? upload : small)(c, next)
+  }
+}
+
+export interface AppOptions {
+  /** routers to mount (default: all) */
+  routers?: readonly RouterName[]
+  /** '' for an Edge Function (it sees /<name>/...), '/functions/v1' for the local gateway */
+  basePath?: string
+}
+
+export function createApp(deps: Deps, options: AppOptions = {}): OpenAPIHono {
+  const app = new OpenAPIHono({ defaultHook: validationHook })
+  app.use('*', requestContext({ logs: deps.logs, metrics: deps.metrics }))
+  app.use(
+    '*',
+    cors({
+      origin: deps.config.CORS_ORIGIN,
+      allowHeaders: ['authorization', 'x-client-info', 'apikey', 'content-type', 'x-request-id', 'x-admin-key', 'idempotency-key', 'x-retry-count'],
+      allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+      exposeHeaders: ['X-Request-ID', 'Retry-After', 'Deprecation', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Total-Count'],
+      maxAge: 86400,
+    }),
+  )
+  app.use('*', bodyLimits(deps))
+  for (const name of options.routers ?? ROUTER_NAMES) app.route(`/${name}`, ROUTERS[name](deps))
+  app.notFound(notFound)
+  app.onError(handleError)
+  if (!options.basePath) return app
+  const root = new OpenAPIHono({ defaultHook: validationHook })
+  root.route(options.basePath, app)
+  root.notFound(notFound)
+  root.onError(handleError)
+  return root
+}
+
+const documents = new WeakMap<Deps, unknown>()
+
+/** The OpenAPI 3.1 document of every router, built once per deps from the same route definitions. */
+export function openApiDocument(deps: Deps): unknown {
+  let doc = documents.get(deps)
+  if (!doc) {
+    const app = createApp(deps)
+    app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+      description: 'Access token from POST /auth/signin (Supabase Auth); admin routes need app_metadata.role = admin or a service-role key',
+    })
+    app.openAPIRegistry.registerComponent('securitySchemes', 'adminKey', {
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-Admin-Key',
+      description: 'Deprecated: the ADMIN_API_KEY setting; accepted on admin routes with a Deprecation header',
+    })
+    doc = app.getOpenAPI31Document({
+      openapi: '3.1.0',
+      info: {
+        title: SERVICE_NAME,
+        version: VERSION,
+        description: 'Curriculum tutoring backend: accounts, curriculum catalogue, AI teacher chat, token wallet and administration.',
+      },
+      servers: [{ url: `${deps.config.SUPABASE_URL ?? publicUrl(deps.config)}/functions/v1` }],
+    })
+    documents.set(deps, doc)
+  }
+  return doc
+}

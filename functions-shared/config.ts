@@ -1,0 +1,162 @@
+// Every setting of the service, parsed once from the environment with zod. The defaults make the
+// embedded mode work with no .env at all; every constant of the spec (§8) is a named setting here.
+import { z } from 'zod'
+
+const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def)
+const num = (def: number, min = 0, max = Number.MAX_VALUE) => z.coerce.number().min(min).max(max).default(def)
+const bool = (def: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
+    .default(def ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on')
+const str = (def: string) => z.string().default(def)
+const optionalUrl = z.url().optional()
+
+/** The local Supabase stack's well-known JWT secret (Supabase CLI default); replace it anywhere shared. */
+export const LOCAL_JWT_SECRET = 'super-secret-jwt-token-with-at-least-32-characters-long'
+
+// Each entry: [schema, description]. The description feeds .env.example and the README table.
+export const settings = {
+  // --- server and runtime
+  PORT: [int(54321, 0).pipe(z.number().max(65535)), 'HTTP port of the local gateway (functions under /functions/v1, auth under /auth/v1)'],
+  HOST: [str('127.0.0.1'), 'Interface the local gateway listens on'],
+  PUBLIC_URL: [optionalUrl, 'Public base URL of the gateway; defaults to http://HOST:PORT'],
+  LOG_LEVEL: [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'), 'Lowest log level written'],
+  SHUTDOWN_TIMEOUT_MS: [int(10000), 'How long Ctrl-C waits for in-flight requests before closing anyway'],
+  // --- database
+  DATABASE_URL: [optionalUrl, 'PostgreSQL 15+ with pgvector; when unset the embedded PGlite database is used (SUPABASE_DB_URL is read too)'],
+  DATA_DIR: [str('.data'), 'Folder holding the embedded database'],
+  DB_PORT: [int(54322, 0).pipe(z.number().max(65535)), 'Port on which the embedded database accepts PostgreSQL clients (psql, postgres.js)'],
+  DB_POOL_MAX: [int(4, 1).pipe(z.number().max(64)), 'Connections per process to a PostgreSQL server (the embedded database always uses one)'],
+  DB_PREPARE: [bool(true), 'Use prepared statements; set false behind a transaction pooler (Supabase port 6543)'],
+  DB_STATEMENT_TIMEOUT_MS: [int(15000), 'Statement timeout for the service connection, 0 for none'],
+  // --- auth
+  SUPABASE_URL: [optionalUrl, 'Base URL of the Supabase API (auth under /auth/v1); defaults to the local gateway'],
+  JWT_SECRET: [z.string().min(32).default(LOCAL_JWT_SECRET), 'HS256 secret that signs and verifies access tokens (the local default is the Supabase CLI one)'],
+  JWT_JWKS_URL: [optionalUrl, 'JWKS URL for asymmetric access tokens (RS256, ES256), e.g. https://<ref>.supabase.co/auth/v1/.well-known/jwks.json'],
+  JWT_EXPIRY_SECONDS: [int(3600, 60), 'Lifetime of access tokens issued by the local auth server'],
+  JWT_CLOCK_TOLERANCE_SECONDS: [int(5), 'Clock skew tolerated when checking exp and nbf'],
+  SUPABASE_ANON_KEY: [z.string().optional(), 'Anon key; derived from JWT_SECRET when unset'],
+  SUPABASE_SERVICE_ROLE_KEY: [z.string().optional(), 'Service-role key (never sent to clients); derived from JWT_SECRET when unset'],
+  ADMIN_API_KEY: [str(''), 'Deprecated X-Admin-Key value accepted on admin routes; empty disables the header'],
+  TRUST_PROXY: [bool(false), 'Take the client IP from X-Forwarded-For (true behind the Supabase gateway or a proxy)'],
+  // --- HTTP limits
+  CORS_ORIGIN: [str('*'), 'Access-Control-Allow-Origin value'],
+  BODY_LIMIT_BYTES: [int(1048576, 1), 'Largest request body accepted by routes other than the upload'],
+  UPLOAD_MAX_BYTES: [int(104857600, 1), 'Largest upload and downloaded PDF (spec: 100 MB)'],
+  LIST_DEFAULT_LIMIT: [int(50, 1), 'Default page size of list endpoints'],
+  LIST_MAX_LIMIT: [int(200, 1), 'Largest page size of list endpoints'],
+  // --- rate limits (sliding window)
+  RATE_LIMIT_STORE: [z.enum(['memory', 'postgres']).default('memory'), 'Where rate-limit counters live: memory (one instance) or postgres (shared by instances)'],
+  RATE_LIMIT_WINDOW_SECONDS: [int(60, 1), 'Length of the sliding window'],
+  RATE_LIMIT_CHAT_PER_MINUTE: [int(10, 1), 'Chat requests per window per user'],
+  RATE_LIMIT_WALLET_PER_MINUTE: [int(30, 1), 'Wallet requests per window per user'],
+  RATE_LIMIT_UPLOAD_PER_MINUTE: [int(30, 1), 'Curriculum uploads per window per user'],
+  RATE_LIMIT_AUTH_PER_MINUTE: [int(5, 1), 'Auth requests per window per client IP'],
+  RATE_LIMIT_ADMIN_PER_MINUTE: [int(60, 1), 'Admin requests per window per admin'],
+  RATE_LIMIT_PUBLIC_PER_MINUTE: [int(120, 1), 'Public catalogue and scraping reads per window per client IP'],
+  // --- billing (spec §8.2)
+  BILLING_BASE_COST: [int(5), 'Base cost of an answer in tokens'],
+  BILLING_CHARS_PER_TOKEN: [int(200, 1), 'Generated characters per output token'],
+  BILLING_CLARIFY_COST: [int(2), 'Flat cost of a clarifying answer'],
+  WELCOME_BONUS_TOKENS: [int(50), 'Tokens granted on the first wallet fetch'],
+  RESERVATION_TTL_SECONDS: [int(300, 1), 'Time-to-live of a token reservation'],
+  ACTUAL_COST_CAP_MULTIPLIER: [num(2, 1), 'The actual charge is capped at this multiple of the estimate'],
+  // --- tiers (spec §2.10); a daily limit of 0 means unlimited
+  TIER_FREE_TOP_K: [int(10, 1), 'free tier: dense candidates'],
+  TIER_FREE_RERANK_N: [int(3, 1), 'free tier: snippets kept after rerank'],
+  TIER_FREE_MAX_TOKENS: [int(500, 1), 'free tier: max tokens per request'],
+  TIER_FREE_DAILY_LIMIT: [int(50), 'free tier: requests per day (0 = unlimited)'],
+  TIER_STANDARD_TOP_K: [int(20, 1), 'standard tier: dense candidates'],
+  TIER_STANDARD_RERANK_N: [int(5, 1), 'standard tier: snippets kept after rerank'],
+  TIER_STANDARD_MAX_TOKENS: [int(2000, 1), 'standard tier: max tokens per request'],
+  TIER_STANDARD_DAILY_LIMIT: [int(500), 'standard tier: requests per day (0 = unlimited)'],
+  TIER_PREMIUM_TOP_K: [int(30, 1), 'premium tier: dense candidates'],
+  TIER_PREMIUM_RERANK_N: [int(8, 1), 'premium tier: snippets kept after rerank'],
+  TIER_PREMIUM_MAX_TOKENS: [int(4000, 1), 'premium tier: max tokens per request'],
+  TIER_PREMIUM_DAILY_LIMIT: [int(0), 'premium tier: requests per day (0 = unlimited)'],
+  // --- ingestion, quality and resilience (spec §8.4)
+  VECTOR_DIMENSION: [z.coerce.number().int().pipe(z.literal(1536)).default(1536), 'Embedding dimension (fixed by the schema)'],
+  VECTOR_INDEX_NAME: [str('curriculum-1536'), 'Name of the vector index'],
+  JOB_MAX_ATTEMPTS: [int(3, 1), 'Attempts of a transient ingestion step before the job fails'],
+  JOB_BACKOFF_BASE_MS: [int(1000), 'Base delay of the exponential backoff (full jitter)'],
+  JOB_BACKOFF_MAX_MS: [int(30000), 'Largest backoff delay'],
+  CHUNK_CHARS: [int(1000, 1), 'Character chunking: chunk size'],
+  CHUNK_CHAR_OVERLAP: [int(150), 'Character chunking: overlap'],
+  CHUNK_TOKENS_FR: [int(512, 1), 'Token chunking, French: chunk size (cl100k_base)'],
+  CHUNK_TOKEN_OVERLAP_FR: [int(64), 'Token chunking, French: overlap'],
+  CHUNK_TOKENS_AR: [int(384, 1), 'Token chunking, Arabic and Hassaniya: chunk size'],
+  CHUNK_TOKEN_OVERLAP_AR: [int(48), 'Token chunking, Arabic and Hassaniya: overlap'],
+  QUALITY_MIN_TEXT_CHARS: [int(200), 'Minimum document text length after normalization'],
+  QUALITY_MIN_PAGE_CHARS: [int(50), 'Pages shorter than this after normalization are skipped'],
+  OCR_MIN_CONFIDENCE_AR: [num(0.7, 0, 1), 'Minimum OCR confidence for Arabic and Hassaniya'],
+  OCR_MIN_CONFIDENCE_FR: [num(0.8, 0, 1), 'Minimum OCR confidence for French'],
+  DUPLICATE_HAMMING_THRESHOLD: [int(3), 'SimHash Hamming distance at or below which a document is a duplicate'],
+  RERANK_CACHE_TTL_SECONDS: [int(900), 'Rerank cache time-to-live'],
+  CHUNK_CACHE_TTL_SECONDS: [int(3600), 'Chunk text cache time-to-live'],
+  RERANK_TIMEOUT_MS: [int(5000, 1), 'Rerank slower than this falls back to dense order'],
+  CIRCUIT_FAILURE_THRESHOLD: [int(3, 1), 'Chat-model failures that open the circuit'],
+  CIRCUIT_WINDOW_SECONDS: [int(60, 1), 'Window in which those failures are counted'],
+  CIRCUIT_RESET_SECONDS: [int(120, 1), 'Seconds without failure after which the circuit closes again'],
+} as const satisfies Record<string, readonly [z.ZodType, string]>
+
+type Settings = typeof settings
+export type Config = { [K in keyof Settings]: z.output<Settings[K][0]> }
+
+const schema = z.object(Object.fromEntries(Object.entries(settings).map(([k, [s]]) => [k, s])) as {
+  [K in keyof Settings]: Settings[K][0]
+})
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/** Reads the environment of whichever runtime runs us (Node's process.env or Deno.env). */
+export function readEnv(): Record<string, string | undefined> {
+  const g = globalThis as { Deno?: { env: { toObject(): Record<string, string> } }; process?: { env: Record<string, string | undefined> } }
+  if (g.Deno) return g.Deno.env.toObject()
+  return g.process?.env ?? {}
+}
+
+/** Parses every setting; a bad one stops the start with a message naming it. Empty strings count as unset. */
+export function loadConfig(env: Record<string, string | undefined> = readEnv()): Config {
+  const input: Record<string, string | undefined> = {}
+  for (const key of Object.keys(settings)) {
+    const value = env[key]
+    if (value !== undefined && value !== '') input[key] = value
+  }
+  if (input.DATABASE_URL === undefined && env.SUPABASE_DB_URL) input.DATABASE_URL = env.SUPABASE_DB_URL
+  const parsed = schema.safeParse(input)
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')
+    throw new ConfigError(`invalid setting ${problems}`)
+  }
+  const config = parsed.data as Config
+  if (config.CHUNK_CHAR_OVERLAP >= config.CHUNK_CHARS) throw new ConfigError('invalid setting CHUNK_CHAR_OVERLAP: must be below CHUNK_CHARS')
+  if (config.LIST_DEFAULT_LIMIT > config.LIST_MAX_LIMIT) throw new ConfigError('invalid setting LIST_DEFAULT_LIMIT: must not exceed LIST_MAX_LIMIT')
+  return config
+}
+
+/** The gateway's own base URL, as printed at start and used as SUPABASE_URL by default. */
+export function publicUrl(config: Config): string {
+  return (config.PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`).replace(/\/$/, '')
+}
+
+export type Tier = 'free' | 'standard' | 'premium'
+export interface TierLimits {
+  topK: number
+  rerankN: number
+  maxTokens: number
+  /** requests per day; null means unlimited */
+  dailyLimit: number | null
+}
+
+export function tierLimits(config: Config, tier: Tier): TierLimits {
+  const pick = {
+    free: [config.TIER_FREE_TOP_K, config.TIER_FREE_RERANK_N, config.TIER_FREE_MAX_TOKENS, config.TIER_FREE_DAILY_LIMIT],
+    standard: [config.TIER_STANDARD_TOP_K, config.TIER_STANDARD_RERANK_N, config.TIER_STANDARD_MAX_TOKENS, config.TIER_STANDARD_DAILY_LIMIT],
+    premium: [config.TIER_PREMIUM_TOP_K, config.TIER_PREMIUM_RERANK_N, config.TIER_PREMIUM_MAX_TOKENS, config.TIER_PREMIUM_DAILY_LIMIT],
+  }[tier]
+  const [topK, rerankN, maxTokens, daily] = pick as [number, number, number, number]
+  return { topK, rerankN, maxTokens, dailyLimit: daily === 0 ? null : daily }
+}

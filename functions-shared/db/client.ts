@@ -1,0 +1,27 @@
+// One postgres.js client per process. The embedded database is a single connection; a server gets a
+// small pool (throughput on 2 cores falls beyond ~8 connections).
+import postgres from 'postgres'
+
+export type Sql = postgres.Sql
+export type Tx = postgres.TransactionSql
+
+export interface DbOptions {
+  max: number
+  prepare: boolean
+  statementTimeoutMs?: number
+  applicationName?: string
+}
+
+export function createDb(url: string, options: DbOptions): Sql {
+  return postgres(url, {
+    max: options.max,
+    prepare: options.prepare,
+    idle_timeout: 60,
+    connect_timeout: 10,
+    onnotice: () => {},
+    connection: {
+      application_name: options.applicationName ?? 'curriculum-tutor',
+      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    },
+  })
+}

@@ -1,0 +1,26 @@
+// The two ways every query runs. asUser does what PostgREST does for a request with a user JWT, so the
+// RLS policies of the migrations are what guard user-owned rows; asService is the backend's privileged
+// work, as the service_role (which has BYPASSRLS).
+import type { Sql, Tx } from './client.ts'
+
+export type Claims = Record<string, unknown> & { sub: string }
+
+export async function asUser<T>(sql: Sql, claims: Claims, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const json = JSON.stringify({ ...claims, role: 'authenticated' })
+  return (await sql.begin(async (tx) => {
+    await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${json}, true)`
+    return fn(tx)
+  })) as T
+}
+
+export async function asService<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return (await sql.begin(async (tx) => {
+    await tx`select set_config('role', 'service_role', true), set_config('request.jwt.claims', '{"role":"service_role"}', true)`
+    return fn(tx)
+  })) as T
+}
+
+/** True when the error is PostgreSQL's, with this SQLSTATE. */
+export function isPgError(err: unknown, code?: string): err is Error & { code: string } {
+  return err instanceof Error && typeof (err as { code?: unknown }).code === 'string' && (code === undefined || (err as unknown as { code: string }).code === code)
+}

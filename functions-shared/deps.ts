@@ -1,0 +1,55 @@
+// The one dependencies object, built at start and passed down. Each outside-world part has an
+// interface, a real implementation and a test double.
+import type { Context } from 'hono'
+import type { Config } from './config.ts'
+import type { Sql } from './db/client.ts'
+import { systemClock, type Clock } from './lib/clock.ts'
+import { createLogRoot, type LogRoot } from './lib/logger.ts'
+import { createMetrics, type Metrics } from './http/metrics.ts'
+import { createTokenVerifier, type TokenVerifier } from './http/auth.ts'
+import type { RateLimitStore } from './http/rate-limit/store.ts'
+import { MemoryRateLimitStore } from './http/rate-limit/memory-store.ts'
+import { PostgresRateLimitStore } from './http/rate-limit/postgres-store.ts'
+
+/** Reads a file of an installed package (e.g. the API reference page's assets); null when absent. */
+export type AssetReader = (pkg: string, file: string) => Promise<Uint8Array | null>
+
+export interface Deps {
+  config: Config
+  sql: Sql
+  clock: Clock
+  logs: LogRoot
+  metrics: Metrics
+  rateLimits: RateLimitStore
+  verifier: TokenVerifier
+  /** the socket's peer address, from the runtime adapter */
+  remoteAddress: (c: Context) => string | undefined
+  readAsset: AssetReader
+}
+
+export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {
+  return {
+    config,
+    clock: systemClock,
+    logs: createLogRoot({ level: config.LOG_LEVEL }),
+    metrics: createMetrics(),
+    rateLimits: config.RATE_LIMIT_STORE === 'postgres' ? new PostgresRateLimitStore(parts.sql) : new MemoryRateLimitStore(),
+    verifier: createTokenVerifier({
+      secret: config.JWT_SECRET,
+      jwksUrl: config.JWT_JWKS_URL,
+      clockToleranceSeconds: config.JWT_CLOCK_TOLERANCE_SECONDS,
+    }),
+    remoteAddress: () => undefined,
+    readAsset: async () => null,
+    ...parts,
+  }
+}
+
+/** The client's IP: the first X-Forwarded-For hop when the proxy is trusted, else the socket peer. */
+export function clientIp(deps: Deps, c: Context): string {
+  if (deps.config.TRUST_PROXY) {
+    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim()
+    if (forwarded) return forwarded
+  }
+  return deps.remoteAddress(c) ?? 'unknown'
+}

@@ -1,0 +1,71 @@
+// GET /docs (interactive API reference) and GET /docs/openapi.json (OpenAPI 3.1, generated from the
+// same zod schemas the handlers validate with). The page's assets come from the installed
+// swagger-ui-dist package, so it works offline.
+import { createRoute, z } from '@hono/zod-openapi'
+import type { Deps } from '../deps.ts'
+import { createRouter } from '../http/router.ts'
+import { ApiError, ErrorCode } from '../http/errors.ts'
+import { errorResponses } from '../http/schemas.ts'
+
+const ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  'favicon-32x32.png': 'image/png',
+}
+
+const page = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['general'],
+  summary: 'Interactive API reference',
+  responses: { 200: { content: { 'text/html': { schema: z.string() } }, description: 'HTML page' }, ...errorResponses.public },
+})
+
+const document = createRoute({
+  method: 'get',
+  path: '/openapi.json',
+  tags: ['general'],
+  summary: 'OpenAPI 3.1 document of every route',
+  responses: { 200: { content: { 'application/json': { schema: z.object({}).passthrough() } }, description: 'OpenAPI 3.1 document' } },
+})
+
+const asset = createRoute({
+  method: 'get',
+  path: '/assets/{file}',
+  tags: ['general'],
+  summary: 'Static asset of the reference page',
+  request: { params: z.object({ file: z.enum(Object.keys(ASSETS) as [string, ...string[]]) }) },
+  responses: { 200: { description: 'The asset' }, 404: { description: 'Unknown asset' } },
+})
+
+function html(): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>curriculum-tutor API</title>
+<link rel="icon" type="image/png" href="docs/assets/favicon-32x32.png">
+<link rel="stylesheet" href="docs/assets/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="docs/assets/swagger-ui-bundle.js"></script>
+<script>
+window.ui = SwaggerUIBundle({ url: 'docs/openapi.json', dom_id: '#swagger-ui', deepLinking: true, persistAuthorization: true })
+</script>
+</body>
+</html>`
+}
+
+export function docsRouter(deps: Deps, openApiDocument: () => unknown) {
+  return createRouter()
+    .openapi(page, (c) => c.html(html(), 200))
+    .openapi(document, (c) => c.json(openApiDocument() as Record<string, unknown>, 200))
+    .openapi(asset, async (c) => {
+      const { file } = c.req.valid('param')
+      const bytes = await deps.readAsset('swagger-ui-dist', file)
+      if (!bytes) throw new ApiError(ErrorCode.NOT_FOUND, `Asset ${file} is not installed`)
+      return c.body(bytes as Uint8Array<ArrayBuffer>, 200, { 'Content-Type': ASSETS[file]!, 'Cache-Control': 'public, max-age=86400' })
+    })
+}

@@ -1,0 +1,99 @@
+// One error class, one code-to-status table, one body shape:
+// {"error": "<code>", "message": "...", "request_id": "...", ...details}
+import type { Context } from 'hono'
+import { HTTPException } from 'hono/http-exception'
+
+export const ErrorCode = {
+  VALIDATION_FAILED: 'validation_failed',
+  BAD_REQUEST: 'bad_request',
+  UNAUTHORIZED: 'unauthorized',
+  INSUFFICIENT_BALANCE: 'insufficient_balance',
+  FORBIDDEN: 'forbidden',
+  NOT_FOUND: 'not_found',
+  METHOD_NOT_ALLOWED: 'method_not_allowed',
+  CONFLICT: 'conflict',
+  PAYLOAD_TOO_LARGE: 'payload_too_large',
+  UNSUPPORTED_MEDIA_TYPE: 'unsupported_media_type',
+  RATE_LIMITED: 'rate_limited',
+  DAILY_LIMIT_REACHED: 'daily_limit_reached',
+  INTERNAL_ERROR: 'internal_error',
+  SERVICE_UNAVAILABLE: 'service_unavailable',
+} as const
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
+
+export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 415 | 429 | 500 | 503
+
+export function statusOf(code: ErrorCode): ErrorStatus {
+  switch (code) {
+    case ErrorCode.VALIDATION_FAILED:
+    case ErrorCode.BAD_REQUEST:
+      return 400
+    case ErrorCode.UNAUTHORIZED:
+      return 401
+    case ErrorCode.INSUFFICIENT_BALANCE:
+      return 402
+    case ErrorCode.FORBIDDEN:
+      return 403
+    case ErrorCode.NOT_FOUND:
+      return 404
+    case ErrorCode.METHOD_NOT_ALLOWED:
+      return 405
+    case ErrorCode.CONFLICT:
+      return 409
+    case ErrorCode.PAYLOAD_TOO_LARGE:
+      return 413
+    case ErrorCode.UNSUPPORTED_MEDIA_TYPE:
+      return 415
+    case ErrorCode.RATE_LIMITED:
+    case ErrorCode.DAILY_LIMIT_REACHED:
+      return 429
+    case ErrorCode.INTERNAL_ERROR:
+      return 500
+    case ErrorCode.SERVICE_UNAVAILABLE:
+      return 503
+    default: {
+      const unreachable: never = code
+      return unreachable
+    }
+  }
+}
+
+export class ApiError extends Error {
+  override name = 'ApiError'
+  readonly code: ErrorCode
+  readonly status: ErrorStatus
+  readonly details: Record<string, unknown>
+  readonly headers: Record<string, string>
+  constructor(code: ErrorCode, message: string, options: { details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {}) {
+    super(message, { cause: options.cause })
+    this.code = code
+    this.status = statusOf(code)
+    this.details = options.details ?? {}
+    this.headers = options.headers ?? {}
+  }
+}
+
+export function errorBody(c: Context, code: string, message: string, details: Record<string, unknown> = {}) {
+  return { error: code, message, request_id: c.get('requestId') ?? null, ...details }
+}
+
+/** The app's onError: our errors, then Hono's HTTPException, then a logged 500 without internals. */
+export function handleError(err: Error, c: Context): Response {
+  if (err instanceof ApiError) {
+    for (const [k, v] of Object.entries(err.headers)) c.header(k, v)
+    if (err.status >= 500) c.get('log')?.error({ err: { code: err.code, message: err.message } }, 'request failed')
+    return c.json(errorBody(c, err.code, err.message, err.details), err.status)
+  }
+  if (err instanceof HTTPException) {
+    const status = err.status
+    const code = status === 413 ? ErrorCode.PAYLOAD_TOO_LARGE : status === 401 ? ErrorCode.UNAUTHORIZED : status === 404 ? ErrorCode.NOT_FOUND : status < 500 ? ErrorCode.BAD_REQUEST : ErrorCode.INTERNAL_ERROR
+    const message = status === 413 ? 'Request body is too large' : err.message || 'Request failed'
+    return c.json(errorBody(c, code, message), status)
+  }
+  c.get('log')?.error({ err: { name: err.name, message: err.message, stack: err.stack } }, 'unexpected error')
+  return c.json(errorBody(c, ErrorCode.INTERNAL_ERROR, 'Internal server error'), 500)
+}
+
+export function notFound(c: Context): Response {
+  return c.json(errorBody(c, ErrorCode.NOT_FOUND, `No route for ${c.req.method} ${new URL(c.req.url).pathname}`), 404)
+}

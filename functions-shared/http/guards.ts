@@ -1,0 +1,35 @@
+// The guards and limits routers put in front of their routes, bound to the deps.
+import type { Deps } from '../deps.ts'
+import { clientIp } from '../deps.ts'
+import { requireAdmin, requireUser } from './auth.ts'
+import { rateLimit, type RateLimitScope } from './rate-limit/middleware.ts'
+
+const LIMIT_SETTING = {
+  chat: 'RATE_LIMIT_CHAT_PER_MINUTE',
+  wallet: 'RATE_LIMIT_WALLET_PER_MINUTE',
+  upload: 'RATE_LIMIT_UPLOAD_PER_MINUTE',
+  auth: 'RATE_LIMIT_AUTH_PER_MINUTE',
+  admin: 'RATE_LIMIT_ADMIN_PER_MINUTE',
+  public: 'RATE_LIMIT_PUBLIC_PER_MINUTE',
+} as const
+
+/** Scopes keyed by client IP; the others are keyed by the authenticated principal. */
+const BY_IP: ReadonlySet<RateLimitScope> = new Set(['auth', 'public'])
+
+export function guards(deps: Deps) {
+  const { config } = deps
+  return {
+    user: requireUser({ verifier: deps.verifier }),
+    admin: requireAdmin({ verifier: deps.verifier, adminApiKey: config.ADMIN_API_KEY }),
+    limit: (scope: RateLimitScope) =>
+      rateLimit({
+        scope,
+        limit: config[LIMIT_SETTING[scope]],
+        windowMs: config.RATE_LIMIT_WINDOW_SECONDS * 1000,
+        store: deps.rateLimits,
+        clock: deps.clock,
+        by: BY_IP.has(scope) ? 'ip' : 'principal',
+        clientIp: (c) => clientIp(deps, c),
+      }),
+  }
+}

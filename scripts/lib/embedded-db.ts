@@ -1,0 +1,54 @@
+// The embedded database: PGlite (Postgres in WASM) with pgvector, persisted under DATA_DIR and exposed
+// on a local port through pglite-socket, so postgres.js and psql connect to it like to any server.
+import { mkdir } from 'node:fs/promises'
+import { PGlite, type Extensions } from '@electric-sql/pglite'
+import { vector } from '@electric-sql/pglite-pgvector'
+import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto'
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+
+export interface EmbeddedDb {
+  db: PGlite
+  url: string
+  close(): Promise<void>
+}
+
+export interface EmbeddedOptions {
+  /** a folder, or undefined for an in-memory database */
+  dataDir?: string
+  /** a dump made by dumpDataDir, to start from */
+  loadDataDir?: Blob
+  port: number
+  host?: string
+  /** extra extensions (tests add pgTAP) */
+  extensions?: Extensions
+  /** clients that may be connected at once; their queries are queued, transactions kept apart */
+  maxConnections?: number
+}
+
+export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedDb> {
+  if (options.dataDir) await mkdir(options.dataDir, { recursive: true })
+  const db = await PGlite.create({
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    extensions: { vector, pgcrypto, ...options.extensions },
+  })
+  const server = new PGLiteSocketServer({ db, port: options.port, host: options.host ?? '127.0.0.1', maxConnections: options.maxConnections ?? 4 })
+  try {
+    await server.start()
+  } catch (err) {
+    await db.close()
+    throw err
+  }
+  const url = `postgres://postgres:postgres@${server.getServerConn()}/postgres`
+  let closed = false
+  return {
+    db,
+    url,
+    async close() {
+      if (closed) return
+      closed = true
+      await server.stop()
+      await db.close()
+    },
+  }
+}
