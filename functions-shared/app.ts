@@ -56,8 +56,8 @@ export interface AppOptions {
   basePath?: string
 }
 
-export function createApp(deps: Deps, options: AppOptions = {}): OpenAPIHono {
-  const app = new OpenAPIHono({ defaultHook: validationHook })
+/** Request context, CORS and body limits in front; JSON 404 and the one error handler behind. */
+export function withCommonMiddleware(app: OpenAPIHono, deps: Deps, mount: (app: OpenAPIHono) => void): OpenAPIHono {
   app.use('*', requestContext({ logs: deps.logs, metrics: deps.metrics }))
   app.use(
     '*',
@@ -70,15 +70,17 @@ export function createApp(deps: Deps, options: AppOptions = {}): OpenAPIHono {
     }),
   )
   app.use('*', bodyLimits(deps))
-  for (const name of options.routers ?? ROUTER_NAMES) app.route(`/${name}`, ROUTERS[name](deps))
+  mount(app)
   app.notFound(notFound)
   app.onError(handleError)
-  if (!options.basePath) return app
-  const root = new OpenAPIHono({ defaultHook: validationHook })
-  root.route(options.basePath, app)
-  root.notFound(notFound)
-  root.onError(handleError)
-  return root
+  return app
+}
+
+export function createApp(deps: Deps, options: AppOptions = {}): OpenAPIHono {
+  const base = options.basePath ?? ''
+  return withCommonMiddleware(new OpenAPIHono({ defaultHook: validationHook }), deps, (app) => {
+    for (const name of options.routers ?? ROUTER_NAMES) app.route(`${base}/${name}`, ROUTERS[name](deps))
+  })
 }
 
 const documents = new WeakMap<Deps, unknown>()

@@ -1,0 +1,161 @@
+// Every admin route refuses what it must. Later issues add their admin routes to ADMIN_ROUTES.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { exportJWK, generateKeyPair, SignJWT } from 'jose'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { createTestApp, json, type TestApp } from './helpers/app.ts'
+import { adminToken, bearer, signToken, studentToken, unsignedToken } from './helpers/tokens.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+import { roleFromClaims, createTokenVerifier } from '../functions-shared/http/auth.ts'
+
+const ADMIN_KEY = 'adm-key-0123456789abcdef'
+export const ADMIN_ROUTES: [method: string, path: string][] = [
+  ['GET', '/metrics'],
+  ['GET', '/metrics/json'],
+]
+
+let db: TestDatabase
+let t: TestApp
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  t = createTestApp({ sql: db.sql, env: { ADMIN_API_KEY: ADMIN_KEY, RATE_LIMIT_ADMIN_PER_MINUTE: '1000' } })
+})
+afterAll(async () => db?.close())
+
+async function call(method: string, path: string, headers: Record<string, string> = {}) {
+  const res = await t.request(path, { method, headers: { 'x-request-id': `sec-${crypto.randomUUID()}`, ...headers } })
+  return { res, body: res.headers.get('content-type')?.includes('json') ? await json(res) : await res.text() }
+}
+
+describe.each(ADMIN_ROUTES)('%s %s', (method, path) => {
+  it('gives 401 without credentials', async () => {
+    const { res, body } = await call(method, path)
+    expect(res.status).toBe(401)
+    expect(body).toMatchObject({ error: 'unauthorized', request_id: expect.stringMatching(/^sec-/) })
+    expect(res.headers.get('www-authenticate')).toBe('Bearer')
+  })
+
+  it('gives 401 for a token signed with another secret', async () => {
+    const { res } = await call(method, path, bearer(await adminToken({ secret: 'another-secret-another-secret-another-secret' })))
+    expect(res.status).toBe(401)
+  })
+
+  it('gives 401 for an expired token', async () => {
+    const { res, body } = await call(method, path, bearer(await adminToken({ expiresIn: -120 })))
+    expect(res.status).toBe(401)
+    expect((body as { message: string }).message).toBe('Access token has expired')
+  })
+
+  it('gives 401 for a token without exp', async () => {
+    const { res } = await call(method, path, bearer(await adminToken({ noExp: true })))
+    expect(res.status).toBe(401)
+  })
+
+  it('gives 401 for alg none', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    const token = unsignedToken({ sub: crypto.randomUUID(), aud: 'authenticated', role: 'authenticated', app_metadata: { role: 'admin' }, exp: now + 600 })
+    const { res } = await call(method, path, bearer(token))
+    expect(res.status).toBe(401)
+  })
+
+  it('gives 401 for an algorithm other than HS256 (HS512 with the right secret)', async () => {
+    const { res } = await call(method, path, bearer(await adminToken({ alg: 'HS512' })))
+    expect(res.status).toBe(401)
+  })
+
+  it('gives 401 for the wrong audience and for the anon key', async () => {
+    expect((await call(method, path, bearer(await adminToken({ aud: 'other' })))).res.status).toBe(401)
+    expect((await call(method, path, bearer(await apiKey(LOCAL_JWT_SECRET, 'anon')))).res.status).toBe(401)
+  })
+
+  it('gives 401 for a malformed Authorization header', async () => {
+    expect((await call(method, path, { Authorization: 'Basic dXNlcjpwYXNz' })).res.status).toBe(401)
+    expect((await call(method, path, { Authorization: 'Bearer not a token' })).res.status).toBe(401)
+  })
+
+  it('gives 403 for a student token', async () => {
+    const { res, body } = await call(method, path, bearer(await studentToken()))
+    expect(res.status).toBe(403)
+    expect(body).toMatchObject({ error: 'forbidden', request_id: expect.any(String) })
+  })
+
+  it('gives 403 when only user_metadata says admin (users can write their own user_metadata)', async () => {
+    const { res } = await call(method, path, bearer(await signToken({ appRole: null, userRole: 'admin' })))
+    expect(res.status).toBe(403)
+  })
+
+  it('accepts an admin token', async () => {
+    const { res } = await call(method, path, bearer(await adminToken()))
+    expect(res.status).toBe(200)
+    expect(res.headers.get('deprecation')).toBeNull()
+  })
+
+  it('accepts the service-role key, as Supabase does', async () => {
+    const { res } = await call(method, path, bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role')))
+    expect(res.status).toBe(200)
+  })
+
+  it('accepts X-Admin-Key with a Deprecation header and a warning that omits the key', async () => {
+    const before = t.logs.raw.length
+    const { res } = await call(method, path, { 'X-Admin-Key': ADMIN_KEY })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('deprecation')).toBe('true')
+    const lines = t.logs.lines.slice(before)
+    expect(lines.some((l) => l.level === 'warn' && String(l.message).includes('X-Admin-Key is deprecated'))).toBe(true)
+    expect(t.logs.raw.slice(before).join('')).not.toContain(ADMIN_KEY)
+  })
+
+  it('gives 401 for a wrong X-Admin-Key, even with a valid admin token beside it', async () => {
+    expect((await call(method, path, { 'X-Admin-Key': 'wrong' })).res.status).toBe(401)
+    expect((await call(method, path, { 'X-Admin-Key': 'wrong', ...bearer(await adminToken()) })).res.status).toBe(401)
+  })
+})
+
+describe('X-Admin-Key when ADMIN_API_KEY is empty', () => {
+  it('is ignored: the header alone gives 401, a token still works', async () => {
+    const app = createTestApp({ sql: db.sql })
+    expect((await app.request('/metrics', { headers: { 'X-Admin-Key': '' } })).status).toBe(401)
+    expect((await app.request('/metrics', { headers: { 'X-Admin-Key': 'anything' } })).status).toBe(401)
+    expect((await app.request('/metrics', { headers: { 'X-Admin-Key': 'anything', ...bearer(await adminToken()) } })).status).toBe(200)
+  })
+})
+
+describe('roles from claims', () => {
+  it('reads app_metadata.role first', () => {
+    expect(roleFromClaims({ app_metadata: { role: 'teacher' }, user_metadata: { role: 'admin' } })).toBe('teacher')
+  })
+  it('falls back to user_metadata.role only while app_metadata.role is absent, never to admin', () => {
+    expect(roleFromClaims({ app_metadata: {}, user_metadata: { role: 'teacher' } })).toBe('teacher')
+    expect(roleFromClaims({ app_metadata: {}, user_metadata: { role: 'admin' } })).toBe('student')
+    expect(roleFromClaims({})).toBe('student')
+  })
+  it('treats an unknown app_metadata role as student', () => {
+    expect(roleFromClaims({ app_metadata: { role: 'superuser' }, user_metadata: { role: 'teacher' } })).toBe('student')
+  })
+})
+
+describe('asymmetric tokens from a JWKS URL', () => {
+  it('verifies ES256 tokens against the published keys and rejects unknown keys', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256')
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' }
+    const { serve } = await import('@hono/node-server')
+    const server = serve({ fetch: () => Response.json({ keys: [jwk] }), port: 0, hostname: '127.0.0.1' })
+    await new Promise((r) => server.once('listening', r))
+    const port = (server.address() as { port: number }).port
+    try {
+      const verifier = createTokenVerifier({ secret: LOCAL_JWT_SECRET, jwksUrl: `http://127.0.0.1:${port}/auth/v1/.well-known/jwks.json`, clockToleranceSeconds: 0 })
+      const sub = crypto.randomUUID()
+      const claims = { sub, aud: 'authenticated', role: 'authenticated', app_metadata: { role: 'admin' } }
+      const good = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setExpirationTime('5m').sign(privateKey)
+      expect(await verifier.verify(good)).toMatchObject({ kind: 'user', userId: sub, role: 'admin' })
+      const other = await generateKeyPair('ES256')
+      const bad = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setExpirationTime('5m').sign(other.privateKey)
+      await expect(verifier.verify(bad)).rejects.toMatchObject({ status: 401 })
+      // HS256 with the shared secret still works beside the JWKS
+      expect(await verifier.verify(await adminToken({ sub }))).toMatchObject({ kind: 'user', role: 'admin' })
+    } finally {
+      server.close()
+    }
+  })
+})
