@@ -3,12 +3,12 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { ConfigError, loadConfig, publicUrl } from '../functions-shared/config.ts'
-import { createDb } from '../functions-shared/db/client.ts'
+import { createDb, type Sql } from '../functions-shared/db/client.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { startEmbedded, type EmbeddedDb } from './lib/embedded-db.ts'
 import { migrateRepository } from './lib/migrations.ts'
-import { FUNCTIONS_BASE, startGateway } from './lib/gateway.ts'
+import { FUNCTIONS_BASE, startGateway, type Gateway } from './lib/gateway.ts'
 
 if (existsSync('.env')) process.loadEnvFile('.env')
 
@@ -26,13 +26,30 @@ try {
 const logs = createLogRoot({ level: config.LOG_LEVEL })
 const log = logs.get('start')
 
+// Signals first: a Ctrl-C at any moment of the start must still close the database cleanly.
+let stopping = false
+let gateway: Gateway | undefined
+let sql: Sql | undefined
 let embedded: EmbeddedDb | undefined
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return
+  stopping = true
+  log.info({ signal }, 'shutting down: finishing in-flight requests')
+  await gateway?.close()
+  await sql?.end({ timeout: 5 })
+  await embedded?.close()
+  log.info('stopped')
+  process.exit(0)
+}
+process.on('SIGINT', () => void shutdown('SIGINT'))
+process.on('SIGTERM', () => void shutdown('SIGTERM'))
+
 let databaseUrl = config.DATABASE_URL
 if (!databaseUrl) {
   embedded = await startEmbedded({ dataDir: resolve(config.DATA_DIR), port: config.DB_PORT })
   databaseUrl = embedded.url
 }
-const sql = createDb(databaseUrl, {
+sql = createDb(databaseUrl, {
   max: embedded ? 1 : config.DB_POOL_MAX,
   prepare: config.DB_PREPARE,
   statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
@@ -43,7 +60,7 @@ log.info({ shim_applied: migrated.shimApplied, applied: migrated.applied }, 'dat
 
 const base = publicUrl(config)
 const [anonKey, serviceKey] = await Promise.all([apiKey(config.JWT_SECRET, 'anon'), apiKey(config.JWT_SECRET, 'service_role')])
-const gateway = await startGateway({
+gateway = await startGateway({
   config: { ...config, SUPABASE_URL: config.SUPABASE_URL ?? base, SUPABASE_ANON_KEY: config.SUPABASE_ANON_KEY ?? anonKey, SUPABASE_SERVICE_ROLE_KEY: config.SUPABASE_SERVICE_ROLE_KEY ?? serviceKey },
   sql,
   deps: { logs },
@@ -64,16 +81,3 @@ curriculum-tutor is running (${embedded ? 'embedded PGlite database' : 'PostgreS
 Press Ctrl-C to stop.
 `)
 
-let stopping = false
-async function shutdown(signal: string): Promise<void> {
-  if (stopping) return
-  stopping = true
-  log.info({ signal }, 'shutting down: finishing in-flight requests')
-  await gateway.close()
-  await sql.end({ timeout: 5 })
-  await embedded?.close()
-  log.info('stopped')
-  process.exit(0)
-}
-process.on('SIGINT', () => void shutdown('SIGINT'))
-process.on('SIGTERM', () => void shutdown('SIGTERM'))

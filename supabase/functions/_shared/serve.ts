@@ -1,0 +1,42 @@
+// The Deno side of every Edge Function: settings from Deno.env, the database on SUPABASE_DB_URL, one
+// router served with Deno.serve. Locally FUNCTION_PORT picks the port; on Supabase the runtime does.
+import { getConnInfo } from 'hono/deno'
+import { createApp, type RouterName } from '../../../functions-shared/app.ts'
+import { loadConfig } from '../../../functions-shared/config.ts'
+import { createDb } from '../../../functions-shared/db/client.ts'
+import { createDeps, type AssetReader } from '../../../functions-shared/deps.ts'
+
+const readAsset: AssetReader = async (pkg, file) => {
+  if (file.includes('..') || file.startsWith('/')) return null
+  try {
+    return await Deno.readFile(new URL(`../../../node_modules/${pkg}/${file}`, import.meta.url))
+  } catch {
+    return null
+  }
+}
+
+export function serveFunction(name: RouterName): void {
+  const config = loadConfig()
+  if (!config.DATABASE_URL) throw new Error('SUPABASE_DB_URL (or DATABASE_URL) must be set for Edge Functions')
+  const sql = createDb(config.DATABASE_URL, {
+    max: config.DB_POOL_MAX,
+    prepare: config.DB_PREPARE,
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+    applicationName: `curriculum-tutor/${name}`,
+  })
+  const deps = createDeps(config, {
+    sql,
+    readAsset,
+    remoteAddress: (c) => {
+      try {
+        return getConnInfo(c).remote.address
+      } catch {
+        return undefined
+      }
+    },
+  })
+  const app = createApp(deps, { routers: [name] })
+  const port = Deno.env.get('FUNCTION_PORT')
+  if (port) Deno.serve({ port: Number(port), hostname: '127.0.0.1' }, app.fetch)
+  else Deno.serve(app.fetch)
+}

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { createTestApp, json, type TestApp } from './helpers/app.ts'
+
+let db: TestDatabase
+let t: TestApp
+beforeAll(async () => {
+  db = await createTestDatabase()
+  t = createTestApp({ sql: db.sql })
+})
+afterAll(async () => db?.close())
+
+/** Hono's `/x/:id` as OpenAPI's `/x/{id}`. */
+const openApiPath = (p: string) => p.replace(/:([A-Za-z0-9_]+)/g, '{$1}')
+
+describe('GET /docs/openapi.json', () => {
+  it('is an OpenAPI 3.1 document listing every route the app serves, and nothing else', async () => {
+    const res = await t.request('/docs/openapi.json')
+    const doc = await json(res)
+    expect(res.status).toBe(200)
+    expect(doc.openapi).toBe('3.1.0')
+    expect(doc.info).toMatchObject({ title: 'curriculum-tutor', version: '0.1.0' })
+    const served = new Set(
+      t.app.routes.filter((r) => r.method !== 'ALL' && !r.path.endsWith('*')).map((r) => `${r.method.toLowerCase()} ${openApiPath(r.path)}`),
+    )
+    const documented = new Set(Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m} ${p}`)))
+    expect([...documented].sort()).toEqual([...served].sort())
+    expect(served.has('get /health')).toBe(true)
+  })
+
+  it('describes security schemes and error bodies', async () => {
+    const doc = await json(await t.request('/docs/openapi.json'))
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['adminKey', 'bearerAuth'])
+    expect(doc.paths['/metrics'].get.security).toEqual([{ bearerAuth: [] }, { adminKey: [] }])
+    expect(doc.paths['/metrics'].get.responses['429'].content['application/json'].schema.$ref).toBe('#/components/schemas/RateLimited')
+    expect(doc.components.schemas.Error.required.sort()).toEqual(['error', 'message', 'request_id'])
+  })
+})
+
+describe('GET /docs', () => {
+  it('serves the interactive reference page and its assets from the installed package, offline', async () => {
+    const page = await t.request('/docs')
+    const html = await page.text()
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toContain('text/html')
+    expect(html).toContain('docs/openapi.json')
+    expect(html).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)/) // no CDN
+    for (const [asset, type] of [['swagger-ui-bundle.js', 'javascript'], ['swagger-ui.css', 'text/css']] as const) {
+      expect(html).toContain(`docs/assets/${asset}`)
+      const res = await t.request(`/docs/assets/${asset}`)
+      expect(res.status).toBe(200)
+      expect(res.headers.get('content-type')).toContain(type)
+      expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(10_000)
+    }
+  })
+
+  it('serves no other file', async () => {
+    for (const path of ['/docs/assets/package.json', '/docs/assets/..%2F..%2Fpackage.json', '/docs/assets/%2e%2e']) {
+      const res = await t.request(path)
+      expect([400, 404]).toContain(res.status)
+    }
+  })
+})
