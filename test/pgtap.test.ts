@@ -20,7 +20,14 @@ function tapLines(results: unknown): string[] {
 
 describe.each(files)('%s', (file) => {
   it('passes every assertion of its plan', async () => {
-    const lines = tapLines(await db.sql.unsafe(readFileSync(new URL(file, dir), 'utf8')))
+    // the file manages its own transaction, so it needs a connection of its own
+    const conn = await db.sql.reserve()
+    let lines: string[]
+    try {
+      lines = tapLines(await conn.unsafe(readFileSync(new URL(file, dir), 'utf8')))
+    } finally {
+      conn.release()
+    }
     const plan = lines.find((l) => /^1\.\.\d+$/.test(l))
     expect(plan, lines.join('\n')).toBeDefined()
     const planned = Number(plan!.slice(3))
