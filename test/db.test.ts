@@ -83,3 +83,14 @@ describe('migration runner', () => {
     expect(v!.d).toBe(0)
   })
 })
+
+describe('test users', () => {
+  it('are auth.users rows with a token whose sub is their id', async () => {
+    const { createUser } = await import('./helpers/users.ts')
+    const user = await createUser(db.sql, { role: 'teacher' })
+    const [row] = await db.sql`select email, raw_app_meta_data ->> 'role' as role from auth.users where id = ${user.id}`
+    expect(row).toEqual({ email: user.email, role: 'teacher' })
+    const [, payload] = user.token.split('.')
+    expect(JSON.parse(Buffer.from(payload!, 'base64url').toString())).toMatchObject({ sub: user.id, app_metadata: { role: 'teacher' } })
+  })
+})
