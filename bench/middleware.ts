@@ -16,7 +16,7 @@ import { PostgresRateLimitStore } from '../functions-shared/http/rate-limit/post
 import { startEmbedded } from '../scripts/lib/embedded-db.ts'
 import { migrateRepository } from '../scripts/lib/migrations.ts'
 
-async function measure(label: string, n: number, fn: (i: number) => Promise<unknown>): Promise<number> {
+async function measure(label: string, n: number, fn: (i: number) => unknown): Promise<number> {
   for (let i = 0; i < Math.min(200, n); i++) await fn(i) // warm-up
   const started = performance.now()
   for (let i = 0; i < n; i++) await fn(i)

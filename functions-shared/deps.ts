@@ -28,9 +28,10 @@ export interface Deps {
 }
 
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {
+  const clock = parts.clock ?? systemClock
   return {
     config,
-    clock: systemClock,
+    clock,
     logs: createLogRoot({ level: config.LOG_LEVEL }),
     metrics: createMetrics(),
     rateLimits: config.RATE_LIMIT_STORE === 'postgres' ? new PostgresRateLimitStore(parts.sql) : new MemoryRateLimitStore(),
@@ -38,6 +39,7 @@ export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<De
       secret: config.JWT_SECRET,
       jwksUrl: config.JWT_JWKS_URL,
       clockToleranceSeconds: config.JWT_CLOCK_TOLERANCE_SECONDS,
+      clock,
     }),
     remoteAddress: () => undefined,
     readAsset: async () => null,

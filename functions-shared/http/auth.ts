@@ -4,6 +4,7 @@
 import type { MiddlewareHandler } from 'hono'
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import { ApiError, ErrorCode } from './errors.ts'
+import type { Clock } from '../lib/clock.ts'
 import './context.ts'
 
 export const ROLES = ['admin', 'student', 'teacher'] as const
@@ -37,7 +38,7 @@ export interface TokenVerifier {
   verify(token: string): Promise<Principal>
 }
 
-export function createTokenVerifier(options: { secret: string; jwksUrl?: string | undefined; clockToleranceSeconds: number }): TokenVerifier {
+export function createTokenVerifier(options: { secret: string; jwksUrl?: string | undefined; clockToleranceSeconds: number; clock?: Clock }): TokenVerifier {
   const secret = new TextEncoder().encode(options.secret)
   const jwks = options.jwksUrl ? createRemoteJWKSet(new URL(options.jwksUrl)) : null
   const algorithms = ['HS256', ...(jwks ? ['RS256', 'ES256'] : [])]
@@ -54,6 +55,7 @@ export function createTokenVerifier(options: { secret: string; jwksUrl?: string 
           algorithms,
           requiredClaims: ['exp'],
           clockTolerance: options.clockToleranceSeconds,
+          ...(options.clock ? { currentDate: new Date(options.clock.now()) } : {}),
         }))
       } catch (err) {
         const expired = err instanceof joseErrors.JWTExpired

@@ -35,7 +35,8 @@ export interface TestApp {
 }
 
 export function createTestApp(options: { sql: Sql; env?: Record<string, string>; deps?: Partial<Deps>; app?: AppOptions }): TestApp {
-  const clock = new FakeClock(Date.UTC(2026, 10, 22, 8, 0, 0))
+  // starts at the real time, because tokens signed by the helpers carry real iat/exp
+  const clock = new FakeClock(Date.now())
   const logs = new LogCapture()
   const config = testConfig(options.env)
   const deps = createDeps(config, {
