@@ -12,6 +12,9 @@ import { createRouter, validationHook } from './http/router.ts'
 import { healthRouter } from './health/routes.ts'
 import { metricsRouter } from './metrics/routes.ts'
 import { docsRouter } from './docs/routes.ts'
+import { authRouter } from './identity/auth-routes.ts'
+import { meRouter } from './identity/me-routes.ts'
+import { adminRouter } from './admin/routes.ts'
 import { SERVICE_NAME, VERSION } from './version.ts'
 
 type RouterFactory = (deps: Deps) => OpenAPIHono
@@ -20,11 +23,11 @@ type RouterFactory = (deps: Deps) => OpenAPIHono
 export const ROUTERS = {
   health: healthRouter,
   // The capabilities' routes arrive with their issues; until then these paths answer a JSON 404.
-  auth: () => createRouter(),
-  me: () => createRouter(),
+  auth: authRouter,
+  me: meRouter,
   chat: () => createRouter(),
   wallet: () => createRouter(),
-  admin: () => createRouter(),
+  admin: adminRouter,
   curriculum: () => createRouter(),
   scraping: () => createRouter(),
   metrics: metricsRouter,
@@ -63,9 +66,9 @@ export function withCommonMiddleware(app: OpenAPIHono, deps: Deps, mount: (app: 
     '*',
     cors({
       origin: deps.config.CORS_ORIGIN,
-      allowHeaders: ['authorization', 'x-client-info', 'apikey', 'content-type', 'x-request-id', 'x-admin-key', 'idempotency-key', 'x-retry-count'],
+      allowHeaders: ['authorization', 'x-client-info', 'apikey', 'content-type', 'x-request-id', 'x-admin-key', 'idempotency-key', 'x-retry-count', 'x-supabase-api-version'],
       allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-      exposeHeaders: ['X-Request-ID', 'Retry-After', 'Deprecation', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Total-Count'],
+      exposeHeaders: ['X-Request-ID', 'Retry-After', 'Deprecation', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Total-Count', 'Link', 'X-Supabase-Api-Version'],
       maxAge: 86400,
     }),
   )

@@ -38,6 +38,12 @@ export const settings = {
   JWT_CLOCK_TOLERANCE_SECONDS: [int(5), 'Clock skew tolerated when checking exp and nbf'],
   SUPABASE_ANON_KEY: [z.string().optional(), 'Anon key; derived from JWT_SECRET when unset'],
   SUPABASE_SERVICE_ROLE_KEY: [z.string().optional(), 'Service-role key (never sent to clients); derived from JWT_SECRET when unset'],
+  LOCAL_AUTH: [bool(true), 'Serve the local GoTrue-compatible auth server under /auth/v1 (Node gateway only; never on Supabase)'],
+  AUTH_SITE_URL: [z.url().default('http://127.0.0.1:3000'), 'Local auth: where recovery links send the browser by default'],
+  AUTH_BCRYPT_COST: [int(10, 4).pipe(z.number().max(14)), 'Local auth: bcrypt cost of password hashes'],
+  AUTH_MIN_PASSWORD_LENGTH: [int(6, 1), 'Minimum password length (GoTrue default 6)'],
+  AUTH_REFRESH_REUSE_INTERVAL_SECONDS: [int(10), 'Local auth: a used refresh token may be replayed this long (concurrent tabs) before reuse revokes the session'],
+  AUTH_HOOK_ENABLED: [bool(true), 'Local auth: call public.custom_access_token_hook when issuing tokens, as supabase/config.toml enables it'],
   ADMIN_API_KEY: [str(''), 'Deprecated X-Admin-Key value accepted on admin routes; empty disables the header'],
   TRUST_PROXY: [bool(false), 'Take the client IP from X-Forwarded-For (true behind the Supabase gateway or a proxy)'],
   // --- HTTP limits
@@ -55,6 +61,7 @@ export const settings = {
   RATE_LIMIT_AUTH_PER_MINUTE: [int(5, 1), 'Auth requests per window per client IP'],
   RATE_LIMIT_ADMIN_PER_MINUTE: [int(60, 1), 'Admin requests per window per admin'],
   RATE_LIMIT_PUBLIC_PER_MINUTE: [int(120, 1), 'Public catalogue and scraping reads per window per client IP'],
+  RATE_LIMIT_PROFILE_PER_MINUTE: [int(60, 1), 'Profile (/me) requests per window per user'],
   // --- billing (spec §8.2)
   BILLING_BASE_COST: [int(5), 'Base cost of an answer in tokens'],
   BILLING_CHARS_PER_TOKEN: [int(200, 1), 'Generated characters per output token'],

@@ -10,6 +10,7 @@ import { createTokenVerifier, type TokenVerifier } from './http/auth.ts'
 import type { RateLimitStore } from './http/rate-limit/store.ts'
 import { MemoryRateLimitStore } from './http/rate-limit/memory-store.ts'
 import { PostgresRateLimitStore } from './http/rate-limit/postgres-store.ts'
+import { createSupabaseClients, type SupabaseClients } from './identity/supabase.ts'
 
 /** Reads a file of an installed package (e.g. the API reference page's assets); null when absent. */
 export type AssetReader = (pkg: string, file: string) => Promise<Uint8Array | null>
@@ -25,6 +26,8 @@ export interface Deps {
   /** the socket's peer address, from the runtime adapter */
   remoteAddress: (c: Context) => string | undefined
   readAsset: AssetReader
+  /** supabase-js clients on SUPABASE_URL (auth sign-up, sign-in and admin calls) */
+  supabase: SupabaseClients
 }
 
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {
@@ -43,6 +46,7 @@ export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<De
     }),
     remoteAddress: () => undefined,
     readAsset: async () => null,
+    supabase: createSupabaseClients(config),
     ...parts,
   }
 }

@@ -2,7 +2,7 @@
 // platform shim and migrations applied; every router served under /functions/v1 on PORT.
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { ConfigError, loadConfig, publicUrl } from '../functions-shared/config.ts'
+import { ConfigError, loadConfig } from '../functions-shared/config.ts'
 import { createDb, type Sql } from '../functions-shared/db/client.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
@@ -58,13 +58,8 @@ sql = createDb(databaseUrl, {
 const migrated = await migrateRepository(sql)
 log.info({ shim_applied: migrated.shimApplied, applied: migrated.applied }, 'database migrated')
 
-const base = publicUrl(config)
 const [anonKey, serviceKey] = await Promise.all([apiKey(config.JWT_SECRET, 'anon'), apiKey(config.JWT_SECRET, 'service_role')])
-gateway = await startGateway({
-  config: { ...config, SUPABASE_URL: config.SUPABASE_URL ?? base, SUPABASE_ANON_KEY: config.SUPABASE_ANON_KEY ?? anonKey, SUPABASE_SERVICE_ROLE_KEY: config.SUPABASE_SERVICE_ROLE_KEY ?? serviceKey },
-  sql,
-  deps: { logs },
-})
+gateway = await startGateway({ config, sql, deps: { logs } })
 
 const safeDbUrl = databaseUrl.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@')
 process.stdout.write(`
@@ -73,7 +68,7 @@ curriculum-tutor is running (${embedded ? 'embedded PGlite database' : 'PostgreS
   API URL        ${gateway.url}${FUNCTIONS_BASE}
   Health         ${gateway.url}${FUNCTIONS_BASE}/health
   API reference  ${gateway.url}${FUNCTIONS_BASE}/docs
-  Auth URL       ${gateway.url}/auth/v1
+  Auth URL       ${gateway.deps.config.SUPABASE_URL}/auth/v1${gateway.deps.config.LOCAL_AUTH ? "" : " (external)"}
   Database URL   ${embedded ? databaseUrl : safeDbUrl}
   anon key       ${config.SUPABASE_ANON_KEY ?? anonKey}
   service_role key ${config.SUPABASE_SERVICE_ROLE_KEY ?? serviceKey}

@@ -7,6 +7,7 @@ export const ErrorCode = {
   VALIDATION_FAILED: 'validation_failed',
   BAD_REQUEST: 'bad_request',
   UNAUTHORIZED: 'unauthorized',
+  INVALID_CREDENTIALS: 'invalid_credentials',
   INSUFFICIENT_BALANCE: 'insufficient_balance',
   FORBIDDEN: 'forbidden',
   NOT_FOUND: 'not_found',
@@ -29,6 +30,7 @@ export function statusOf(code: ErrorCode): ErrorStatus {
     case ErrorCode.BAD_REQUEST:
       return 400
     case ErrorCode.UNAUTHORIZED:
+    case ErrorCode.INVALID_CREDENTIALS:
       return 401
     case ErrorCode.INSUFFICIENT_BALANCE:
       return 402

@@ -11,6 +11,7 @@ const LIMIT_SETTING = {
   auth: 'RATE_LIMIT_AUTH_PER_MINUTE',
   admin: 'RATE_LIMIT_ADMIN_PER_MINUTE',
   public: 'RATE_LIMIT_PUBLIC_PER_MINUTE',
+  profile: 'RATE_LIMIT_PROFILE_PER_MINUTE',
 } as const
 
 /** Scopes keyed by client IP; the others are keyed by the authenticated principal. */

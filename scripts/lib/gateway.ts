@@ -1,11 +1,12 @@
 // The local gateway: one Node server that serves every router under /functions/v1 (as Supabase does)
-// and reserves /auth/v1 for the local auth server.
+// and the local auth server under /auth/v1.
 import { serve, type ServerType } from '@hono/node-server'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../../functions-shared/config.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
 import { createApp } from '../../functions-shared/app.ts'
 import { createDeps, type Deps } from '../../functions-shared/deps.ts'
+import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
 import { readAssetNode, remoteAddressNode } from './node-adapter.ts'
 
 export const FUNCTIONS_BASE = '/functions/v1'
@@ -19,28 +20,31 @@ export interface Gateway {
 }
 
 export async function startGateway(options: { config: Config; sql: Sql; port?: number; deps?: Partial<Deps> }): Promise<Gateway> {
-  const deps = createDeps(options.config, { sql: options.sql, remoteAddress: remoteAddressNode, readAsset: readAssetNode, ...options.deps })
-  const app = createApp(deps, { basePath: FUNCTIONS_BASE })
+  // Listen first: with PORT=0 the URL (which supabase-js calls for auth) is known only then.
+  let handle: (request: Request, env: unknown) => Response | Promise<Response> = () => new Response('starting', { status: 503 })
   const server = await new Promise<ServerType>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: options.port ?? options.config.PORT, hostname: options.config.HOST }, () => resolve(s))
+    const s = serve({ fetch: (request, env) => handle(request, env), port: options.port ?? options.config.PORT, hostname: options.config.HOST }, () => resolve(s))
     s.once('error', reject)
   })
   const { port } = server.address() as AddressInfo
+  const url = `http://${options.config.HOST}:${port}`
+  const config: Config = { ...options.config, SUPABASE_URL: options.config.SUPABASE_URL ?? url }
+  const deps = createDeps(config, { sql: options.sql, remoteAddress: remoteAddressNode, readAsset: readAssetNode, ...options.deps })
+  const app = createApp(deps, { basePath: FUNCTIONS_BASE })
+  if (config.LOCAL_AUTH) app.route('/auth/v1', localAuthRouter(deps))
+  handle = (request, env) => app.fetch(request, env as never)
   return {
-    url: `http://${options.config.HOST}:${port}`,
+    url,
     deps,
     server,
-    close: (timeoutMs = options.config.SHUTDOWN_TIMEOUT_MS) =>
+    close: (timeoutMs = config.SHUTDOWN_TIMEOUT_MS) =>
       new Promise<void>((resolve) => {
-        const force = setTimeout(() => {
-          const s = server as { closeAllConnections?: () => void }
-          s.closeAllConnections?.()
-        }, timeoutMs)
+        const s = server as { closeAllConnections?: () => void; closeIdleConnections?: () => void }
+        const force = setTimeout(() => s.closeAllConnections?.(), timeoutMs)
         server.close(() => {
           clearTimeout(force)
           resolve()
         })
-        const s = server as { closeIdleConnections?: () => void }
         s.closeIdleConnections?.()
       }),
   }

@@ -1,7 +1,9 @@
 // The real app over a real database, with a fake clock and captured logs.
-import type { OpenAPIHono } from '@hono/zod-openapi'
 import { loadConfig, type Config } from '../../functions-shared/config.ts'
-import { createApp, type AppOptions } from '../../functions-shared/app.ts'
+import { OpenAPIHono } from '@hono/zod-openapi'
+import { createApp, withCommonMiddleware, type AppOptions } from '../../functions-shared/app.ts'
+import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
+import { createSupabaseClients } from '../../functions-shared/identity/supabase.ts'
 import { createDeps, type Deps } from '../../functions-shared/deps.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
 import { FakeClock } from '../../functions-shared/lib/clock.ts'
@@ -32,14 +34,20 @@ export interface TestApp {
   clock: FakeClock
   logs: LogCapture
   request(path: string, init?: RequestInit): Promise<Response>
+  /** the local auth server (/auth/v1/...), in process */
+  auth: OpenAPIHono
 }
 
 export function createTestApp(options: { sql: Sql; env?: Record<string, string>; deps?: Partial<Deps>; app?: AppOptions }): TestApp {
   // starts at the real time, because tokens signed by the helpers carry real iat/exp
   const clock = new FakeClock(Date.now())
   const logs = new LogCapture()
-  const config = testConfig(options.env)
+  const config = testConfig({ AUTH_BCRYPT_COST: '4', ...options.env })
+  // The local auth server, in process: supabase-js (the real client) reaches it through this fetch.
+  let auth: OpenAPIHono | undefined
+  const authFetch: typeof fetch = async (input, init) => auth!.fetch(new Request(input, init))
   const deps = createDeps(config, {
+    supabase: createSupabaseClients({ ...config, SUPABASE_URL: 'http://127.0.0.1:54321' }, authFetch),
     sql: options.sql,
     clock,
     logs: createLogRoot({ level: config.LOG_LEVEL, destination: logs }),
@@ -48,7 +56,8 @@ export function createTestApp(options: { sql: Sql; env?: Record<string, string>;
     ...options.deps,
   })
   const app = createApp(deps, options.app)
-  return { app, deps, clock, logs, request: async (path, init) => app.request(path, init) }
+  auth = withCommonMiddleware(new OpenAPIHono(), deps, (a) => a.route('/auth/v1', localAuthRouter(deps)))
+  return { app, deps, clock, logs, auth, request: async (path, init) => app.request(path, init) }
 }
 
 /** The body as JSON, with the whole response in the message when it is not JSON. */

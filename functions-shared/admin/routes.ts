@@ -1,0 +1,13 @@
+// Everything under /admin: admin credentials and the admin rate limit in front of every route.
+import type { Deps } from '../deps.ts'
+import { createRouter } from '../http/router.ts'
+import { guards } from '../http/guards.ts'
+import { adminUsersRouter } from './users-routes.ts'
+
+export function adminRouter(deps: Deps) {
+  const { admin, limit } = guards(deps)
+  const router = createRouter()
+  router.use('*', admin, limit('admin'))
+  router.route('/', adminUsersRouter(deps))
+  return router
+}

@@ -1,0 +1,171 @@
+// Accounts and profiles. Auth goes through supabase-js (the same code runs against the local auth server
+// and hosted Supabase Auth); profiles are read and written with asUser so RLS guards them, or asService
+// for admins.
+import type { Deps } from '../deps.ts'
+import type { Principal, Role } from '../http/auth.ts'
+import { ApiError, ErrorCode } from '../http/errors.ts'
+import { asService, asUser } from '../db/tx.ts'
+import { fromAuthError } from './errors.ts'
+
+export interface Ctx {
+  deps: Deps
+  requestId: string
+}
+
+export interface Profile {
+  id: string
+  email: string | null
+  full_name: string
+  role: Role
+  hint_level: number
+  created_at: string
+  updated_at: string
+}
+
+const PROFILE_COLUMNS = 'id, email, full_name, role, hint_level, created_at, updated_at'
+
+function toProfile(row: Record<string, unknown>): Profile {
+  return {
+    id: row.id as string,
+    email: (row.email as string | null) ?? null,
+    full_name: row.full_name as string,
+    role: row.role as Role,
+    hint_level: Number(row.hint_level),
+    created_at: new Date(row.created_at as Date).toISOString(),
+    updated_at: new Date(row.updated_at as Date).toISOString(),
+  }
+}
+
+// ---- accounts
+
+export async function signUp({ ctx, input }: { ctx: Ctx; input: { email: string; password: string; full_name: string } }) {
+  const client = await ctx.deps.supabase.anon(ctx.requestId)
+  const { data, error } = await client.auth.signUp({ email: input.email, password: input.password, options: { data: { full_name: input.full_name } } })
+  if (error) throw fromAuthError(error, 'sign-up')
+  if (!data.user) throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, 'Authentication service returned no user')
+  return { user_id: data.user.id, email: data.user.email ?? input.email }
+}
+
+export async function signIn({ ctx, input }: { ctx: Ctx; input: { email: string; password: string } }) {
+  const client = await ctx.deps.supabase.anon(ctx.requestId)
+  const { data, error } = await client.auth.signInWithPassword({ email: input.email, password: input.password })
+  if (error) throw fromAuthError(error, 'sign-in')
+  const { session, user } = data
+  return {
+    access_token: session.access_token,
+    refresh_token: session.refresh_token,
+    token_type: session.token_type,
+    expires_in: session.expires_in,
+    expires_at: session.expires_at ?? null,
+    user,
+  }
+}
+
+/** Revokes the caller's session when a token is sent; always succeeds (the client discards its tokens). */
+export async function signOut({ ctx, input }: { ctx: Ctx; input: { accessToken: string | null } }) {
+  if (!input.accessToken) return { revoked: false }
+  const client = await ctx.deps.supabase.anon(ctx.requestId)
+  const { error } = await client.auth.admin.signOut(input.accessToken, 'local')
+  if (error) ctx.deps.logs.forRequest('identity', ctx.requestId).info({ code: error.code, status: error.status }, 'logout: session was not revoked')
+  return { revoked: !error }
+}
+
+/** The same answer whether or not the email has an account. */
+export async function requestPasswordReset({ ctx, input }: { ctx: Ctx; input: { email: string; redirect_to?: string | undefined } }) {
+  const client = await ctx.deps.supabase.anon(ctx.requestId)
+  const { error } = await client.auth.resetPasswordForEmail(input.email, input.redirect_to ? { redirectTo: input.redirect_to } : {})
+  if (error) {
+    const mapped = fromAuthError(error, 'password reset')
+    if (mapped.status >= 500) throw mapped
+    ctx.deps.logs.forRequest('identity', ctx.requestId).info({ code: error.code }, 'password reset not sent')
+  }
+}
+
+// ---- own profile (RLS)
+
+function userClaims(principal: Principal) {
+  if (principal.kind !== 'user') throw new ApiError(ErrorCode.FORBIDDEN, 'This endpoint needs a user token')
+  return { ...principal.claims, sub: principal.userId }
+}
+
+export async function getOwnProfile({ ctx, principal }: { ctx: Ctx; principal: Principal }): Promise<Profile> {
+  const rows = await asUser(ctx.deps.sql, userClaims(principal), (tx) => tx.unsafe(`select ${PROFILE_COLUMNS} from public.profiles where id = (select auth.uid())`))
+  if (!rows[0]) throw new ApiError(ErrorCode.NOT_FOUND, 'No profile for this account')
+  return toProfile(rows[0])
+}
+
+export async function updateOwnProfile({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { full_name: string } }): Promise<Profile> {
+  const rows = await asUser(ctx.deps.sql, userClaims(principal), (tx) =>
+    tx.unsafe(`update public.profiles set full_name = $1 where id = (select auth.uid()) returning ${PROFILE_COLUMNS}`, [input.full_name]),
+  )
+  if (!rows[0]) throw new ApiError(ErrorCode.NOT_FOUND, 'No profile for this account')
+  return toProfile(rows[0])
+}
+
+// ---- administration
+
+async function profileById(ctx: Ctx, id: string): Promise<Profile | null> {
+  const rows = await asService(ctx.deps.sql, (tx) => tx.unsafe(`select ${PROFILE_COLUMNS} from public.profiles where id = $1`, [id]))
+  return rows[0] ? toProfile(rows[0]) : null
+}
+
+export async function listProfiles({ ctx, input }: { ctx: Ctx; input: { limit: number; offset: number } }) {
+  return asService(ctx.deps.sql, async (tx) => {
+    const [{ total }] = (await tx`select count(*)::int as total from public.profiles`) as unknown as [{ total: number }]
+    const rows = await tx.unsafe(`select ${PROFILE_COLUMNS} from public.profiles order by created_at desc, id limit $1 offset $2`, [input.limit, input.offset])
+    return { items: rows.map(toProfile), total, limit: input.limit, offset: input.offset }
+  })
+}
+
+export async function createUser({ ctx, input }: { ctx: Ctx; input: { email: string; password: string; full_name: string; role: Role } }): Promise<Profile> {
+  const client = await ctx.deps.supabase.admin(ctx.requestId)
+  const { data, error } = await client.auth.admin.createUser({
+    email: input.email,
+    password: input.password,
+    email_confirm: true,
+    // as the spec says, full_name and role are user metadata; the role also goes to app_metadata, the
+    // only place the profile trigger trusts it
+    user_metadata: { full_name: input.full_name, role: input.role },
+    app_metadata: { role: input.role },
+  })
+  if (error) throw fromAuthError(error, 'create user')
+  const profile = await profileById(ctx, data.user.id)
+  if (!profile) throw new ApiError(ErrorCode.INTERNAL_ERROR, 'The account was created but its profile is missing')
+  return profile
+}
+
+export async function setUserRole({ ctx, input }: { ctx: Ctx; input: { user_id: string; role: Role } }): Promise<Profile> {
+  if (!(await profileById(ctx, input.user_id))) throw new ApiError(ErrorCode.NOT_FOUND, `User ${input.user_id} not found`)
+  const client = await ctx.deps.supabase.admin(ctx.requestId)
+  // app_metadata is the trusted channel: a trigger carries it to the profile, the hook into the next token
+  const { error } = await client.auth.admin.updateUserById(input.user_id, { app_metadata: { role: input.role } })
+  if (error) throw fromAuthError(error, 'set role')
+  return (await profileById(ctx, input.user_id))!
+}
+
+export async function setHintLevel({ ctx, input }: { ctx: Ctx; input: { user_id: string; hint_level: number } }): Promise<Profile> {
+  const rows = await asService(ctx.deps.sql, (tx) =>
+    tx.unsafe(`update public.profiles set hint_level = $2 where id = $1 returning ${PROFILE_COLUMNS}`, [input.user_id, input.hint_level]),
+  )
+  if (!rows[0]) throw new ApiError(ErrorCode.NOT_FOUND, `User ${input.user_id} not found`)
+  return toProfile(rows[0])
+}
+
+/** As the spec orders it: the profile row, then the authentication account. Safe to retry. */
+export async function deleteUser({ ctx, input }: { ctx: Ctx; input: { user_id: string } }) {
+  const deleted = await asService(ctx.deps.sql, (tx) => tx`delete from public.profiles where id = ${input.user_id} returning id`)
+  const client = await ctx.deps.supabase.admin(ctx.requestId)
+  const { error } = await client.auth.admin.deleteUser(input.user_id)
+  if (error) {
+    if (error.code === 'user_not_found' && deleted.length === 0) throw new ApiError(ErrorCode.NOT_FOUND, `User ${input.user_id} not found`)
+    if (error.code !== 'user_not_found') throw fromAuthError(error, 'delete user')
+  }
+  return { status: 'deleted' as const, user_id: input.user_id, profile_deleted: deleted.length > 0 }
+}
+
+export async function resetUserPassword({ ctx, input }: { ctx: Ctx; input: { user_id: string; new_password: string } }) {
+  const client = await ctx.deps.supabase.admin(ctx.requestId)
+  const { error } = await client.auth.admin.updateUserById(input.user_id, { password: input.new_password })
+  if (error) throw fromAuthError(error, 'reset password')
+  return { success: true as const, user_id: input.user_id }
+}

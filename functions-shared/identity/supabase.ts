@@ -1,0 +1,29 @@
+// supabase-js clients on SUPABASE_URL, so the identity endpoints run the same code against the local
+// auth server and a hosted Supabase project: the anon key for sign-up and sign-in, the service-role key
+// for admin calls. Clients are per call (no session is kept on the server).
+import { createClient, type SupabaseClient } from '@supabase/supabase-js'
+import type { Config } from '../config.ts'
+import { publicUrl } from '../config.ts'
+import { apiKey } from '../lib/keys.ts'
+
+export interface SupabaseClients {
+  anon(requestId: string): Promise<SupabaseClient>
+  admin(requestId: string): Promise<SupabaseClient>
+}
+
+export function createSupabaseClients(config: Config, fetchImpl?: typeof fetch): SupabaseClients {
+  const url = config.SUPABASE_URL ?? publicUrl(config)
+  const keys = {
+    anon: config.SUPABASE_ANON_KEY ? Promise.resolve(config.SUPABASE_ANON_KEY) : apiKey(config.JWT_SECRET, 'anon'),
+    admin: config.SUPABASE_SERVICE_ROLE_KEY ? Promise.resolve(config.SUPABASE_SERVICE_ROLE_KEY) : apiKey(config.JWT_SECRET, 'service_role'),
+  }
+  const make = async (key: Promise<string>, requestId: string) =>
+    createClient(url, await key, {
+      auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+      global: { headers: { 'X-Request-ID': requestId }, ...(fetchImpl ? { fetch: fetchImpl } : {}) },
+    })
+  return {
+    anon: (requestId) => make(keys.anon, requestId),
+    admin: (requestId) => make(keys.admin, requestId),
+  }
+}

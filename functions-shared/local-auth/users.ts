@@ -1,0 +1,120 @@
+// auth.users rows and their JSON, as GoTrue serializes them (models/user.go).
+import type { Sql, Tx } from '../db/client.ts'
+
+type Db = Sql | Tx
+
+export interface UserRow {
+  id: string
+  aud: string | null
+  role: string | null
+  email: string | null
+  phone: string | null
+  email_confirmed_at: Date | null
+  phone_confirmed_at: Date | null
+  confirmed_at: Date | null
+  confirmation_sent_at: Date | null
+  recovery_sent_at: Date | null
+  last_sign_in_at: Date | null
+  banned_until: Date | null
+  raw_app_meta_data: Record<string, unknown> | null
+  raw_user_meta_data: Record<string, unknown> | null
+  created_at: Date | null
+  updated_at: Date | null
+  is_anonymous: boolean
+}
+
+interface IdentityRow {
+  id: string
+  provider_id: string
+  user_id: string
+  identity_data: Record<string, unknown>
+  provider: string
+  last_sign_in_at: Date | null
+  created_at: Date | null
+  updated_at: Date | null
+  email: string | null
+}
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : undefined)
+
+function compact<T extends Record<string, unknown>>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T
+}
+
+export function userJson(u: UserRow, identities: IdentityRow[]): Record<string, unknown> {
+  return compact({
+    id: u.id,
+    aud: u.aud ?? 'authenticated',
+    role: u.role ?? '',
+    email: u.email ?? '',
+    email_confirmed_at: iso(u.email_confirmed_at),
+    phone: u.phone ?? '',
+    phone_confirmed_at: iso(u.phone_confirmed_at),
+    confirmation_sent_at: iso(u.confirmation_sent_at),
+    confirmed_at: iso(u.confirmed_at),
+    recovery_sent_at: iso(u.recovery_sent_at),
+    last_sign_in_at: iso(u.last_sign_in_at),
+    app_metadata: u.raw_app_meta_data ?? {},
+    user_metadata: u.raw_user_meta_data ?? {},
+    identities: identities.map((i) =>
+      compact({
+        identity_id: i.id,
+        id: i.provider_id,
+        user_id: i.user_id,
+        identity_data: i.identity_data,
+        provider: i.provider,
+        last_sign_in_at: iso(i.last_sign_in_at),
+        created_at: iso(i.created_at),
+        updated_at: iso(i.updated_at),
+        email: i.email ?? undefined,
+      }),
+    ),
+    created_at: iso(u.created_at),
+    updated_at: iso(u.updated_at),
+    banned_until: iso(u.banned_until),
+    is_anonymous: u.is_anonymous,
+  })
+}
+
+const USER_COLUMNS = `id, aud, role, email, phone, email_confirmed_at, phone_confirmed_at, confirmed_at, confirmation_sent_at,
+  recovery_sent_at, last_sign_in_at, banned_until, raw_app_meta_data, raw_user_meta_data, created_at, updated_at, is_anonymous`
+
+export async function findUser(db: Db, id: string, options: { lock?: boolean } = {}): Promise<UserRow | null> {
+  if (!UUID.test(id)) return null
+  const rows = await db.unsafe(`select ${USER_COLUMNS} from auth.users where id = $1 ${options.lock ? 'for update' : ''}`, [id])
+  return (rows[0] as UserRow | undefined) ?? null
+}
+
+export async function findUserByEmail(db: Db, email: string): Promise<(UserRow & { encrypted_password: string | null }) | null> {
+  const rows = await db.unsafe(`select ${USER_COLUMNS}, encrypted_password from auth.users where email = $1 and is_sso_user = false`, [email])
+  return (rows[0] as (UserRow & { encrypted_password: string | null }) | undefined) ?? null
+}
+
+export async function userWithIdentities(db: Db, id: string): Promise<Record<string, unknown> | null> {
+  const user = await findUser(db, id)
+  if (!user) return null
+  const identities = (await db`select id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email
+    from auth.identities where user_id = ${id} order by created_at`) as unknown as IdentityRow[]
+  return userJson(user, identities)
+}
+
+/** GoTrue's metadata update: a shallow merge in which a key set to null is removed. */
+export function mergeMetadata(current: Record<string, unknown> | null, patch: Record<string, unknown>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...(current ?? {}) }
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete merged[k]
+    else merged[k] = v
+  }
+  return merged
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+
+export function normalizeEmail(raw: unknown): string {
+  if (typeof raw !== 'string' || !EMAIL.test(raw.trim()) || raw.length > 255) {
+    return ''
+  }
+  return raw.trim().toLowerCase()
+}
