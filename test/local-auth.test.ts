@@ -1,0 +1,258 @@
+// The local auth server speaks GoTrue's HTTP API: shapes, errors, rotation, reuse detection, admin paging.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { createTestApp, json, type TestApp } from './helpers/app.ts'
+import { bearer, studentToken } from './helpers/tokens.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+
+let db: TestDatabase
+let t: TestApp
+let service: Record<string, string>
+const V = { 'X-Supabase-Api-Version': '2024-01-01' }
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  t = createTestApp({ sql: db.sql })
+  service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
+})
+afterAll(async () => db?.close())
+
+const gotrue = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+  const res = await t.auth.request(`/auth/v1${path}`, { method, headers: { 'content-type': 'application/json;charset=UTF-8', ...V, ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  const text = await res.text()
+  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : null }
+}
+const claimsOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as Record<string, any>
+let n = 0
+const newEmail = () => `user${n++}-${crypto.randomUUID().slice(0, 6)}@example.mr`
+
+async function signUp(email = newEmail(), password = 'secret-123', data: Record<string, unknown> = {}) {
+  const res = await gotrue('POST', '/signup', { email, password, data })
+  expect(res.status, JSON.stringify(res.body)).toBe(200)
+  return res.body!
+}
+
+describe('POST /signup', () => {
+  it('returns a session (autoconfirm) with GoTrue\'s session and user shapes', async () => {
+    const s = await signUp('Fatimetou@Example.MR', 'secret-123', { full_name: 'Fatimetou' })
+    expect(Object.keys(s).sort()).toEqual(['access_token', 'expires_at', 'expires_in', 'refresh_token', 'token_type', 'user'])
+    expect(s).toMatchObject({ token_type: 'bearer', expires_in: 3600 })
+    expect(s.expires_at).toBe(claimsOf(s.access_token).exp)
+    expect(s.user).toMatchObject({
+      aud: 'authenticated', role: 'authenticated', email: 'fatimetou@example.mr', phone: '', is_anonymous: false,
+      user_metadata: { full_name: 'Fatimetou', email: 'fatimetou@example.mr', email_verified: true, phone_verified: false, sub: s.user.id },
+    })
+    expect(s.user.app_metadata).toEqual({ provider: 'email', providers: ['email'] })
+    expect(s.user.identities).toHaveLength(1)
+    expect(s.user.identities[0]).toMatchObject({ provider: 'email', user_id: s.user.id, id: s.user.id })
+    expect(s.user.email_confirmed_at).toEqual(expect.any(String))
+    expect(s.user).not.toHaveProperty('encrypted_password')
+  })
+
+  it('issues access tokens with GoTrue\'s claims, app_metadata.role set by the hook', async () => {
+    const s = await signUp()
+    const claims = claimsOf(s.access_token)
+    for (const k of ['iss', 'sub', 'aud', 'exp', 'iat', 'email', 'phone', 'app_metadata', 'user_metadata', 'role', 'aal', 'amr', 'session_id', 'is_anonymous']) expect(claims).toHaveProperty(k)
+    expect(claims).toMatchObject({ aud: 'authenticated', role: 'authenticated', aal: 'aal1', amr: [{ method: 'password' }], app_metadata: { role: 'student' }, iss: 'http://127.0.0.1:54321/auth/v1' })
+    expect(JSON.parse(Buffer.from(s.access_token.split('.')[0], 'base64url').toString())).toEqual({ alg: 'HS256', typ: 'JWT' })
+    const [row] = await db.sql`select count(*)::int as n from auth.sessions where id = ${claims.session_id}`
+    expect(row!.n).toBe(1)
+  })
+
+  it('refuses a duplicate (422 user_already_exists), a short password (422 weak_password) and a bad email (400)', async () => {
+    const email = newEmail()
+    await signUp(email)
+    expect(await gotrue('POST', '/signup', { email: email.toUpperCase(), password: 'secret-123' })).toMatchObject({ status: 422, body: { code: 'user_already_exists', message: 'User already registered' } })
+    const weak = await gotrue('POST', '/signup', { email: newEmail(), password: '12345' })
+    expect(weak).toMatchObject({ status: 422, body: { code: 'weak_password', message: 'Password should be at least 6 characters.', weak_password: { reasons: ['length'] } } })
+    expect(weak.headers.get('x-supabase-api-version')).toBe('2024-01-01')
+    expect(weak.headers.get('x-sb-error-code')).toBe('weak_password')
+    expect(await gotrue('POST', '/signup', { email: 'nope', password: 'secret-123' })).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+  })
+
+  it('writes the legacy error shape without the API version header', async () => {
+    const res = await gotrue('POST', '/signup', { email: 'nope', password: 'secret-123' }, { 'X-Supabase-Api-Version': '' })
+    expect(res.body).toEqual({ code: 400, error_code: 'validation_failed', msg: expect.any(String) })
+    expect(res.headers.get('x-supabase-api-version')).toBeNull()
+  })
+
+  it('answers bad JSON with 400 bad_json, never 5xx', async () => {
+    const res = await t.auth.request('/auth/v1/signup', { method: 'POST', headers: V, body: '{"email":' })
+    expect(res.status).toBe(400)
+    expect(await json(res)).toMatchObject({ code: 'bad_json' })
+  })
+})
+
+describe('POST /token', () => {
+  it('password grant: 400 invalid_credentials for a wrong password or unknown email', async () => {
+    const email = newEmail()
+    await signUp(email)
+    expect(await gotrue('POST', '/token?grant_type=password', { email, password: 'wrong-one' })).toMatchObject({ status: 400, body: { code: 'invalid_credentials', message: 'Invalid login credentials' } })
+    expect(await gotrue('POST', '/token?grant_type=password', { email: newEmail(), password: 'secret-123' })).toMatchObject({ status: 400, body: { code: 'invalid_credentials' } })
+    expect((await gotrue('POST', '/token?grant_type=password', { email, password: 'secret-123' })).status).toBe(200)
+  })
+
+  it('refresh grant rotates the token and keeps the session', async () => {
+    const s = await signUp()
+    const r = await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: s.refresh_token })
+    expect(r.status).toBe(200)
+    expect(r.body!.refresh_token).not.toBe(s.refresh_token)
+    expect(claimsOf(r.body!.access_token).session_id).toBe(claimsOf(s.access_token).session_id)
+    const [parent] = await db.sql`select parent from auth.refresh_tokens where token = ${r.body!.refresh_token}`
+    expect(parent!.parent).toBe(s.refresh_token)
+  })
+
+  it('replaying a used refresh token after the reuse interval revokes the whole family', async () => {
+    const s = await signUp()
+    const first = await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: s.refresh_token })
+    t.clock.advance(11_000) // past AUTH_REFRESH_REUSE_INTERVAL_SECONDS (10)
+    const replay = await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: s.refresh_token })
+    expect(replay).toMatchObject({ status: 400, body: { code: 'refresh_token_already_used', message: 'Invalid Refresh Token: Already Used' } })
+    // the legitimate holder's newer token died with the family
+    const next = await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: first.body!.refresh_token })
+    expect(next).toMatchObject({ status: 400, body: { code: 'refresh_token_not_found' } })
+    expect((await gotrue('GET', '/user', undefined, bearer(first.body!.access_token))).status).toBe(403)
+  })
+
+  it('a replay inside the reuse interval (two tabs) gets the current token, not a revocation', async () => {
+    const s = await signUp()
+    const first = await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: s.refresh_token })
+    const again = await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: s.refresh_token })
+    expect(again.status).toBe(200)
+    expect(again.body!.refresh_token).toBe(first.body!.refresh_token)
+  })
+
+  it('refuses unknown, short and missing refresh tokens, and unknown grants', async () => {
+    expect(await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: 'abcdefghijklmnop' })).toMatchObject({ status: 400, body: { code: 'refresh_token_not_found' } })
+    expect(await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: 'short' })).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+    expect(await gotrue('POST', '/token?grant_type=refresh_token', {})).toMatchObject({ status: 400, body: { error: 'invalid_request' } })
+    expect(await gotrue('POST', '/token?grant_type=magic', {})).toMatchObject({ status: 400, body: { code: 'invalid_credentials' } })
+  })
+})
+
+describe('GET and PUT /user', () => {
+  it('needs a bearer token: 401 no_authorization, 403 bad_jwt, 403 for an expired one', async () => {
+    expect(await gotrue('GET', '/user')).toMatchObject({ status: 401, body: { code: 'no_authorization' } })
+    expect(await gotrue('GET', '/user', undefined, bearer('x.y.z'))).toMatchObject({ status: 403, body: { code: 'bad_jwt' } })
+    const s = await signUp()
+    t.clock.advance(3601_000)
+    try {
+      expect(await gotrue('GET', '/user', undefined, bearer(s.access_token))).toMatchObject({ status: 403, body: { code: 'bad_jwt' } })
+    } finally {
+      t.clock.advance(-3601_000)
+    }
+    expect(await gotrue('GET', '/user', undefined, bearer(await studentToken()))).toMatchObject({ status: 403, body: { code: 'user_not_found' } })
+  })
+
+  it('merges user metadata (null deletes a key) and refuses app_metadata', async () => {
+    const s = await signUp(newEmail(), 'secret-123', { full_name: 'A', grade: '7C' })
+    const res = await gotrue('PUT', '/user', { data: { grade: null, city: 'Nouakchott' } }, bearer(s.access_token))
+    expect(res.body!.user_metadata).toMatchObject({ full_name: 'A', city: 'Nouakchott' })
+    expect(res.body!.user_metadata).not.toHaveProperty('grade')
+    expect(await gotrue('PUT', '/user', { app_metadata: { role: 'admin' } }, bearer(s.access_token))).toMatchObject({ status: 403, body: { code: 'not_admin' } })
+  })
+
+  it('changes the password, refuses the same one, and signs out the other sessions', async () => {
+    const email = newEmail()
+    const a = await signUp(email)
+    const b = (await gotrue('POST', '/token?grant_type=password', { email, password: 'secret-123' })).body!
+    expect(await gotrue('PUT', '/user', { password: 'secret-123' }, bearer(a.access_token))).toMatchObject({ status: 422, body: { code: 'same_password' } })
+    expect((await gotrue('PUT', '/user', { password: 'another-456' }, bearer(a.access_token))).status).toBe(200)
+    expect((await gotrue('GET', '/user', undefined, bearer(a.access_token))).status).toBe(200)
+    expect(await gotrue('GET', '/user', undefined, bearer(b.access_token))).toMatchObject({ status: 403, body: { code: 'session_not_found' } })
+    expect((await gotrue('POST', '/token?grant_type=password', { email, password: 'another-456' })).status).toBe(200)
+  })
+})
+
+describe('POST /logout', () => {
+  it('scopes: local ends this session, others the rest, global all (204)', async () => {
+    const email = newEmail()
+    const a = await signUp(email)
+    const login = async () => (await gotrue('POST', '/token?grant_type=password', { email, password: 'secret-123' })).body!
+    const [b, c] = [await login(), await login()]
+    const alive = async (s: Record<string, any>) => (await gotrue('GET', '/user', undefined, bearer(s.access_token))).status === 200
+    const others = await gotrue('POST', '/logout?scope=others', undefined, bearer(a.access_token))
+    expect(others.status).toBe(204)
+    expect([await alive(a), await alive(b), await alive(c)]).toEqual([true, false, false])
+    const d = await login()
+    expect((await gotrue('POST', '/logout?scope=local', undefined, bearer(d.access_token))).status).toBe(204)
+    expect([await alive(a), await alive(d)]).toEqual([true, false])
+    const e = await login()
+    expect((await gotrue('POST', '/logout', undefined, bearer(e.access_token))).status).toBe(204)
+    expect([await alive(a), await alive(e)]).toEqual([false, false])
+  })
+})
+
+describe('POST /recover', () => {
+  it('answers 200 {} whether or not the email exists', async () => {
+    const email = newEmail()
+    await signUp(email)
+    expect(await gotrue('POST', '/recover', { email })).toMatchObject({ status: 200, body: {} })
+    expect(await gotrue('POST', '/recover', { email: newEmail() })).toMatchObject({ status: 200, body: {} })
+  })
+})
+
+describe('admin endpoints', () => {
+  it('need a service_role token: 401 without, 403 not_admin for a user', async () => {
+    expect(await gotrue('GET', '/admin/users')).toMatchObject({ status: 401, body: { code: 'no_authorization' } })
+    const s = await signUp()
+    expect(await gotrue('GET', '/admin/users', undefined, bearer(s.access_token))).toMatchObject({ status: 403, body: { code: 'not_admin' } })
+    expect(await gotrue('GET', '/admin/users', undefined, bearer(await apiKey(LOCAL_JWT_SECRET, 'anon')))).toMatchObject({ status: 403, body: { code: 'not_admin' } })
+  })
+
+  it('create: user_metadata as given, app_metadata merged, email confirmed; duplicate 422 email_exists', async () => {
+    const email = newEmail()
+    const res = await gotrue('POST', '/admin/users', { email, password: 'secret-123', email_confirm: true, user_metadata: { full_name: 'Prof' }, app_metadata: { role: 'teacher' } }, service)
+    expect(res.status).toBe(200)
+    expect(res.body).toMatchObject({ email, user_metadata: { full_name: 'Prof', email_verified: true }, app_metadata: { provider: 'email', providers: ['email'], role: 'teacher' } })
+    expect(res.body!.email_confirmed_at).toEqual(expect.any(String))
+    const [p] = await db.sql`select role from public.profiles where id = ${res.body!.id}`
+    expect(p!.role).toBe('teacher')
+    expect(await gotrue('POST', '/admin/users', { email, password: 'secret-123' }, service)).toMatchObject({ status: 422, body: { code: 'email_exists' } })
+  })
+
+  it('lists users newest first with X-Total-Count and a Link header whose URLs put page first', async () => {
+    for (let i = 0; i < 3; i++) await signUp()
+    const res = await gotrue('GET', '/admin/users?page=1&per_page=2', undefined, service)
+    const total = Number(res.headers.get('x-total-count'))
+    expect(total).toBeGreaterThanOrEqual(3)
+    expect(res.body).toMatchObject({ aud: 'authenticated' })
+    expect(res.body!.users).toHaveLength(2)
+    const last = Math.ceil(total / 2)
+    expect(res.headers.get('link')).toBe(`<http://localhost/auth/v1/admin/users?page=2&per_page=2>; rel="next", <http://localhost/auth/v1/admin/users?page=${last}&per_page=2>; rel="last"`)
+    const lastPage = await gotrue('GET', `/admin/users?page=${last}&per_page=2`, undefined, service)
+    expect(lastPage.headers.get('link')).not.toContain('rel="next"')
+  })
+
+  it('get, update and delete by id; unknown ids 404 user_not_found, non-UUIDs 404 validation_failed', async () => {
+    const s = await signUp()
+    const id = s.user.id as string
+    expect((await gotrue('GET', `/admin/users/${id}`, undefined, service)).body).toMatchObject({ id })
+    const upd = await gotrue('PUT', `/admin/users/${id}`, { user_metadata: { full_name: 'Renamed' }, app_metadata: { role: 'admin' } }, service)
+    expect(upd.body).toMatchObject({ user_metadata: { full_name: 'Renamed' }, app_metadata: { role: 'admin' } })
+    expect(await gotrue('GET', `/admin/users/${crypto.randomUUID()}`, undefined, service)).toMatchObject({ status: 404, body: { code: 'user_not_found' } })
+    expect(await gotrue('GET', '/admin/users/123', undefined, service)).toMatchObject({ status: 404, body: { code: 'validation_failed' } })
+    expect(await gotrue('DELETE', `/admin/users/${id}`, { should_soft_delete: false }, service)).toMatchObject({ status: 200, body: {} })
+    expect(await gotrue('DELETE', `/admin/users/${id}`, { should_soft_delete: false }, service)).toMatchObject({ status: 404, body: { code: 'user_not_found' } })
+  })
+
+  it('an admin password change signs out every session; a ban refuses sign-in', async () => {
+    const email = newEmail()
+    const s = await signUp(email)
+    await gotrue('PUT', `/admin/users/${s.user.id}`, { password: 'changed-789' }, service)
+    expect((await gotrue('GET', '/user', undefined, bearer(s.access_token))).status).toBe(403)
+    await gotrue('PUT', `/admin/users/${s.user.id}`, { ban_duration: '24h' }, service)
+    expect(await gotrue('POST', '/token?grant_type=password', { email, password: 'changed-789' })).toMatchObject({ status: 400, body: { code: 'user_banned' } })
+    await gotrue('PUT', `/admin/users/${s.user.id}`, { ban_duration: 'none' }, service)
+    expect((await gotrue('POST', '/token?grant_type=password', { email, password: 'changed-789' })).status).toBe(200)
+  })
+})
+
+describe('the access-token hook', () => {
+  it('is skipped when AUTH_HOOK_ENABLED is false: no role claim from the profile', async () => {
+    const plain = createTestApp({ sql: db.sql, env: { AUTH_HOOK_ENABLED: 'false' } })
+    const res = await plain.auth.request('/auth/v1/signup', { method: 'POST', body: JSON.stringify({ email: newEmail(), password: 'secret-123' }) })
+    expect(claimsOf((await json(res)).access_token).app_metadata.role).toBeUndefined()
+  })
+})
