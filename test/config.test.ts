@@ -91,7 +91,15 @@ describe('deno.json', () => {
 })
 
 describe('supabase/config.toml', () => {
-  const toml = parseToml(read('supabase/config.toml')) as { functions: Record<string, { verify_jwt: boolean; entrypoint: string; import_map: string }> }
+  const toml = parseToml(read('supabase/config.toml')) as {
+    functions: Record<string, { verify_jwt: boolean; entrypoint: string; import_map: string }>
+    auth: { hook: { custom_access_token: { enabled: boolean; uri: string } } }
+  }
+
+  it('enables the custom access-token hook that the migrations define', () => {
+    expect(toml.auth.hook.custom_access_token).toEqual({ enabled: true, uri: 'pg-functions://postgres/public/custom_access_token_hook' })
+    expect(read('supabase/migrations/20261122000200_profiles.sql')).toContain('create function public.custom_access_token_hook(event jsonb)')
+  })
 
   it('has one [functions.<name>] block per router, with verify_jwt = false', () => {
     expect(Object.keys(toml.functions).sort()).toEqual([...ROUTER_NAMES].sort())
