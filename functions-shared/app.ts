@@ -15,6 +15,7 @@ import { docsRouter } from './docs/routes.ts'
 import { authRouter } from './identity/auth-routes.ts'
 import { meRouter } from './identity/me-routes.ts'
 import { adminRouter } from './admin/routes.ts'
+import { walletRouter } from './wallet/routes.ts'
 import { SERVICE_NAME, VERSION } from './version.ts'
 
 type RouterFactory = (deps: Deps) => OpenAPIHono
@@ -26,7 +27,7 @@ export const ROUTERS = {
   auth: authRouter,
   me: meRouter,
   chat: () => createRouter(),
-  wallet: () => createRouter(),
+  wallet: walletRouter,
   admin: adminRouter,
   curriculum: () => createRouter(),
   scraping: () => createRouter(),

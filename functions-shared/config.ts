@@ -69,6 +69,8 @@ export const settings = {
   WELCOME_BONUS_TOKENS: [int(50), 'Tokens granted on the first wallet fetch'],
   RESERVATION_TTL_SECONDS: [int(300, 1), 'Time-to-live of a token reservation'],
   ACTUAL_COST_CAP_MULTIPLIER: [num(2, 1), 'The actual charge is capped at this multiple of the estimate'],
+  EXPIRY_INTERVAL_SECONDS: [int(60), 'How often the local server expires stale reservations (0: never; on Supabase pg_cron does it)'],
+  WALLET_INTERNAL_ROUTES: [bool(true), 'Serve POST /wallet/internal/reserve and /finalize (testing only; set false in production: 404)'],
   // --- tiers (spec §2.10); a daily limit of 0 means unlimited
   TIER_FREE_TOP_K: [int(10, 1), 'free tier: dense candidates'],
   TIER_FREE_RERANK_N: [int(3, 1), 'free tier: snippets kept after rerank'],

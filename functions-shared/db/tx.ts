@@ -2,6 +2,7 @@
 // RLS policies of the migrations are what guard user-owned rows; asService is the backend's privileged
 // work, as the service_role (which has BYPASSRLS).
 import type { Sql, Tx } from './client.ts'
+import { ApiError, ErrorCode } from '../http/errors.ts'
 
 export type Claims = Record<string, unknown> & { sub: string }
 
@@ -23,4 +24,17 @@ export async function asService<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Promis
 /** True when the error is PostgreSQL's, with this SQLSTATE. */
 export function isPgError(err: unknown, code?: string): err is Error & { code: string } {
   return err instanceof Error && typeof (err as { code?: unknown }).code === 'string' && (code === undefined || (err as unknown as { code: string }).code === code)
+}
+
+/** Maps the stable SQLSTATEs our RPCs raise (PT400, PT402, PT404, PT409, PT422) to API errors. */
+export function fromRpcError(err: unknown): unknown {
+  if (!isPgError(err)) return err
+  const code = {
+    PT400: ErrorCode.VALIDATION_FAILED,
+    PT402: ErrorCode.INSUFFICIENT_BALANCE,
+    PT404: ErrorCode.NOT_FOUND,
+    PT409: ErrorCode.CONFLICT,
+    PT422: ErrorCode.IDEMPOTENCY_KEY_REUSED,
+  }[err.code]
+  return code ? new ApiError(code, err.message, { cause: err }) : err
 }

@@ -13,6 +13,7 @@ export const ErrorCode = {
   NOT_FOUND: 'not_found',
   METHOD_NOT_ALLOWED: 'method_not_allowed',
   CONFLICT: 'conflict',
+  IDEMPOTENCY_KEY_REUSED: 'idempotency_key_reused',
   PAYLOAD_TOO_LARGE: 'payload_too_large',
   UNSUPPORTED_MEDIA_TYPE: 'unsupported_media_type',
   RATE_LIMITED: 'rate_limited',
@@ -22,7 +23,7 @@ export const ErrorCode = {
 } as const
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 
-export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 415 | 429 | 500 | 503
+export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 415 | 422 | 429 | 500 | 503
 
 export function statusOf(code: ErrorCode): ErrorStatus {
   switch (code) {
@@ -42,6 +43,8 @@ export function statusOf(code: ErrorCode): ErrorStatus {
       return 405
     case ErrorCode.CONFLICT:
       return 409
+    case ErrorCode.IDEMPOTENCY_KEY_REUSED:
+      return 422
     case ErrorCode.PAYLOAD_TOO_LARGE:
       return 413
     case ErrorCode.UNSUPPORTED_MEDIA_TYPE:

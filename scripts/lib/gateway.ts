@@ -7,6 +7,7 @@ import type { Sql } from '../../functions-shared/db/client.ts'
 import { createApp } from '../../functions-shared/app.ts'
 import { createDeps, type Deps } from '../../functions-shared/deps.ts'
 import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
+import { expireReservations } from '../../functions-shared/wallet/service.ts'
 import { readAssetNode, remoteAddressNode } from './node-adapter.ts'
 
 export const FUNCTIONS_BASE = '/functions/v1'
@@ -33,12 +34,23 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
   const app = createApp(deps, { basePath: FUNCTIONS_BASE })
   if (config.LOCAL_AUTH) app.route('/auth/v1', localAuthRouter(deps))
   handle = (request, env) => app.fetch(request, env as never)
+  // The expiry job, locally (on Supabase, pg_cron runs it); every wallet RPC also expires first.
+  const log = deps.logs.get('expiry')
+  const expiry =
+    config.EXPIRY_INTERVAL_SECONDS > 0
+      ? setInterval(() => {
+          expireReservations({ ctx: { deps, requestId: `expiry-${Date.now()}` } })
+            .then((r) => r.expired > 0 && log.info(r, 'expired stale reservations'))
+            .catch((err: Error) => log.error({ err: { message: err.message } }, 'expiry job failed'))
+        }, config.EXPIRY_INTERVAL_SECONDS * 1000).unref()
+      : undefined
   return {
     url,
     deps,
     server,
     close: (timeoutMs = config.SHUTDOWN_TIMEOUT_MS) =>
       new Promise<void>((resolve) => {
+        clearInterval(expiry)
         const s = server as { closeAllConnections?: () => void; closeIdleConnections?: () => void }
         const force = setTimeout(() => s.closeAllConnections?.(), timeoutMs)
         server.close(() => {

@@ -1,0 +1,223 @@
+// The token wallet: every money movement is one RPC of the wallet migration, run as the service role;
+// reads of the caller's own rows go through asUser so RLS guards them.
+import type { Deps } from '../deps.ts'
+import type { Principal } from '../http/auth.ts'
+import { ApiError, ErrorCode } from '../http/errors.ts'
+import { asService, asUser, fromRpcError } from '../db/tx.ts'
+import { tierLimits, type Tier } from '../config.ts'
+import { walletMetrics } from './metrics.ts'
+
+export interface Ctx {
+  deps: Deps
+  requestId: string
+}
+
+async function rpc<T>(ctx: Ctx, fn: Parameters<typeof asService<T>>[1]): Promise<T> {
+  try {
+    return await asService(ctx.deps.sql, fn)
+  } catch (err) {
+    throw fromRpcError(err)
+  }
+}
+
+const iso = (d: unknown) => (d ? new Date(d as Date).toISOString() : null)
+
+export async function getBalance({ ctx, userId }: { ctx: Ctx; userId: string }) {
+  const { config } = ctx.deps
+  const [row, turns] = await rpc(ctx, async (tx) => {
+    const [w] = await tx`select * from public.get_or_create_wallet(${userId}, ${config.WELCOME_BONUS_TOKENS})`
+    const [t] = await tx`select public.turns_today(${userId}) as n`
+    return [w!, Number(t!.n)] as const
+  })
+  const tier = row.subscription_tier as Tier
+  const limits = tierLimits(config, tier)
+  return {
+    user_id: userId,
+    token_balance: Number(row.token_balance),
+    subscription_tier: tier,
+    pending_reservations: { count: Number(row.pending_count), tokens: Number(row.pending_tokens) },
+    limits: {
+      max_tokens_per_request: limits.maxTokens,
+      daily_limit: limits.dailyLimit,
+      turns_today: turns,
+      top_k: limits.topK,
+      rerank_n: limits.rerankN,
+    },
+  }
+}
+
+function reservationJson(r: Record<string, unknown>) {
+  return {
+    id: r.id as string,
+    user_id: r.user_id as string,
+    estimated: Number(r.estimated),
+    actual: r.actual === null ? null : Number(r.actual),
+    charged: r.charged === null || r.charged === undefined ? null : Number(r.charged),
+    status: r.status as 'reserved' | 'finalized' | 'expired',
+    request_id: (r.request_id as string | null) ?? null,
+    created_at: iso(r.created_at)!,
+    expires_at: iso(r.expires_at)!,
+    finalized_at: iso(r.finalized_at),
+  }
+}
+
+/** The caller's own reservations, through RLS (stale ones are expired first). */
+export async function listOwnReservations({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { status?: string | undefined; limit: number; offset: number } }) {
+  if (principal.kind !== 'user') throw new ApiError(ErrorCode.FORBIDDEN, 'This endpoint needs a user token')
+  await rpc(ctx, (tx) => tx`select public.expire_reservations() as n`)
+  return asUser(ctx.deps.sql, { ...principal.claims, sub: principal.userId }, async (tx) => {
+    const status = input.status ?? null
+    const [{ total }] = (await tx`select count(*)::int as total from public.reservations where (${status}::text is null or status = ${status})`) as unknown as [{ total: number }]
+    const rows = await tx`select * from public.reservations where (${status}::text is null or status = ${status})
+                          order by created_at desc, id limit ${input.limit} offset ${input.offset}`
+    return { items: rows.map(reservationJson), total, limit: input.limit, offset: input.offset }
+  })
+}
+
+export async function reserve({ ctx, input }: { ctx: Ctx; input: { user_id: string; estimate: number; request_id?: string | undefined } }) {
+  const { config } = ctx.deps
+  const m = walletMetrics(ctx.deps.metrics.registry)
+  try {
+    const row = await rpc(ctx, async (tx) => {
+      const [r] = await tx`select * from public.reserve_tokens(${input.user_id}, ${input.estimate}, ${input.request_id ?? ctx.requestId},
+                                                              ${config.RESERVATION_TTL_SECONDS}, ${config.WELCOME_BONUS_TOKENS})`
+      return r!
+    })
+    m.reservations.inc({ outcome: 'reserved' })
+    m.tokens.inc({ movement: 'reserved' }, input.estimate)
+    return reservationJson(row)
+  } catch (err) {
+    if (err instanceof ApiError && err.code === ErrorCode.INSUFFICIENT_BALANCE) m.reservations.inc({ outcome: 'insufficient' })
+    throw err
+  }
+}
+
+export async function finalize({ ctx, input }: { ctx: Ctx; input: { reservation_id: string; actual: number; kind?: 'chat' | 'clarify' | 'manual'; request_id?: string | undefined } }) {
+  const m = walletMetrics(ctx.deps.metrics.registry)
+  try {
+    const row = await rpc(ctx, async (tx) => {
+      const [r] = await tx`select * from public.finalize_reservation(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null},
+                                                                    ${input.kind ?? 'manual'}, ${ctx.deps.config.ACTUAL_COST_CAP_MULTIPLIER})`
+      return r!
+    })
+    m.reservations.inc({ outcome: 'finalized' })
+    m.tokens.inc({ movement: 'charged' }, Number(row.charged))
+    m.tokens.inc({ movement: 'refunded' }, Number(row.refunded))
+    return {
+      reservation_id: row.reservation_id as string,
+      user_id: row.user_id as string,
+      status: 'finalized' as const,
+      estimated: Number(row.estimated),
+      actual: Number(row.actual),
+      charged: Number(row.charged),
+      refunded: Number(row.refunded),
+      uncovered: Number(row.uncovered),
+      token_balance: Number(row.token_balance),
+      ledger_entry_id: row.ledger_entry_id === null ? null : Number(row.ledger_entry_id),
+      request_id: row.request_id as string,
+    }
+  } catch (err) {
+    if (err instanceof ApiError && err.code === ErrorCode.CONFLICT) m.reservations.inc({ outcome: 'conflict' })
+    throw err
+  }
+}
+
+/** Refunds every reservation past its TTL (the expiry job); `now` lets tests move time. */
+export async function expireReservations({ ctx, now }: { ctx: Ctx; now?: Date }): Promise<{ expired: number; tokens: number }> {
+  const row = await rpc(ctx, async (tx) => {
+    const [r] = now ? await tx`select * from public.expire_reservations(${now})` : await tx`select * from public.expire_reservations()`
+    return r!
+  })
+  const result = { expired: Number(row.expired), tokens: Number(row.tokens) }
+  if (result.expired > 0) {
+    const m = walletMetrics(ctx.deps.metrics.registry)
+    m.reservations.inc({ outcome: 'expired' }, result.expired)
+    m.tokens.inc({ movement: 'expired' }, result.tokens)
+  }
+  return result
+}
+
+export type Currency = 'MRU' | 'USD' | 'EUR'
+export type PaymentMethod = 'cash' | 'bank_transfer' | 'mobile_money' | 'bankily' | 'masrvi' | 'sedad'
+export type TransactionType = 'topup' | 'refund' | 'promotion' | 'api_cost' | 'server_cost' | 'infrastructure'
+
+export interface TopUpInput {
+  user_id: string
+  tokens: number
+  amount: number
+  currency: Currency
+  payment_method: PaymentMethod
+  reference?: string | undefined
+}
+
+function createdBy(principal: Principal): string {
+  return principal.kind === 'user' ? principal.userId : principal.kind === 'service' ? 'service_role' : 'admin_key'
+}
+
+async function requestHash(input: unknown): Promise<string> {
+  const bytes = new TextEncoder().encode(JSON.stringify(input))
+  return Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)), (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+export async function topUp({ ctx, principal, input, idempotencyKey }: { ctx: Ctx; principal: Principal; input: TopUpInput; idempotencyKey?: string | undefined }) {
+  const canonical = { user_id: input.user_id, tokens: input.tokens, amount: input.amount, currency: input.currency, payment_method: input.payment_method, reference: input.reference ?? null }
+  const hash = idempotencyKey ? await requestHash(canonical) : null
+  const row = await rpc(ctx, async (tx) => {
+    const [r] = await tx`select * from public.top_up(${input.user_id}, ${input.tokens}, ${input.amount}, ${input.currency}, ${input.payment_method},
+                                                      ${input.reference ?? null}, ${createdBy(principal)}, ${idempotencyKey ?? null}, ${hash},
+                                                      ${ctx.deps.config.WELCOME_BONUS_TOKENS})`
+    return r!
+  })
+  if (!row.replayed) walletMetrics(ctx.deps.metrics.registry).tokens.inc({ movement: 'topped_up' }, input.tokens)
+  return {
+    transaction_id: row.transaction_id as string,
+    user_id: row.user_id as string,
+    tokens: Number(row.tokens),
+    new_balance: Number(row.new_balance),
+    ledger_entry_id: Number(row.ledger_entry_id),
+    amount: input.amount,
+    currency: input.currency,
+    payment_method: input.payment_method,
+    direction: 'credit' as const,
+    type: 'topup' as const,
+    replayed: row.replayed as boolean,
+    created_at: iso(row.created_at)!,
+  }
+}
+
+function transactionJson(r: Record<string, unknown>) {
+  return {
+    id: r.id as string,
+    direction: r.direction as 'credit' | 'debit',
+    type: r.type as TransactionType,
+    amount: Number(r.amount),
+    currency: r.currency as Currency,
+    payment_method: (r.payment_method as PaymentMethod | null) ?? null,
+    tokens: Number(r.tokens),
+    user_id: (r.user_id as string | null) ?? null,
+    reference: (r.reference as string | null) ?? null,
+    description: (r.description as string | null) ?? null,
+    created_by: r.created_by as string,
+    ledger_entry_id: r.ledger_entry_id === null ? null : Number(r.ledger_entry_id),
+    created_at: iso(r.created_at)!,
+  }
+}
+
+export async function logExpense({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { type: TransactionType; amount: number; currency: Currency; description: string; reference?: string | undefined; payment_method?: PaymentMethod | undefined } }) {
+  const row = await rpc(ctx, async (tx) => {
+    const [r] = await tx`select * from public.log_expense(${input.type}, ${input.amount}, ${input.currency}, ${input.description},
+                                                          ${input.reference ?? null}, ${createdBy(principal)}, ${input.payment_method ?? null})`
+    return r!
+  })
+  return transactionJson(row)
+}
+
+export async function listTransactions({ ctx, input }: { ctx: Ctx; input: { direction?: string | undefined; type?: string | undefined; user_id?: string | undefined; limit: number; offset: number } }) {
+  return rpc(ctx, async (tx) => {
+    const [direction, type, user] = [input.direction ?? null, input.type ?? null, input.user_id ?? null]
+    const where = tx`(${direction}::text is null or direction = ${direction}) and (${type}::text is null or type = ${type}) and (${user}::uuid is null or user_id = ${user})`
+    const [{ total }] = (await tx`select count(*)::int as total from public.financial_transactions where ${where}`) as unknown as [{ total: number }]
+    const rows = await tx`select * from public.financial_transactions where ${where} order by created_at desc, id limit ${input.limit} offset ${input.offset}`
+    return { items: rows.map(transactionJson), total, limit: input.limit, offset: input.offset }
+  })
+}
