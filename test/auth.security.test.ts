@@ -11,6 +11,7 @@ import { roleFromClaims, createTokenVerifier } from '../functions-shared/http/au
 import { openApiDocument } from '../functions-shared/app.ts'
 import { adminSecurity } from '../functions-shared/http/router.ts'
 import { createUser } from './helpers/users.ts'
+import { reserve } from '../functions-shared/wallet/service.ts'
 
 const ADMIN_KEY = 'adm-key-0123456789abcdef'
 
@@ -33,6 +34,14 @@ const SAMPLES: Record<string, () => Promise<Sample>> = {
   'PATCH /admin/users/{user_id}/hint-level': async () => ({ path: `/admin/users/${(await createUser(db.sql)).id}/hint-level?hint_level=4` }),
   'DELETE /admin/users/{user_id}': async () => ({ path: `/admin/users/${(await createUser(db.sql)).id}` }),
   'POST /admin/users/{user_id}/reset-password': async () => ({ path: `/admin/users/${(await createUser(db.sql)).id}/reset-password`, body: { new_password: 'secret-456' } }),
+  'POST /wallet/topup': async () => ({ path: '/wallet/topup', body: { user_id: (await createUser(db.sql)).id, tokens: 10, amount: 20, currency: 'MRU', payment_method: 'cash' } }),
+  'POST /wallet/transactions/expense': async () => ({ path: '/wallet/transactions/expense', body: { type: 'server_cost', amount: 3, currency: 'EUR', description: 'vps' } }),
+  'GET /wallet/transactions': async () => ({ path: '/wallet/transactions?limit=5' }),
+  'POST /wallet/internal/reserve': async () => ({ path: '/wallet/internal/reserve', body: { user_id: (await createUser(db.sql)).id, estimate: 5 } }),
+  'POST /wallet/internal/finalize': async () => {
+    const r = await reserve({ ctx: { deps: t.deps, requestId: 'sample' }, input: { user_id: (await createUser(db.sql)).id, estimate: 5 } })
+    return { path: '/wallet/internal/finalize', body: { reservation_id: r.id, actual: 3 } }
+  },
 }
 
 const ADMIN_ROUTES = Object.keys(SAMPLES).map((k) => k.split(' ') as [string, string])
@@ -42,7 +51,7 @@ let t: TestApp
 
 beforeAll(async () => {
   db = await createTestDatabase()
-  t = createTestApp({ sql: db.sql, env: { ADMIN_API_KEY: ADMIN_KEY, RATE_LIMIT_ADMIN_PER_MINUTE: '1000' } })
+  t = createTestApp({ sql: db.sql, env: { ADMIN_API_KEY: ADMIN_KEY, RATE_LIMIT_ADMIN_PER_MINUTE: '10000', RATE_LIMIT_WALLET_PER_MINUTE: '10000' } })
 })
 afterAll(async () => db?.close())
 
