@@ -48,7 +48,12 @@ async function checkInvariants(m: Model, r: Real) {
 }
 
 class Reserve implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly user: number, readonly estimate: number) {}
+  readonly user: number
+  readonly estimate: number
+  constructor(user: number, estimate: number) {
+    this.user = user
+    this.estimate = estimate
+  }
   check = () => true
   async run(m: Model, r: Real) {
     const result = await reserve({ ctx: ctx(), input: { user_id: r.users[this.user]!, estimate: this.estimate } }).catch((e: ApiError) => e)
@@ -65,7 +70,12 @@ class Reserve implements fc.AsyncCommand<Model, Real> {
 }
 
 class Finalize implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly pick: number, readonly actual: number) {}
+  readonly pick: number
+  readonly actual: number
+  constructor(pick: number, actual: number) {
+    this.pick = pick
+    this.actual = actual
+  }
   check = (m: Readonly<Model>) => m.reservations.length > 0
   async run(m: Model, r: Real) {
     const res = m.reservations[this.pick % m.reservations.length]!
@@ -100,7 +110,12 @@ class Expire implements fc.AsyncCommand<Model, Real> {
 }
 
 class TopUp implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly user: number, readonly tokens: number) {}
+  readonly user: number
+  readonly tokens: number
+  constructor(user: number, tokens: number) {
+    this.user = user
+    this.tokens = tokens
+  }
   check = () => true
   async run(m: Model, r: Real) {
     const result = await topUp({ ctx: ctx(), principal: { kind: 'admin_key' }, input: { user_id: r.users[this.user]!, tokens: this.tokens, amount: this.tokens, currency: 'MRU', payment_method: 'cash' } })

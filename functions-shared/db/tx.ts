@@ -16,8 +16,13 @@ export async function asUser<T>(sql: Sql, claims: Claims, fn: (tx: Tx) => Promis
 
 export async function asService<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Promise<T> {
   return (await sql.begin(async (tx) => {
-    await tx`select set_config('role', 'service_role', true), set_config('request.jwt.claims', '{"role":"service_role"}', true)`
-    return fn(tx)
+    // pipelined: the role switch goes out with the first statement of fn, not a round trip before it
+    // (queries on one transaction run in order; if the switch failed, so does everything after it)
+    const switched = tx`select set_config('role', 'service_role', true), set_config('request.jwt.claims', '{"role":"service_role"}', true)`
+    switched.catch(() => {})
+    const result = await fn(tx)
+    await switched
+    return result
   })) as T
 }
 

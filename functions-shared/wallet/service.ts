@@ -4,6 +4,7 @@ import type { Deps } from '../deps.ts'
 import type { Principal } from '../http/auth.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { asService, asUser, fromRpcError } from '../db/tx.ts'
+import type { Sql } from '../db/client.ts'
 import { tierLimits, type Tier } from '../config.ts'
 import { walletMetrics } from './metrics.ts'
 
@@ -12,9 +13,14 @@ export interface Ctx {
   requestId: string
 }
 
-async function rpc<T>(ctx: Ctx, fn: Parameters<typeof asService<T>>[1]): Promise<T> {
+/**
+ * Runs money RPCs. Each RPC is one security-definer function that is its own transaction, so it goes
+ * out as one statement (one round trip): it runs as its owner whoever calls it, and EXECUTE is granted
+ * only to service_role (and the owner the service connects as).
+ */
+async function rpc<T>(ctx: Ctx, fn: (sql: Sql) => Promise<T>): Promise<T> {
   try {
-    return await asService(ctx.deps.sql, fn)
+    return await fn(ctx.deps.sql)
   } catch (err) {
     throw fromRpcError(err)
   }
@@ -24,10 +30,9 @@ const iso = (d: unknown) => (d ? new Date(d as Date).toISOString() : null)
 
 export async function getBalance({ ctx, userId }: { ctx: Ctx; userId: string }) {
   const { config } = ctx.deps
-  const [row, turns] = await rpc(ctx, async (tx) => {
-    const [w] = await tx`select * from public.get_or_create_wallet(${userId}, ${config.WELCOME_BONUS_TOKENS})`
-    const [t] = await tx`select public.turns_today(${userId}) as n`
-    return [w!, Number(t!.n)] as const
+  const [row, turns] = await rpc(ctx, async (sql) => {
+    const [w] = await sql`select w.*, public.turns_today(${userId}) as turns from public.get_or_create_wallet(${userId}, ${config.WELCOME_BONUS_TOKENS}) w`
+    return [w!, Number(w!.turns)] as const
   })
   const tier = row.subscription_tier as Tier
   const limits = tierLimits(config, tier)
@@ -213,7 +218,7 @@ export async function logExpense({ ctx, principal, input }: { ctx: Ctx; principa
 }
 
 export async function listTransactions({ ctx, input }: { ctx: Ctx; input: { direction?: string | undefined; type?: string | undefined; user_id?: string | undefined; limit: number; offset: number } }) {
-  return rpc(ctx, async (tx) => {
+  return asService(ctx.deps.sql, async (tx) => {
     const [direction, type, user] = [input.direction ?? null, input.type ?? null, input.user_id ?? null]
     const where = tx`(${direction}::text is null or direction = ${direction}) and (${type}::text is null or type = ${type}) and (${user}::uuid is null or user_id = ${user})`
     const [{ total }] = (await tx`select count(*)::int as total from public.financial_transactions where ${where}`) as unknown as [{ total: number }]

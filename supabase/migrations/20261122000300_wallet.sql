@@ -34,6 +34,7 @@ create table public.reservations (
 );
 create index reservations_user_created_idx on public.reservations (user_id, created_at desc);
 create index reservations_due_idx on public.reservations (expires_at) where status = 'reserved';
+create index reservations_user_due_idx on public.reservations (user_id, expires_at) where status = 'reserved';
 
 -- why: every balance change, forever. No foreign key to the user: financial history outlives accounts.
 create table public.token_ledger (
@@ -47,14 +48,14 @@ create table public.token_ledger (
   created_at timestamptz not null default now()
 );
 create index token_ledger_user_idx on public.token_ledger (user_id, id);
-create index token_ledger_request_idx on public.token_ledger (request_id);
 
 -- why: one row per billed turn (chat or manual finalize); the ledger's request_id points here.
 create table public.usage_log (
   id bigint generated always as identity primary key,
   request_id text,
   user_id uuid not null,
-  reservation_id uuid not null unique,
+  -- one row per reservation: finalize settles a reservation once, under its row lock
+  reservation_id uuid not null,
   kind text not null check (kind in ('chat', 'clarify', 'manual')),
   estimated integer not null,
   actual integer not null,
@@ -64,7 +65,6 @@ create table public.usage_log (
   created_at timestamptz not null default now()
 );
 create index usage_log_user_day_idx on public.usage_log (user_id, created_at);
-create index usage_log_request_idx on public.usage_log (request_id);
 
 -- why: money in and out of the platform, in real currencies, as the admins record it.
 create table public.financial_transactions (
@@ -198,11 +198,19 @@ begin
   if p_estimate is null or p_estimate <= 0 then
     raise exception 'estimate must be a positive number of tokens' using errcode = 'PT400';
   end if;
-  perform private.expire_due(p_user, now());
-  perform private.ensure_wallet(p_user, p_bonus);
+  if exists (select 1 from public.reservations where user_id = p_user and status = 'reserved' and expires_at <= now()) then
+    perform private.expire_due(p_user, now());
+  end if;
   update public.wallets set token_balance = token_balance - p_estimate, updated_at = now()
    where user_id = p_user and token_balance >= p_estimate
   returning token_balance into new_balance;
+  if not found then
+    -- first use: create the wallet (with the bonus), then try once more
+    perform private.ensure_wallet(p_user, p_bonus);
+    update public.wallets set token_balance = token_balance - p_estimate, updated_at = now()
+     where user_id = p_user and token_balance >= p_estimate
+    returning token_balance into new_balance;
+  end if;
   if not found then
     raise exception 'insufficient balance: % tokens needed, % available', p_estimate,
       (select token_balance from public.wallets where user_id = p_user) using errcode = 'PT402';

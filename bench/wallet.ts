@@ -1,0 +1,120 @@
+// Reserve+finalize cycles per second at 1, 8 and 32 concurrent clients, beside a baseline measured in the
+// same run with the same client code: a minimal transaction that locks one row, updates it and inserts
+// one row, sent as one statement as each wallet RPC is (and, for reference, the same work as three
+// statements in a service transaction). A cycle is two transactions, so 0.5 is the practical ceiling of
+// the ratio against the one-statement baseline.
+// Run: BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:wallet
+// (without it: the embedded PGlite, one client only, since PGlite is one connection).
+import { createDb, type Sql } from '../functions-shared/db/client.ts'
+import { loadConfig } from '../functions-shared/config.ts'
+import { asService } from '../functions-shared/db/tx.ts'
+import { createDeps } from '../functions-shared/deps.ts'
+import { createLogRoot } from '../functions-shared/lib/logger.ts'
+import { finalize, reserve, topUp } from '../functions-shared/wallet/service.ts'
+import { startEmbedded } from '../scripts/lib/embedded-db.ts'
+import { migrateRepository } from '../scripts/lib/migrations.ts'
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+const serverUrl = process.env.BENCH_DATABASE_URL
+const levels = serverUrl ? [1, 8, 32] : [1]
+
+let admin: Sql | undefined
+let url: string
+let close: () => Promise<void>
+const dbName = `ct_bench_${process.pid}`
+if (serverUrl) {
+  admin = createDb(serverUrl, { max: 1, prepare: false })
+  await admin.unsafe(`create database ${dbName}`)
+  const u = new URL(serverUrl)
+  u.pathname = `/${dbName}`
+  url = u.toString()
+  close = async () => {
+    await admin!.unsafe(`drop database if exists ${dbName} with (force)`)
+    await admin!.end()
+  }
+} else {
+  const embedded = await startEmbedded({ port: 0 })
+  url = embedded.url
+  close = () => embedded.close()
+}
+
+const setup = createDb(url, { max: 1, prepare: true })
+await migrateRepository(setup)
+await setup.unsafe(`
+  create table public.bench_counter (id int primary key, n bigint not null default 0);
+  create table public.bench_log (id bigint generated always as identity primary key, counter_id int not null, at timestamptz not null default now());
+  grant all on public.bench_counter, public.bench_log to service_role;
+  insert into public.bench_counter (id) select g from generate_series(1, 64) g;
+`)
+const users: string[] = []
+for (let i = 0; i < 32; i++) {
+  const [row] = await setup`insert into auth.users (id, email, created_at, updated_at) values (gen_random_uuid(), ${`bench${i}@example.mr`}, now(), now()) returning id`
+  users.push(row!.id as string)
+}
+await setup.end()
+
+async function run(clients: number, body: (sql: Sql, client: number) => Promise<void>): Promise<number> {
+  const sql = createDb(url, { max: clients, prepare: true })
+  // warm-up: every connection open and every statement prepared before the clock starts
+  await Promise.all(Array.from({ length: clients }, (_, client) => body(sql, client)))
+  const deadline = performance.now() + SECONDS * 1000
+  let done = 0
+  await Promise.all(
+    Array.from({ length: clients }, async (_, client) => {
+      while (performance.now() < deadline) {
+        await body(sql, client)
+        done++
+      }
+    }),
+  )
+  await sql.end()
+  return done / SECONDS
+}
+
+console.log(`database: ${serverUrl ? 'PostgreSQL server' : 'embedded PGlite (one connection)'}; median of ${ROUNDS} alternating runs of ${SECONDS} s; node ${process.version}\n`)
+console.log('clients   baseline 1-stmt/s   baseline 3-stmt/s   wallet cycles/s   ratio 1-stmt   ratio 3-stmt')
+for (const clients of levels) {
+  const sql = createDb(url, { max: clients, prepare: true })
+  const deps = createDeps(loadConfig({ LOG_LEVEL: 'silent' }), { sql, logs: createLogRoot({ level: 'silent' }) })
+  for (let i = 0; i < clients; i++) {
+    await topUp({ ctx: { deps, requestId: 'bench' }, principal: { kind: 'service', token: '' }, input: { user_id: users[i]!, tokens: 10_000_000, amount: 0, currency: 'MRU', payment_method: 'cash' } })
+  }
+  await sql.end()
+  // baseline and wallet alternate, ROUNDS times each; the medians are compared
+  const baselines: number[] = []
+  const txBaselines: number[] = []
+  const wallets: number[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    txBaselines.push(
+      await run(clients, async (pool, client) => {
+        // the same work as three statements in a service transaction (asService)
+        await asService(pool, async (tx) => {
+          await tx`select n from public.bench_counter where id = ${client + 1} for update`
+          await tx`update public.bench_counter set n = n + 1 where id = ${client + 1}`
+          await tx`insert into public.bench_log (counter_id) values (${client + 1})`
+        })
+      }),
+    )
+    baselines.push(
+      await run(clients, async (pool, client) => {
+        // one statement, one round trip, as each wallet RPC is
+        await pool`with locked as (select id from public.bench_counter where id = ${client + 1} for update),
+                        bumped as (update public.bench_counter c set n = n + 1 from locked where c.id = locked.id returning c.id)
+                   insert into public.bench_log (counter_id) select id from bumped`
+      }),
+    )
+    wallets.push(
+      await run(clients, async (pool, client) => {
+        const ctx = { deps: { ...deps, sql: pool }, requestId: 'bench' }
+        const r = await reserve({ ctx, input: { user_id: users[client]!, estimate: 10 } })
+        await finalize({ ctx, input: { reservation_id: r.id, actual: 7, kind: 'manual' } })
+      }),
+    )
+  }
+  const [baseline, txBaseline, cycles] = [median(baselines), median(txBaselines), median(wallets)]
+  const col = (n: number, w: number) => n.toFixed(0).padStart(w)
+  console.log(`${String(clients).padStart(7)}   ${col(baseline, 16)}   ${col(txBaseline, 16)}   ${col(cycles, 15)}   ${(cycles / baseline).toFixed(2).padStart(13)}   ${(cycles / txBaseline).toFixed(2).padStart(13)}`)
+}
+await close()
