@@ -67,6 +67,16 @@ describe('GET /wallet/reservations', () => {
     expect(finalized.body.items[0]).toMatchObject({ estimated: 5, actual: 3, charged: 3, status: 'finalized' })
     expect((await call('GET', '/wallet/reservations?status=paid', undefined, bearer(a.token))).status).toBe(400)
   })
+
+  it('shows a reservation past its TTL as expired, refunded, without waiting for the job', async () => {
+    const u = await createUser(db.sql)
+    const r = await call('POST', '/wallet/internal/reserve', { user_id: u.id, estimate: 9 }, service)
+    await db.sql`update public.reservations set expires_at = now() - interval '1 second' where id = ${r.body.id}`
+    const list = await call('GET', '/wallet/reservations', undefined, bearer(u.token))
+    expect(list.body.items).toEqual([expect.objectContaining({ id: r.body.id, status: 'expired' })])
+    const [w] = await db.sql`select token_balance from public.wallets where user_id = ${u.id}`
+    expect(Number(w!.token_balance)).toBe(50)
+  })
 })
 
 describe('POST /wallet/topup', () => {

@@ -69,7 +69,7 @@ function reservationJson(r: Record<string, unknown>) {
 /** The caller's own reservations, through RLS (stale ones are expired first). */
 export async function listOwnReservations({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { status?: string | undefined; limit: number; offset: number } }) {
   if (principal.kind !== 'user') throw new ApiError(ErrorCode.FORBIDDEN, 'This endpoint needs a user token')
-  await rpc(ctx, (tx) => tx`select public.expire_reservations() as n`)
+  await rpc(ctx, (sql) => sql`select * from public.expire_user_reservations(${principal.userId})`)
   return asUser(ctx.deps.sql, { ...principal.claims, sub: principal.userId }, async (tx) => {
     const status = input.status ?? null
     const [{ total }] = (await tx`select count(*)::int as total from public.reservations where (${status}::text is null or status = ${status})`) as unknown as [{ total: number }]

@@ -282,6 +282,12 @@ language sql security definer set search_path = '' as $$
   select e.expired, e.tokens from private.expire_due(null, p_now) e
 $$;
 
+-- why: one user's stale reservations, refunded before their list is read.
+create function public.expire_user_reservations(p_user uuid) returns table (expired integer, tokens bigint)
+language sql security definer set search_path = '' as $$
+  select e.expired, e.tokens from private.expire_due(p_user, now()) e
+$$;
+
 -- why: an admin top-up: balance, ledger and a credit/topup transaction in one transaction. The same
 -- idempotency key replays the first result; with a different request it is refused (PT422).
 create function public.top_up(p_user uuid, p_tokens integer, p_amount numeric, p_currency text, p_payment_method text,
@@ -353,12 +359,12 @@ $$;
 
 revoke all on function public.get_or_create_wallet(uuid, integer), public.reserve_tokens(uuid, integer, text, integer, integer),
   public.finalize_reservation(uuid, integer, text, text, numeric), public.expire_reservations(timestamptz),
-  public.top_up(uuid, integer, numeric, text, text, text, text, text, text, integer),
+  public.expire_user_reservations(uuid), public.top_up(uuid, integer, numeric, text, text, text, text, text, text, integer),
   public.log_expense(text, numeric, text, text, text, text, text), public.turns_today(uuid)
   from public, anon, authenticated;
 grant execute on function public.get_or_create_wallet(uuid, integer), public.reserve_tokens(uuid, integer, text, integer, integer),
   public.finalize_reservation(uuid, integer, text, text, numeric), public.expire_reservations(timestamptz),
-  public.top_up(uuid, integer, numeric, text, text, text, text, text, text, integer),
+  public.expire_user_reservations(uuid), public.top_up(uuid, integer, numeric, text, text, text, text, text, text, integer),
   public.log_expense(text, numeric, text, text, text, text, text), public.turns_today(uuid)
   to service_role;
 
