@@ -1,0 +1,52 @@
+// 64-bit SimHash of the canonical text (spec §1): word tokens, MD5 per token, bitwise majority.
+//
+// Bit mapping: a token's MD5 digest is 16 bytes; its first 8 bytes, read big-endian, are a 64-bit value
+// whose bit i (i = 0 is the least significant) votes +1 when set and -1 when clear, once per occurrence of
+// the token. Bit i of the fingerprint is 1 when its votes sum above zero. Tokens are the canonical text
+// lower-cased and split on anything that is not a letter or a digit.
+//
+// PostgreSQL stores the fingerprint as bigint: the same 64 bits, read as two's complement.
+import { md5 } from '@noble/hashes/legacy.js'
+
+export function tokens(text: string): string[] {
+  return text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean)
+}
+
+export function simhash(text: string): bigint {
+  const votes = new Int32Array(64)
+  const encoder = new TextEncoder()
+  for (const token of tokens(text)) {
+    const digest = md5(encoder.encode(token))
+    for (let byte = 0; byte < 8; byte++) {
+      const value = digest[byte]!
+      for (let bit = 0; bit < 8; bit++) {
+        // byte 0 holds bits 63..56, byte 7 bits 7..0
+        const i = (7 - byte) * 8 + bit
+        votes[i]! += (value >> bit) & 1 ? 1 : -1
+      }
+    }
+  }
+  let fingerprint = 0n
+  for (let i = 0; i < 64; i++) if (votes[i]! > 0) fingerprint |= 1n << BigInt(i)
+  return fingerprint
+}
+
+/** The unsigned fingerprint as PostgreSQL's signed bigint. */
+export const toSigned = (fp: bigint): bigint => BigInt.asIntN(64, fp)
+export const toUnsigned = (fp: bigint): bigint => BigInt.asUintN(64, fp)
+
+export function hammingDistance(a: bigint, b: bigint): number {
+  let x = BigInt.asUintN(64, a ^ b)
+  let count = 0
+  while (x) {
+    x &= x - 1n
+    count++
+  }
+  return count
+}
+
+/** The four 16-bit blocks (block 0 = bits 0..15) indexed for the pigeonhole lookup. */
+export function blocks(fp: bigint): [number, number, number, number] {
+  const u = BigInt.asUintN(64, fp)
+  return [0, 1, 2, 3].map((k) => Number((u >> BigInt(16 * k)) & 0xffffn)) as [number, number, number, number]
+}

@@ -1,0 +1,130 @@
+// Canonicalization, SimHash and the quality gate: the pure rules of the scraper pipeline.
+import { createHash } from 'node:crypto'
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { arabicShare, canonicalize, contentPages, repairReversedArabic } from '../functions-shared/catalogue/canonicalize.ts'
+import { blocks, hammingDistance, simhash, toSigned, toUnsigned, tokens } from '../functions-shared/catalogue/simhash.ts'
+import { checkQuality, textConfidence } from '../functions-shared/catalogue/quality.ts'
+
+const LESSON_AR = 'الدرس الأول: المعادلات من الدرجة الأولى. نحل المعادلة بإيجاد قيمة المجهول التي تحقق المساواة، ثم نتحقق من الحل بالتعويض في المعادلة الأصلية.'
+const LESSON_FR = "Leçon 3 : les équations du premier degré. On résout l'équation en isolant l'inconnue, puis on vérifie la solution en la remplaçant dans l'équation de départ."
+
+describe('canonicalize', () => {
+  it('unifies the alef forms أ إ آ ٱ to ا', () => {
+    expect(canonicalize('أحمد إبراهيم آمنة ٱلكتاب')).toBe('احمد ابراهيم امنة الكتاب')
+  })
+  it('removes tatweel', () => {
+    expect(canonicalize('الـــرياضـيات')).toBe('الرياضيات')
+  })
+  it('collapses whitespace runs to one space and trims', () => {
+    expect(canonicalize('  Leçon\t1\n\n  :   les\u00a0nombres  ')).toBe('Leçon 1 : les nombres')
+  })
+  it('removes per-source boilerplate by pattern', () => {
+    const text = 'Ministère de l\u2019Éducation Nationale — Page 3 sur 12 Les fractions. www.education.gov.mr'
+    expect(canonicalize(text, { boilerplate: ['ministère de l.éducation nationale', 'page \\d+ sur \\d+', 'www\\.education\\.gov\\.mr'] })).toBe('— Les fractions.')
+  })
+  it('keeps taa marbuta and hamza carriers by default, folds them on request', () => {
+    expect(canonicalize('مدرسة مؤسسة رئيس')).toBe('مدرسة مؤسسة رئيس')
+    expect(canonicalize('مدرسة', { taaMarbutaToHa: true })).toBe('مدرسه')
+    expect(canonicalize('مؤسسة رئيس', { hamzaCarriers: true })).toBe('موسسة رييس')
+  })
+  it('folds Arabic presentation forms to base letters (NFKC)', () => {
+    // "السلام" as isolated/initial/medial/final presentation forms, and the lam-alef ligature
+    expect(canonicalize('\uFE8D\uFEDF\uFEB4\uFEFC\uFEE1')).toBe('السلام')
+    expect(canonicalize('\uFEFB')).toBe('لا')
+  })
+  it('repairs Arabic lines extracted in visual (reversed) order, keeping numbers and Latin words the right way', () => {
+    const reverse = (s: string) => Array.from(s).reverse().join('')
+    expect(canonicalize(reverse(LESSON_AR))).toBe(canonicalize(LESSON_AR))
+    // in visual order the Arabic is reversed but numbers and Latin words still read left to right
+    const withNumbers = 'الدرس 12: المعادلات في الصفحة 345 من كتاب الرياضيات للسنة الرابعة - Maths 4AS'
+    const visual = reverse(withNumbers).replace('21', '12').replace('543', '345').replace('SA4 shtaM', 'Maths 4AS')
+    expect(repairReversedArabic(visual)).toBe(withNumbers)
+  })
+  it('leaves logical-order Arabic and French alone', () => {
+    expect(repairReversedArabic(LESSON_AR)).toBe(LESSON_AR)
+    expect(repairReversedArabic(LESSON_FR)).toBe(LESSON_FR)
+  })
+  it('skips pages under the minimum length after normalization', () => {
+    expect(contentPages(['  12  ', LESSON_FR, 'ـــ  ـــ'], 50)).toEqual([canonicalize(LESSON_FR)])
+  })
+  it('tells Arabic from French by the share of Arabic letters', () => {
+    expect(arabicShare(LESSON_AR)).toBeGreaterThan(0.95)
+    expect(arabicShare(LESSON_FR)).toBe(0)
+  })
+})
+
+describe('simhash', () => {
+  it('gives identical texts the same fingerprint (distance 0)', () => {
+    expect(hammingDistance(simhash(LESSON_FR), simhash(canonicalize(`  ${LESSON_FR} `)))).toBe(0)
+  })
+  it('moves a little when one word of a long text changes', () => {
+    const long = `${LESSON_FR} ${LESSON_FR.replace('premier', 'second')} ${LESSON_AR} ${LESSON_AR.replace('الأول', 'الثاني')}`
+    const changed = long.replace('vérifie', 'contrôle')
+    expect(hammingDistance(simhash(long), simhash(changed))).toBeLessThanOrEqual(3)
+  })
+  it('moves a lot between unrelated texts', () => {
+    expect(hammingDistance(simhash(LESSON_FR), simhash(LESSON_AR))).toBeGreaterThan(10)
+  })
+  it('is case-insensitive and ignores punctuation (word tokens)', () => {
+    expect(tokens("L'Équation, la SOLUTION!")).toEqual(['l', 'équation', 'la', 'solution'])
+    expect(simhash('La Solution')).toBe(simhash('la solution!'))
+  })
+  it('follows the documented bit mapping: one token gives the first 8 bytes of its MD5, big-endian', () => {
+    // a single token's votes are its own bits
+    const fp = simhash('lycee')
+    expect(fp.toString(16).padStart(16, '0')).toBe(createHash('md5').update('lycee').digest().subarray(0, 8).toString('hex'))
+  })
+  it('round-trips through PostgreSQL\'s signed bigint, and splits into four 16-bit blocks', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), (fp) => {
+        expect(toUnsigned(toSigned(fp))).toBe(fp)
+        const [b0, b1, b2, b3] = blocks(fp)
+        expect((BigInt(b3) << 48n) | (BigInt(b2) << 32n) | (BigInt(b1) << 16n) | BigInt(b0)).toBe(fp)
+      }),
+    )
+  })
+})
+
+describe('quality gate', () => {
+  const limits = { minTextChars: 200, maxFileBytes: 100 * 1024 * 1024, minConfidenceAr: 0.7, minConfidenceFr: 0.8 }
+  const good = { sizeBytes: 50_000, text: `${LESSON_FR} ${LESSON_FR}`, pageCount: 2, textPages: 2, language: 'fr' as const }
+
+  it('passes a real lesson', () => {
+    expect(checkQuality(good, limits)).toEqual({ passed: true, warnings: [] })
+  })
+  it('names the length check: text too short (N chars below 200 minimum)', () => {
+    expect(checkQuality({ ...good, text: 'Leçon 1 : les nombres entiers naturels et leurs propriétés.' }, limits)).toEqual({
+      passed: false, reason: 'text too short (59 chars below 200 minimum)', warnings: [],
+    })
+  })
+  it('refuses files above the size limit', () => {
+    expect(checkQuality({ ...good, sizeBytes: limits.maxFileBytes + 1 }, limits).reason).toBe(`file too large (${limits.maxFileBytes + 1} bytes above ${limits.maxFileBytes} maximum)`)
+  })
+  it('refuses text that was not valid UTF-8', () => {
+    expect(checkQuality({ ...good, text: `${good.text}\uFFFD` }, limits).reason).toBe('invalid encoding (text is not valid UTF-8)')
+  })
+  it('refuses scans without a text layer, naming OCR', () => {
+    expect(checkQuality({ ...good, text: '', textPages: 0 }, limits).reason).toBe('no text layer (scanned PDF; OCR is not available)')
+  })
+  it('refuses garbled extraction below the per-language confidence, with the value', () => {
+    const garbled = `${'\uE000\uE001\uE002 '.repeat(60)}${LESSON_FR}`
+    const result = checkQuality({ ...good, text: garbled }, limits)
+    expect(result.passed).toBe(false)
+    expect(result.reason).toMatch(/^low OCR confidence \(0\.\d\d below 0\.80\)$/)
+  })
+  it('uses 0.70 for Arabic and 0.80 for French', () => {
+    // a text whose confidence is between the two minimums
+    const mixed = `${LESSON_AR} ${LESSON_AR} ${'\uE000'.repeat(Math.round(LESSON_AR.length * 0.66))}`
+    const confidence = textConfidence(mixed, 1, 1)
+    expect(confidence).toBeGreaterThan(0.7)
+    expect(confidence).toBeLessThan(0.8)
+    expect(checkQuality({ ...good, text: mixed, language: 'ar' }, limits).passed).toBe(true)
+    expect(checkQuality({ ...good, text: mixed, language: 'fr' }, limits).passed).toBe(false)
+  })
+  it('warns about pages without text', () => {
+    expect(checkQuality({ ...good, pageCount: 2, textPages: 2 }, limits).warnings).toEqual([])
+    const partial = checkQuality({ ...good, text: `${good.text} ${good.text} ${good.text}`, pageCount: 3, textPages: 2 }, { ...limits, minConfidenceFr: 0.5 })
+    expect(partial.warnings).toContain('1 of 3 pages have no text')
+  })
+})
