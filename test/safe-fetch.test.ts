@@ -1,0 +1,146 @@
+// Outbound downloads refuse what they must: schemes, hosts, private addresses in every spelling,
+// redirects to them, oversized bodies (even when Content-Length lies), slow servers.
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { addressAllowed, FetchError, safeFetch, USER_AGENT, type SafeFetchOptions } from '../functions-shared/net/safe-fetch.ts'
+
+let server: Server
+let base: string
+let canaryHits = 0
+const seenAgents: string[] = []
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    seenAgents.push(String(req.headers['user-agent']))
+    const url = new URL(req.url!, 'http://x')
+    if (url.pathname === '/ok') return res.end('hello')
+    if (url.pathname === '/canary') {
+      canaryHits++
+      return res.end('secret')
+    }
+    if (url.pathname === '/redirect') return res.writeHead(302, { location: url.searchParams.get('to')! }).end()
+    if (url.pathname === '/loop') return res.writeHead(302, { location: '/loop' }).end()
+    if (url.pathname === '/big') {
+      res.writeHead(200, { 'content-length': '5000' })
+      return res.end('x'.repeat(5000))
+    }
+    if (url.pathname === '/liar') {
+      // says 10 bytes, sends 5000 (the client must count what arrives)
+      res.writeHead(200, { 'content-length': '10' })
+      res.write('x'.repeat(5000))
+      return res.destroy()
+    }
+    if (url.pathname === '/chunked') {
+      res.writeHead(200)
+      for (let i = 0; i < 10; i++) res.write('x'.repeat(500))
+      return res.end()
+    }
+    if (url.pathname === '/slow') return // never answers
+    if (url.pathname === '/busy') return res.writeHead(503, { 'retry-after': '7' }).end()
+    res.writeHead(404).end()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+afterAll(() => {
+  server.closeAllConnections()
+  server.close()
+})
+
+const loopbackResolver = async () => ['127.0.0.1']
+const opts = (o: Partial<SafeFetchOptions> = {}): SafeFetchOptions => ({ maxBytes: 1000, timeoutMs: 2000, resolve: loopbackResolver, allowPrivate: true, ...o })
+const fails = async (p: Promise<unknown>) => {
+  const err = await p.then(() => null, (e: unknown) => e)
+  expect(err).toBeInstanceOf(FetchError)
+  return err as FetchError
+}
+
+describe('safeFetch', () => {
+  it('downloads from an allowed host with the service User-Agent', async () => {
+    const res = await safeFetch(`${base}/ok`, opts())
+    expect(new TextDecoder().decode(res.bytes)).toBe('hello')
+    expect(seenAgents.at(-1)).toBe(USER_AGENT)
+  })
+
+  it.each(['file:///etc/passwd', 'ftp://portal.example.mr/a.pdf', 'gopher://127.0.0.1:70/', 'data:text/plain,hi', 'javascript:alert(1)'])('refuses the scheme of %s', async (url) => {
+    expect((await fails(safeFetch(url, opts()))).kind).toBe('blocked')
+  })
+
+  it('refuses hosts outside the source allowlist, and accepts subdomains of a "*." rule', async () => {
+    expect((await fails(safeFetch('http://evil.example.com/a.pdf', opts({ allowedHosts: ['portal.example.mr'] })))).message).toMatch(/not allowed/)
+    const ok = await safeFetch(`${base}/ok`, opts({ allowedHosts: ['127.0.0.1'] }))
+    expect(ok.status).toBe(200)
+    const sub = await fails(safeFetch('http://files.portal.example.mr/x', opts({ allowedHosts: ['*.portal.example.mr'], resolve: async () => ['10.0.0.1'], allowPrivate: false })))
+    expect(sub.message).toMatch(/non-public/) // allowed by the list, refused for its address
+  })
+
+  it('refuses loopback and private destinations unless allowed, and never contacts them', async () => {
+    const before = canaryHits
+    const err = await fails(safeFetch(`${base}/canary`, opts({ allowPrivate: false })))
+    expect(err.kind).toBe('blocked')
+    expect(canaryHits).toBe(before)
+  })
+
+  it('refuses a name that resolves to a private address', async () => {
+    const err = await fails(safeFetch('http://portal.example.mr/a.pdf', opts({ allowPrivate: false, resolve: async () => ['93.184.216.34', '169.254.169.254'] })))
+    expect(err.message).toContain('169.254.169.254')
+  })
+
+  it('re-checks every redirect hop: a public page redirecting to loopback is refused before the canary is hit', async () => {
+    const before = canaryHits
+    // the first hop is "public" (the resolver says so); its redirect goes to 127.0.0.1
+    const publicResolver = async (host: string) => (host === 'portal.example.mr' ? ['93.184.216.34'] : ['127.0.0.1'])
+    const fetchImpl: typeof fetch = async (input, init) => {
+      const u = new URL(String(input))
+      if (u.hostname === 'portal.example.mr') return new Response(null, { status: 302, headers: { location: `${base}/canary` } })
+      return fetch(input, init)
+    }
+    const err = await fails(safeFetch('http://portal.example.mr/index.pdf', opts({ allowPrivate: false, resolve: publicResolver, fetch: fetchImpl })))
+    expect(err.kind).toBe('blocked')
+    expect(canaryHits).toBe(before)
+  })
+
+  it('follows at most 5 redirects', async () => {
+    expect((await safeFetch(`${base}/redirect?to=/ok`, opts())).url).toBe(`${base}/ok`)
+    expect((await fails(safeFetch(`${base}/loop`, opts()))).message).toMatch(/too many redirects/)
+  })
+
+  it('refuses bodies over the cap: declared, lying, and chunked', async () => {
+    expect((await fails(safeFetch(`${base}/big`, opts()))).kind).toBe('too_large')
+    // whichever notices first, the cap or the runtime's Content-Length check, the download fails
+    expect(['too_large', 'network']).toContain((await fails(safeFetch(`${base}/liar`, opts()))).kind)
+    const chunked = await fails(safeFetch(`${base}/chunked`, opts()))
+    expect(chunked.kind).toBe('too_large')
+  })
+
+  it('gives up on a server that does not answer within the deadline', async () => {
+    const err = await fails(safeFetch(`${base}/slow`, opts({ timeoutMs: 150 })))
+    expect(err.kind).toBe('timeout')
+    expect(err.transient).toBe(true)
+  })
+
+  it('reports HTTP errors with their status; 5xx and 429 are transient, 404 is not', async () => {
+    const busy = await fails(safeFetch(`${base}/busy`, opts()))
+    expect(busy).toMatchObject({ kind: 'http', status: 503, retryAfterMs: 7000 })
+    expect(busy.transient).toBe(true)
+    const missing = await fails(safeFetch(`${base}/missing`, opts()))
+    expect(missing).toMatchObject({ kind: 'http', status: 404 })
+    expect(missing.transient).toBe(false)
+  })
+})
+
+describe('addressAllowed', () => {
+  // Every spelling of a non-public address, as the URL parser and DNS hand them over.
+  const refused = ['127.0.0.1', '::1', '::ffff:7f00:1', '::ffff:127.0.0.1', '::ffff:a9fe:a9fe', '169.254.169.254', '10.0.0.1', '172.16.5.4', '192.168.1.1',
+    '100.64.0.1', 'fd00::1', 'fe80::1', '64:ff9b::a9fe:a9fe', '0.0.0.0', '::', '224.0.0.1', '255.255.255.255', 'not-an-ip']
+  it.each(refused)('refuses %s', (a) => expect(addressAllowed(a, false)).toBe(false))
+  it.each(['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:5db8:d822'])('accepts the public %s', (a) => expect(addressAllowed(a, false)).toBe(true))
+
+  it('sees through decimal, octal and hex IPv4 forms (the URL parser normalizes them)', async () => {
+    for (const host of ['2130706433', '0177.0.0.1', '0x7f.1', '[::ffff:7f00:1]', '[::1]', '0.0.0.0']) {
+      const err = await fails(safeFetch(`http://${host}/`, opts({ allowPrivate: false, resolve: async () => { throw new Error('must not resolve an IP literal') } })))
+      expect(err.kind, host).toBe('blocked')
+    }
+  })
+})
