@@ -40,8 +40,9 @@ export function repairReversedArabic(text: string): string {
 }
 
 export function canonicalize(raw: string, options: CanonicalizeOptions = {}): string {
-  // Presentation forms (U+FB50–U+FDFF, U+FE70–U+FEFF) fold to their base letters under NFKC.
-  let text = raw.normalize('NFKC')
+  // NFKC also folds presentation forms (U+FB50–U+FDFF, U+FE70–U+FEFF); control characters (pdf.js
+  // gives NUL for glyphs without a Unicode mapping) become spaces.
+  let text = raw.normalize('NFKC').replace(/[\u0000-\u0008\u000B-\u001F\u007F]/g, ' ')
   text = repairReversedArabic(text)
   text = text.replace(ALEF_VARIANTS, '\u0627').replace(TATWEEL, '')
   if (options.taaMarbutaToHa) text = text.replace(/\u0629/g, '\u0647')

@@ -1,0 +1,43 @@
+// Real PDFs, generated here, through pdf.js: French and Arabic text, broken and non-PDF files.
+import { describe, expect, it } from 'vitest'
+import { makePdf } from './helpers/pdfs.ts'
+import { extractPdf, isPdf, PdfError } from '../functions-shared/catalogue/extract-pdf.ts'
+import { canonicalize, arabicShare } from '../functions-shared/catalogue/canonicalize.ts'
+
+describe('extractPdf', () => {
+  it('gives the text of every page, numbered, from a French lesson', async () => {
+    const pdf = await makePdf(["Leçon 3 : les équations du premier degré. On résout l'équation en isolant l'inconnue.", 'Exercices : résoudre 3x + 2 = 11.'])
+    const out = await extractPdf(pdf, { deadlineMs: 10_000 })
+    expect(out.pageCount).toBe(2)
+    expect(out.pages).toEqual([
+      { number: 1, text: "Leçon 3 : les équations du premier degré. On résout l'équation en isolant l'inconnue." },
+      { number: 2, text: 'Exercices : résoudre 3x + 2 = 11.' },
+    ])
+  })
+
+  it('gives Arabic text in logical letter order, which canonicalizes to clean base letters', async () => {
+    const pdf = await makePdf(['الدرس الأول: المعادلات من الدرجة الأولى. نحل المعادلة بإيجاد قيمة المجهول'], { arabic: true })
+    const out = await extractPdf(pdf, { deadlineMs: 10_000 })
+    const text = canonicalize(out.pages[0]!.text)
+    expect(arabicShare(text)).toBeGreaterThan(0.95)
+    for (const word of ['المعادلات', 'المجهول', 'الاولى', 'بايجاد']) expect(text).toContain(word)
+    expect(text).not.toMatch(/[\u0000-\u001f]/) // glyphs the font could not map come out as NUL; they are gone
+  })
+
+  it('refuses a file that is not a PDF', async () => {
+    const html = new TextEncoder().encode('<!doctype html><title>Not found</title>')
+    expect(isPdf(html)).toBe(false)
+    await expect(extractPdf(html, { deadlineMs: 1000 })).rejects.toThrow(PdfError)
+  })
+
+  it('refuses a truncated PDF with a reason', async () => {
+    const pdf = await makePdf(['Leçon tronquée. '.repeat(50)])
+    const truncated = pdf.slice(0, Math.floor(pdf.length / 3))
+    await expect(extractPdf(truncated, { deadlineMs: 10_000 })).rejects.toThrow(/unreadable PDF|longer than/)
+  })
+
+  it('stops at the deadline', async () => {
+    const pdf = await makePdf(Array.from({ length: 30 }, (_, i) => `Page ${i + 1}. ${'Texte de cours. '.repeat(40)}`))
+    await expect(extractPdf(pdf, { deadlineMs: 1 })).rejects.toThrow(/longer than 1 ms/)
+  })
+})
