@@ -49,7 +49,7 @@ afterAll(() => {
 })
 
 const loopbackResolver = async () => ['127.0.0.1']
-const opts = (o: Partial<SafeFetchOptions> = {}): SafeFetchOptions => ({ maxBytes: 1000, timeoutMs: 2000, resolve: loopbackResolver, allowPrivate: true, ...o })
+const opts = (o: Partial<SafeFetchOptions> = {}): SafeFetchOptions => ({ maxBytes: 1000, timeoutMs: 2000, resolve: loopbackResolver, allowLoopback: true, ...o })
 const fails = async (p: Promise<unknown>) => {
   const err = await p.then(() => null, (e: unknown) => e)
   expect(err).toBeInstanceOf(FetchError)
@@ -71,19 +71,26 @@ describe('safeFetch', () => {
     expect((await fails(safeFetch('http://evil.example.com/a.pdf', opts({ allowedHosts: ['portal.example.mr'] })))).message).toMatch(/not allowed/)
     const ok = await safeFetch(`${base}/ok`, opts({ allowedHosts: ['127.0.0.1'] }))
     expect(ok.status).toBe(200)
-    const sub = await fails(safeFetch('http://files.portal.example.mr/x', opts({ allowedHosts: ['*.portal.example.mr'], resolve: async () => ['10.0.0.1'], allowPrivate: false })))
+    const sub = await fails(safeFetch('http://files.portal.example.mr/x', opts({ allowedHosts: ['*.portal.example.mr'], resolve: async () => ['10.0.0.1'], allowLoopback: false })))
     expect(sub.message).toMatch(/non-public/) // allowed by the list, refused for its address
   })
 
-  it('refuses loopback and private destinations unless allowed, and never contacts them', async () => {
+  it('refuses loopback unless allowed, and never contacts it', async () => {
     const before = canaryHits
-    const err = await fails(safeFetch(`${base}/canary`, opts({ allowPrivate: false })))
+    const err = await fails(safeFetch(`${base}/canary`, opts({ allowLoopback: false })))
     expect(err.kind).toBe('blocked')
     expect(canaryHits).toBe(before)
   })
 
+  it('refuses private ranges even when loopback is allowed', async () => {
+    for (const address of ['10.0.0.1', '192.168.1.20', '169.254.169.254', 'fd00::1']) {
+      const err = await fails(safeFetch('http://portal.example.mr/a.pdf', opts({ allowLoopback: true, resolve: async () => [address] })))
+      expect(err.kind, address).toBe('blocked')
+    }
+  })
+
   it('refuses a name that resolves to a private address', async () => {
-    const err = await fails(safeFetch('http://portal.example.mr/a.pdf', opts({ allowPrivate: false, resolve: async () => ['93.184.216.34', '169.254.169.254'] })))
+    const err = await fails(safeFetch('http://portal.example.mr/a.pdf', opts({ allowLoopback: false, resolve: async () => ['93.184.216.34', '169.254.169.254'] })))
     expect(err.message).toContain('169.254.169.254')
   })
 
@@ -96,7 +103,7 @@ describe('safeFetch', () => {
       if (u.hostname === 'portal.example.mr') return new Response(null, { status: 302, headers: { location: `${base}/canary` } })
       return fetch(input, init)
     }
-    const err = await fails(safeFetch('http://portal.example.mr/index.pdf', opts({ allowPrivate: false, resolve: publicResolver, fetch: fetchImpl })))
+    const err = await fails(safeFetch('http://portal.example.mr/index.pdf', opts({ allowLoopback: false, resolve: publicResolver, fetch: fetchImpl })))
     expect(err.kind).toBe('blocked')
     expect(canaryHits).toBe(before)
   })
@@ -139,7 +146,7 @@ describe('addressAllowed', () => {
 
   it('sees through decimal, octal and hex IPv4 forms (the URL parser normalizes them)', async () => {
     for (const host of ['2130706433', '0177.0.0.1', '0x7f.1', '[::ffff:7f00:1]', '[::1]', '0.0.0.0']) {
-      const err = await fails(safeFetch(`http://${host}/`, opts({ allowPrivate: false, resolve: async () => { throw new Error('must not resolve an IP literal') } })))
+      const err = await fails(safeFetch(`http://${host}/`, opts({ allowLoopback: false, resolve: async () => { throw new Error('must not resolve an IP literal') } })))
       expect(err.kind, host).toBe('blocked')
     }
   })

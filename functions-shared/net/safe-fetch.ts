@@ -13,8 +13,8 @@ export type Resolver = (hostname: string) => Promise<string[]>
 export interface SafeFetchOptions {
   /** hosts (exact names, or "*.example.mr" for subdomains) this download may reach; empty = any public host */
   allowedHosts?: readonly string[]
-  /** allow loopback and private addresses (tests and the local demo only) */
-  allowPrivate?: boolean
+  /** allow loopback addresses (tests and the local demo only); private ranges are refused always */
+  allowLoopback?: boolean
   maxBytes: number
   timeoutMs: number
   maxRedirects?: number
@@ -60,13 +60,12 @@ function hostAllowed(hostname: string, allowed: readonly string[]): boolean {
   })
 }
 
-/** Whether an address may be contacted: only global unicast, unless private ones are allowed. */
-export function addressAllowed(address: string, allowPrivate: boolean): boolean {
+/** Whether an address may be contacted: only global unicast, plus loopback when allowed. */
+export function addressAllowed(address: string, allowLoopback: boolean): boolean {
   if (!ipaddr.isValid(address)) return false
   const parsed = ipaddr.process(address) // IPv4-mapped IPv6 becomes IPv4
   const range = parsed.range()
-  if (range === 'unicast') return true
-  return allowPrivate && ['loopback', 'private', 'uniqueLocal', 'linkLocal'].includes(range)
+  return range === 'unicast' || (allowLoopback && range === 'loopback')
 }
 
 async function checkUrl(raw: string, options: SafeFetchOptions): Promise<URL> {
@@ -85,7 +84,7 @@ async function checkUrl(raw: string, options: SafeFetchOptions): Promise<URL> {
     throw new FetchError('network', `cannot resolve ${hostname}`, { cause: err })
   })
   if (addresses.length === 0) throw new FetchError('network', `cannot resolve ${hostname}`)
-  const bad = addresses.find((a) => !addressAllowed(a, options.allowPrivate ?? false))
+  const bad = addresses.find((a) => !addressAllowed(a, options.allowLoopback ?? false))
   if (bad) throw new FetchError('blocked', `blocked destination: ${hostname} resolves to non-public address ${bad}`)
   return url
 }
