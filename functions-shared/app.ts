@@ -16,6 +16,7 @@ import { authRouter } from './identity/auth-routes.ts'
 import { meRouter } from './identity/me-routes.ts'
 import { adminRouter } from './admin/routes.ts'
 import { walletRouter } from './wallet/routes.ts'
+import { scrapingRouter } from './catalogue/routes.ts'
 import { SERVICE_NAME, VERSION } from './version.ts'
 
 type RouterFactory = (deps: Deps) => OpenAPIHono
@@ -30,7 +31,7 @@ export const ROUTERS = {
   wallet: walletRouter,
   admin: adminRouter,
   curriculum: () => createRouter(),
-  scraping: () => createRouter(),
+  scraping: scrapingRouter,
   metrics: metricsRouter,
   docs: (deps: Deps) => docsRouter(deps, () => openApiDocument(deps)),
 } satisfies Record<string, RouterFactory>

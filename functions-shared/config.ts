@@ -62,6 +62,11 @@ export const settings = {
   RATE_LIMIT_ADMIN_PER_MINUTE: [int(60, 1), 'Admin requests per window per admin'],
   RATE_LIMIT_PUBLIC_PER_MINUTE: [int(120, 1), 'Public catalogue and scraping reads per window per client IP'],
   RATE_LIMIT_PROFILE_PER_MINUTE: [int(60, 1), 'Profile (/me) requests per window per user'],
+  // --- scraping and downloads
+  SCRAPER_SOURCES_FILE: [str('config/scraper-sources.json'), 'JSON file of scraper sources (see config/scraper-sources.json)'],
+  FETCH_ALLOW_LOOPBACK: [bool(false), 'Let downloads reach loopback addresses (tests and the local demo portal only); private ranges are always refused'],
+  FETCH_TIMEOUT_MS: [int(30000, 1), 'Deadline of one download (listing page or PDF), redirects included'],
+  PDF_PARSE_DEADLINE_MS: [int(60000, 1), 'Deadline of text extraction from one PDF'],
   // --- billing (spec §8.2)
   BILLING_BASE_COST: [int(5), 'Base cost of an answer in tokens'],
   BILLING_CHARS_PER_TOKEN: [int(200, 1), 'Generated characters per output token'],

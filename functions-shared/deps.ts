@@ -11,6 +11,8 @@ import type { RateLimitStore } from './http/rate-limit/store.ts'
 import { MemoryRateLimitStore } from './http/rate-limit/memory-store.ts'
 import { PostgresRateLimitStore } from './http/rate-limit/postgres-store.ts'
 import { createSupabaseClients, type SupabaseClients } from './identity/supabase.ts'
+import type { Resolver } from './net/safe-fetch.ts'
+import type { Source } from './catalogue/sources.ts'
 
 /** Reads a file of an installed package (e.g. the API reference page's assets); null when absent. */
 export type AssetReader = (pkg: string, file: string) => Promise<Uint8Array | null>
@@ -28,6 +30,10 @@ export interface Deps {
   readAsset: AssetReader
   /** supabase-js clients on SUPABASE_URL (auth sign-up, sign-in and admin calls) */
   supabase: SupabaseClients
+  /** DNS lookup for the download guard, from the runtime adapter */
+  resolveHost: Resolver
+  /** the scraper sources (SCRAPER_SOURCES_FILE, read by the runtime adapter) */
+  sources: Source[]
 }
 
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {
@@ -47,6 +53,10 @@ export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<De
     remoteAddress: () => undefined,
     readAsset: async () => null,
     supabase: createSupabaseClients(config),
+    resolveHost: async () => {
+      throw new Error('no DNS resolver in this runtime')
+    },
+    sources: [],
     ...parts,
   }
 }

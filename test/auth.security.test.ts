@@ -12,6 +12,7 @@ import { openApiDocument } from '../functions-shared/app.ts'
 import { adminSecurity } from '../functions-shared/http/router.ts'
 import { createUser } from './helpers/users.ts'
 import { reserve } from '../functions-shared/wallet/service.ts'
+import { SourceSchema } from '../functions-shared/catalogue/sources.ts'
 
 const ADMIN_KEY = 'adm-key-0123456789abcdef'
 
@@ -34,6 +35,10 @@ const SAMPLES: Record<string, () => Promise<Sample>> = {
   'PATCH /admin/users/{user_id}/hint-level': async () => ({ path: `/admin/users/${(await createUser(db.sql)).id}/hint-level?hint_level=4` }),
   'DELETE /admin/users/{user_id}': async () => ({ path: `/admin/users/${(await createUser(db.sql)).id}` }),
   'POST /admin/users/{user_id}/reset-password': async () => ({ path: `/admin/users/${(await createUser(db.sql)).id}/reset-password`, body: { new_password: 'secret-456' } }),
+  'GET /admin/references': async () => ({ path: '/admin/references?limit=5' }),
+  'GET /admin/scrape-runs': async () => ({ path: '/admin/scrape-runs?limit=5' }),
+  // a source whose listing is refused at once (private address): the run completes as failed, no network
+  'POST /scraping/{source}/sync': async () => ({ path: '/scraping/sweep/sync' }),
   'POST /wallet/topup': async () => ({ path: '/wallet/topup', body: { user_id: (await createUser(db.sql)).id, tokens: 10, amount: 20, currency: 'MRU', payment_method: 'cash' } }),
   'POST /wallet/transactions/expense': async () => ({ path: '/wallet/transactions/expense', body: { type: 'server_cost', amount: 3, currency: 'EUR', description: 'vps' } }),
   'GET /wallet/transactions': async () => ({ path: '/wallet/transactions?limit=5' }),
@@ -51,7 +56,11 @@ let t: TestApp
 
 beforeAll(async () => {
   db = await createTestDatabase()
-  t = createTestApp({ sql: db.sql, env: { ADMIN_API_KEY: ADMIN_KEY, RATE_LIMIT_ADMIN_PER_MINUTE: '10000', RATE_LIMIT_WALLET_PER_MINUTE: '10000' } })
+  t = createTestApp({
+    sql: db.sql,
+    env: { ADMIN_API_KEY: ADMIN_KEY, RATE_LIMIT_ADMIN_PER_MINUTE: '10000', RATE_LIMIT_WALLET_PER_MINUTE: '10000' },
+    deps: { sources: [SourceSchema.parse({ name: 'sweep', index_urls: ['http://10.255.255.1/index.html'] })] },
+  })
 })
 afterAll(async () => db?.close())
 

@@ -3,11 +3,13 @@ import type { Deps } from '../deps.ts'
 import { createRouter } from '../http/router.ts'
 import { guards } from '../http/guards.ts'
 import { adminUsersRouter } from './users-routes.ts'
+import { adminCatalogueRouter } from './catalogue-routes.ts'
 
 export function adminRouter(deps: Deps) {
   const { admin, limit } = guards(deps)
   const router = createRouter()
   router.use('*', admin, limit('admin'))
   router.route('/', adminUsersRouter(deps))
+  router.route('/', adminCatalogueRouter(deps))
   return router
 }

@@ -8,7 +8,7 @@ import { createApp } from '../../functions-shared/app.ts'
 import { createDeps, type Deps } from '../../functions-shared/deps.ts'
 import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
 import { expireReservations } from '../../functions-shared/wallet/service.ts'
-import { readAssetNode, remoteAddressNode } from './node-adapter.ts'
+import { readAssetNode, readSourcesNode, remoteAddressNode, resolveHostNode } from './node-adapter.ts'
 
 export const FUNCTIONS_BASE = '/functions/v1'
 
@@ -30,7 +30,14 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
   const { port } = server.address() as AddressInfo
   const url = `http://${options.config.HOST}:${port}`
   const config: Config = { ...options.config, SUPABASE_URL: options.config.SUPABASE_URL ?? url }
-  const deps = createDeps(config, { sql: options.sql, remoteAddress: remoteAddressNode, readAsset: readAssetNode, ...options.deps })
+  const deps = createDeps(config, {
+    sql: options.sql,
+    remoteAddress: remoteAddressNode,
+    readAsset: readAssetNode,
+    resolveHost: resolveHostNode,
+    sources: options.deps?.sources ?? (await readSourcesNode(config.SCRAPER_SOURCES_FILE)),
+    ...options.deps,
+  })
   const app = createApp(deps, { basePath: FUNCTIONS_BASE })
   if (config.LOCAL_AUTH) app.route('/auth/v1', localAuthRouter(deps))
   handle = (request, env) => app.fetch(request, env as never)

@@ -1,10 +1,13 @@
 // What the runtime-neutral app needs from Node: the socket peer address and installed package files.
 import { readFile } from 'node:fs/promises'
+import { lookup } from 'node:dns/promises'
 import { createRequire } from 'node:module'
 import { dirname, join, normalize } from 'node:path'
 import { getConnInfo } from '@hono/node-server/conninfo'
 import type { Context } from 'hono'
 import type { AssetReader } from '../../functions-shared/deps.ts'
+import type { Resolver } from '../../functions-shared/net/safe-fetch.ts'
+import { parseSources, type Source } from '../../functions-shared/catalogue/sources.ts'
 
 const require = createRequire(import.meta.url)
 
@@ -23,5 +26,22 @@ export function remoteAddressNode(c: Context): string | undefined {
     return getConnInfo(c).remote.address
   } catch {
     return undefined // app.request() in tests has no socket
+  }
+}
+
+export const resolveHostNode: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address)
+
+/** The scraper sources file; a missing or invalid file stops the start with a message naming it. */
+export async function readSourcesNode(path: string): Promise<Source[]> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (err) {
+    throw new Error(`cannot read SCRAPER_SOURCES_FILE ${path}: ${(err as Error).message}`)
+  }
+  try {
+    return parseSources(text)
+  } catch (err) {
+    throw new Error(`invalid SCRAPER_SOURCES_FILE ${path}: ${(err as Error).message}`)
   }
 }

@@ -5,6 +5,7 @@ import { createApp, type RouterName } from '../../../functions-shared/app.ts'
 import { loadConfig } from '../../../functions-shared/config.ts'
 import { createDb } from '../../../functions-shared/db/client.ts'
 import { createDeps, type AssetReader } from '../../../functions-shared/deps.ts'
+import { parseSources } from '../../../functions-shared/catalogue/sources.ts'
 
 const readAsset: AssetReader = async (pkg, file) => {
   if (file.includes('..') || file.startsWith('/')) return null
@@ -15,7 +16,7 @@ const readAsset: AssetReader = async (pkg, file) => {
   }
 }
 
-export function serveFunction(name: RouterName): void {
+export async function serveFunction(name: RouterName): Promise<void> {
   const config = loadConfig()
   if (!config.DATABASE_URL) throw new Error('SUPABASE_DB_URL (or DATABASE_URL) must be set for Edge Functions')
   const sql = createDb(config.DATABASE_URL, {
@@ -27,6 +28,11 @@ export function serveFunction(name: RouterName): void {
   const deps = createDeps(config, {
     sql,
     readAsset,
+    resolveHost: async (host) => {
+      const answers = await Promise.allSettled([Deno.resolveDns(host, 'A'), Deno.resolveDns(host, 'AAAA')])
+      return answers.flatMap((a) => (a.status === 'fulfilled' ? a.value : []))
+    },
+    sources: name === 'scraping' ? parseSources(await Deno.readTextFile(config.SCRAPER_SOURCES_FILE)) : [],
     remoteAddress: (c) => {
       try {
         return getConnInfo(c).remote.address

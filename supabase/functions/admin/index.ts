@@ -1,4 +1,4 @@
 // Edge Function for {base_url}/admin/...: mounts the admin router only.
 import { serveFunction } from '../_shared/serve.ts'
 
-serveFunction('admin')
+await serveFunction('admin')

@@ -1,4 +1,4 @@
 // Edge Function for {base_url}/auth/...: mounts the auth router only.
 import { serveFunction } from '../_shared/serve.ts'
 
-serveFunction('auth')
+await serveFunction('auth')

@@ -1,4 +1,4 @@
 // Edge Function for {base_url}/chat/...: mounts the chat router only.
 import { serveFunction } from '../_shared/serve.ts'
 
-serveFunction('chat')
+await serveFunction('chat')

@@ -1,4 +1,4 @@
 // Edge Function for {base_url}/curriculum/...: mounts the curriculum router only.
 import { serveFunction } from '../_shared/serve.ts'
 
-serveFunction('curriculum')
+await serveFunction('curriculum')

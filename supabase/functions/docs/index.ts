@@ -1,4 +1,4 @@
 // Edge Function for {base_url}/docs/...: mounts the docs router only.
 import { serveFunction } from '../_shared/serve.ts'
 
-serveFunction('docs')
+await serveFunction('docs')

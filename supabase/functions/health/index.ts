@@ -1,4 +1,4 @@
 // Edge Function for {base_url}/health/...: mounts the health router only.
 import { serveFunction } from '../_shared/serve.ts'
 
-serveFunction('health')
+await serveFunction('health')

@@ -1,4 +1,4 @@
 // Edge Function for {base_url}/me/...: mounts the me router only.
 import { serveFunction } from '../_shared/serve.ts'
 
-serveFunction('me')
+await serveFunction('me')

@@ -1,4 +1,4 @@
 // Edge Function for {base_url}/metrics/...: mounts the metrics router only.
 import { serveFunction } from '../_shared/serve.ts'
 
-serveFunction('metrics')
+await serveFunction('metrics')

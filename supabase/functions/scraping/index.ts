@@ -1,4 +1,4 @@
 // Edge Function for {base_url}/scraping/...: mounts the scraping router only.
 import { serveFunction } from '../_shared/serve.ts'
 
-serveFunction('scraping')
+await serveFunction('scraping')

@@ -1,4 +1,4 @@
 // Edge Function for {base_url}/wallet/...: mounts the wallet router only.
 import { serveFunction } from '../_shared/serve.ts'
 
-serveFunction('wallet')
+await serveFunction('wallet')

@@ -1,0 +1,47 @@
+import { z } from '@hono/zod-openapi'
+
+export const ReferenceStatus = z.enum(['discovered', 'processing', 'ready', 'failed', 'duplicate'])
+
+export const ScrapeRunSchema = z
+  .object({
+    id: z.uuid(),
+    source: z.string(),
+    status: z.enum(['running', 'completed', 'failed']),
+    found_count: z.number().int(),
+    new_count: z.number().int(),
+    duplicates: z.number().int(),
+    quality_failed: z.number().int(),
+    errors: z.number().int(),
+    error_message: z.string().nullable(),
+    started_at: z.string(),
+    finished_at: z.string().nullable(),
+  })
+  .openapi('ScrapeRun')
+
+export const ReferenceSchema = z
+  .object({
+    id: z.uuid(),
+    source: z.string(),
+    pdf_source: z.string(),
+    source_url: z.string().openapi({ description: 'the PDF URL after redirects' }),
+    title: z.string().nullable(),
+    major: z.string().nullable(),
+    weight: z.number().int(),
+    category: z.string().nullable(),
+    grade: z.string().nullable(),
+    subject: z.string().nullable(),
+    language: z.string().nullable(),
+    status: ReferenceStatus,
+    content_fingerprint: z.string().nullable().openapi({ description: '64-bit SimHash as a decimal string (signed, as PostgreSQL stores it; JSON numbers cannot hold 64 bits)' }),
+    canonical_id: z.uuid().nullable(),
+    vectordb_index: z.string().nullable(),
+    vectordb_namespace: z.string().nullable(),
+    vectordb_vector_count: z.number().int().nullable(),
+    scrape_run_id: z.uuid().nullable(),
+    discovered_at: z.string(),
+    last_checked_at: z.string(),
+  })
+  .openapi('Reference')
+
+export const page = <T extends z.ZodType>(item: T, name: string) =>
+  z.object({ items: z.array(item), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }).openapi(name)

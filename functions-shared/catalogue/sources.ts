@@ -1,0 +1,80 @@
+// Scraper sources as configuration: where to look, which links are curriculum PDFs, how to read their
+// metadata, what boilerplate to strip, which hosts downloads may reach.
+import { z } from 'zod'
+
+const Field = z.enum(['title', 'major', 'category', 'grade', 'subject', 'language', 'weight'])
+
+export const SourceSchema = z.object({
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a lower-case slug'),
+  index_urls: z.array(z.url()).min(1),
+  /** hosts downloads may reach; default: the hosts of the index URLs */
+  allowed_hosts: z.array(z.string().min(1)).optional(),
+  /** CSS selector of candidate links (default every link) and a regex their URL must match */
+  link_selector: z.string().default('a[href]'),
+  pdf_pattern: z.string().default('\\.pdf($|[?#])'),
+  /** CSS selector of the next listing page */
+  next_selector: z.string().default('a[rel~="next"], link[rel~="next"]'),
+  max_listing_pages: z.number().int().min(1).max(500).default(20),
+  boilerplate: z.array(z.string()).default([]),
+  defaults: z.object({ major: z.string(), category: z.string(), grade: z.string(), subject: z.string(), language: z.enum(['fr', 'ar', 'hassaniya']), weight: z.number().int() }).partial().default({}),
+  /** regex rules over the link text or URL; the first capture group (or `value`) sets the field */
+  rules: z.array(z.object({ field: Field, from: z.enum(['text', 'url']), pattern: z.string(), value: z.string().optional() })).default([]),
+  taa_marbuta_to_ha: z.boolean().default(false),
+  hamza_carriers: z.boolean().default(false),
+})
+export type Source = z.infer<typeof SourceSchema>
+
+export const SourcesFileSchema = z.object({ sources: z.array(SourceSchema) }).superRefine((v, ctx) => {
+  const names = new Set<string>()
+  for (const [i, s] of v.sources.entries()) {
+    if (names.has(s.name)) ctx.addIssue({ code: 'custom', path: ['sources', i, 'name'], message: `duplicate source name ${s.name}` })
+    names.add(s.name)
+    for (const p of [s.pdf_pattern, ...s.boilerplate, ...s.rules.map((r) => r.pattern)]) {
+      try {
+        new RegExp(p, 'u')
+      } catch {
+        ctx.addIssue({ code: 'custom', path: ['sources', i], message: `invalid regular expression: ${p}` })
+      }
+    }
+  }
+})
+
+export function parseSources(text: string): Source[] {
+  return SourcesFileSchema.parse(JSON.parse(text)).sources
+}
+
+export function allowedHosts(source: Source): string[] {
+  return source.allowed_hosts ?? [...new Set(source.index_urls.map((u) => new URL(u).hostname))]
+}
+
+export interface LinkMetadata {
+  title: string | null
+  major: string | null
+  category: string | null
+  grade: string | null
+  subject: string | null
+  language: 'fr' | 'ar' | 'hassaniya' | null
+  weight: number
+}
+
+/** The metadata of one discovered PDF from the source's defaults and rules. */
+export function linkMetadata(source: Source, link: { url: string; text: string }): LinkMetadata {
+  const meta: LinkMetadata = {
+    title: link.text.trim() || decodeURIComponent(new URL(link.url).pathname.split('/').pop() ?? '').replace(/\.pdf$/i, '') || null,
+    major: source.defaults.major ?? null,
+    category: source.defaults.category ?? null,
+    grade: source.defaults.grade ?? null,
+    subject: source.defaults.subject ?? null,
+    language: source.defaults.language ?? null,
+    weight: source.defaults.weight ?? 0,
+  }
+  for (const rule of source.rules) {
+    const m = new RegExp(rule.pattern, 'iu').exec(rule.from === 'text' ? link.text : decodeURIComponent(link.url))
+    if (!m) continue
+    const value = rule.value ?? m[1] ?? m[0]
+    if (rule.field === 'weight') meta.weight = Number.parseInt(value, 10) || 0
+    else if (rule.field === 'language') meta.language = (['fr', 'ar', 'hassaniya'] as const).find((l) => l === value) ?? meta.language
+    else meta[rule.field] = value
+  }
+  return meta
+}

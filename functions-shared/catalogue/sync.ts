@@ -1,0 +1,149 @@
+// The sync of one source (spec §1, scraper pipeline): discover, then for each PDF download, extract,
+// canonicalize, check quality, fingerprint, compare, insert. Per-document failures are counted and
+// logged; they never abort the run.
+import type { Deps } from '../deps.ts'
+import { asService } from '../db/tx.ts'
+import { FetchError, safeFetch } from '../net/safe-fetch.ts'
+import { discoverLinks, type DiscoveredLink } from './discover.ts'
+import { allowedHosts, linkMetadata, type Source } from './sources.ts'
+import { arabicShare, contentPages } from './canonicalize.ts'
+import { checkQuality } from './quality.ts'
+import { extractPdf, isPdf, PdfError } from './extract-pdf.ts'
+import { simhash, toSigned } from './simhash.ts'
+
+export interface SyncResult {
+  run_id: string
+  source: string
+  status: 'completed' | 'failed'
+  found_count: number
+  new_count: number
+  duplicates: number
+  quality_failed: number
+  errors: number
+  known: number
+}
+
+type Outcome = 'new' | 'duplicate' | 'quality_failed' | 'error' | 'known'
+
+export interface Ctx {
+  deps: Deps
+  requestId: string
+}
+
+async function rejectForQuality(ctx: Ctx, source: Source, link: DiscoveredLink, reason: string) {
+  await asService(ctx.deps.sql, (tx) => tx`
+    insert into public.ingestion_audit (source_url, to_status, error_message, details)
+    values (${link.url}, 'rejected', ${reason}, ${tx.json({ source: source.name, stage: 'quality_check', listing: link.listing })})`)
+  ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, url: link.url, reason }, 'document rejected by the quality check')
+}
+
+async function touchIfKnown(ctx: Ctx, urls: string[]): Promise<boolean> {
+  const rows = await asService(ctx.deps.sql, (tx) => tx`
+    update public.curriculum_references set last_checked_at = now() where pdf_source = any(${urls}) or source_url = any(${urls}) returning id`)
+  return rows.length > 0
+}
+
+async function processLink(ctx: Ctx, source: Source, runId: string, link: DiscoveredLink): Promise<Outcome> {
+  const { config } = ctx.deps
+  if (await touchIfKnown(ctx, [link.url])) return 'known'
+  const file = await safeFetch(link.url, {
+    allowedHosts: allowedHosts(source),
+    allowLoopback: config.FETCH_ALLOW_LOOPBACK,
+    maxBytes: config.UPLOAD_MAX_BYTES,
+    timeoutMs: config.FETCH_TIMEOUT_MS,
+    resolve: ctx.deps.resolveHost,
+    accept: 'application/pdf',
+  })
+  if (file.url !== link.url && (await touchIfKnown(ctx, [file.url]))) return 'known'
+  if (!isPdf(file.bytes)) {
+    await rejectForQuality(ctx, source, link, `not a PDF (${file.contentType || 'unknown type'})`)
+    return 'quality_failed'
+  }
+  let extracted
+  try {
+    extracted = await extractPdf(file.bytes, { deadlineMs: config.PDF_PARSE_DEADLINE_MS })
+  } catch (err) {
+    if (!(err instanceof PdfError)) throw err
+    await rejectForQuality(ctx, source, link, err.message)
+    return 'quality_failed'
+  }
+  const options = { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers }
+  const pages = contentPages(extracted.pages.map((p) => p.text), config.QUALITY_MIN_PAGE_CHARS, options)
+  const text = pages.join('\n')
+  const meta = linkMetadata(source, link)
+  const language = meta.language ?? (arabicShare(text) > 0.5 ? 'ar' : 'fr')
+  const quality = checkQuality(
+    { sizeBytes: file.bytes.byteLength, text, pageCount: extracted.pageCount, textPages: extracted.pages.filter((p) => p.text.trim() !== '').length, language },
+    { minTextChars: config.QUALITY_MIN_TEXT_CHARS, maxFileBytes: config.UPLOAD_MAX_BYTES, minConfidenceAr: config.OCR_MIN_CONFIDENCE_AR, minConfidenceFr: config.OCR_MIN_CONFIDENCE_FR },
+  )
+  if (!quality.passed) {
+    await rejectForQuality(ctx, source, link, quality.reason!)
+    return 'quality_failed'
+  }
+  const fingerprint = toSigned(simhash(text)).toString()
+  return asService(ctx.deps.sql, async (tx) => {
+    // one inserter at a time, so two syncs never make two canonical references for one document
+    await tx`select pg_advisory_xact_lock(hashtextextended('catalogue:insert-reference', 0))`
+    const [known] = await tx`select id from public.curriculum_references where source_url = ${file.url} or pdf_source = ${link.url}`
+    if (known) return 'known'
+    const [near] = await tx`select canonical_of from public.find_near_duplicates(${fingerprint}::bigint, ${config.DUPLICATE_HAMMING_THRESHOLD}) limit 1`
+    const canonicalId = (near?.canonical_of as string | undefined) ?? null
+    const [ref] = await tx`
+      insert into public.curriculum_references (source, pdf_source, source_url, title, major, weight, category, grade, subject, language,
+                                                status, content_fingerprint, canonical_id, scrape_run_id)
+      values (${source.name}, ${link.url}, ${file.url}, ${meta.title}, ${meta.major}, ${meta.weight}, ${meta.category}, ${meta.grade}, ${meta.subject},
+              ${language}, ${canonicalId ? 'duplicate' : 'discovered'}, ${fingerprint}::bigint, ${canonicalId}, ${runId})
+      returning id`
+    if (canonicalId) return 'duplicate'
+    const [job] = await tx`insert into public.ingestion_jobs (reference_id) values (${ref!.id}) returning id`
+    await tx`insert into public.ingestion_audit (job_id, reference_id, source_url, from_status, to_status, details)
+             values (${job!.id}, ${ref!.id}, ${file.url}, null, 'queued', ${tx.json({ source: source.name, trigger: 'scraper sync', warnings: quality.warnings })})`
+    return 'new'
+  })
+}
+
+export async function syncSource({ ctx, source }: { ctx: Ctx; source: Source }): Promise<SyncResult> {
+  const log = ctx.deps.logs.forRequest('scraper', ctx.requestId)
+  const [run] = await asService(ctx.deps.sql, (tx) => tx`insert into public.scrape_runs (source) values (${source.name}) returning id`)
+  const runId = run!.id as string
+  const counts = { new: 0, duplicate: 0, quality_failed: 0, error: 0, known: 0 }
+  let links: DiscoveredLink[] = []
+  let failure: string | null = null
+  try {
+    links = await discoverLinks(source, {
+      allowLoopback: ctx.deps.config.FETCH_ALLOW_LOOPBACK,
+      maxBytes: 5 * 1024 * 1024,
+      timeoutMs: ctx.deps.config.FETCH_TIMEOUT_MS,
+      resolve: ctx.deps.resolveHost,
+    })
+  } catch (err) {
+    failure = `listing failed: ${(err as Error).message}`
+    log.error({ source: source.name, err: { message: (err as Error).message } }, 'scrape run failed')
+  }
+  for (const link of links) {
+    try {
+      counts[await processLink(ctx, source, runId, link)]++
+    } catch (err) {
+      counts.error++
+      const kind = err instanceof FetchError ? err.kind : 'unexpected'
+      log.warn({ source: source.name, url: link.url, kind, err: { message: (err as Error).message } }, 'document skipped after an error')
+    }
+  }
+  const status = failure ? 'failed' : 'completed'
+  await asService(ctx.deps.sql, (tx) => tx`
+    update public.scrape_runs set status = ${status}, found_count = ${links.length}, new_count = ${counts.new}, duplicate_count = ${counts.duplicate},
+           quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + (failure ? 1 : 0)}, error_message = ${failure}, finished_at = now()
+     where id = ${runId}`)
+  log.info({ source: source.name, run_id: runId, found: links.length, ...counts }, 'scrape run finished')
+  return {
+    run_id: runId,
+    source: source.name,
+    status,
+    found_count: links.length,
+    new_count: counts.new,
+    duplicates: counts.duplicate,
+    quality_failed: counts.quality_failed,
+    errors: counts.error + (failure ? 1 : 0),
+    known: counts.known,
+  }
+}

@@ -1,0 +1,143 @@
+// The scraper end to end against a fixture portal on loopback: discovery with pagination, real PDFs
+// through pdf.js, the quality gate, SimHash near-duplicates, refused downloads, runs and listings.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { createTestApp, json, type TestApp } from './helpers/app.ts'
+import { bearer } from './helpers/tokens.ts'
+import { startPortal, type Portal } from './helpers/portal.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+import { SourceSchema } from '../functions-shared/catalogue/sources.ts'
+import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
+import { syncSource } from '../functions-shared/catalogue/sync.ts'
+
+let db: TestDatabase
+let t: TestApp
+let portal: Portal
+let service: Record<string, string>
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  portal = await startPortal()
+  const source = (name: string) =>
+    SourceSchema.parse({
+      name,
+      index_urls: [`${portal.url}/programmes/page1.html`],
+      allowed_hosts: ['127.0.0.1'],
+      boilerplate: ['Document retiré'],
+      rules: [
+        { field: 'grade', from: 'url', pattern: '/fichiers/(\\d+AS)/' },
+        { field: 'subject', from: 'url', pattern: '/fichiers/\\d+AS/([a-z-]+)/' },
+        { field: 'category', from: 'text', pattern: '(manuel|كتاب)' },
+      ],
+    })
+  t = createTestApp({
+    sql: db.sql,
+    env: { FETCH_ALLOW_LOOPBACK: 'true', RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000' },
+    deps: { sources: [source('fixture'), source('fixture-race')], resolveHost: resolveHostNode },
+  })
+  service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
+})
+afterAll(async () => {
+  await portal?.close()
+  await db?.close()
+})
+
+const get = async (path: string, headers: Record<string, string> = {}) => {
+  const res = await t.request(path, { headers })
+  return { status: res.status, body: await json(res) }
+}
+
+describe('POST /scraping/{source}/sync', () => {
+  it('registers what the portal lists, with the expected counts', async () => {
+    const res = await t.request('/scraping/fixture/sync', { method: 'POST', headers: service })
+    const body = await json(res)
+    expect(res.status, JSON.stringify(body)).toBe(200)
+    // 9 PDF links (the duplicate listing on page 2 and the HTML link do not count; page 2 links back to page 1)
+    expect(body).toMatchObject({ status: 'completed', found_count: 9, new_count: 3, duplicates: 2, quality_failed: 2, errors: 2, known: 0 })
+    expect(portal.hits.get('/programmes/page1.html')).toBe(1)
+    expect(portal.hits.has('/contact.html')).toBe(false)
+  })
+
+  it('stored the references with metadata from the rules, and a queued job for each new one', async () => {
+    const refs = await get('/scraping/fixture/references?limit=50')
+    expect(refs.body.total).toBe(5)
+    const byPath = Object.fromEntries(refs.body.items.map((r: Record<string, any>) => [new URL(r.source_url).pathname, r]))
+    expect(byPath['/fichiers/4AS/mathematiques/equations.pdf']).toMatchObject({ status: 'discovered', grade: '4AS', subject: 'mathematiques', category: 'manuel', language: 'fr', title: 'Mathématiques 4AS — manuel', canonical_id: null })
+    expect(byPath['/fichiers/4AS/education-islamique/arkan.pdf']).toMatchObject({ status: 'discovered', language: 'ar', category: 'كتاب', subject: 'education-islamique' })
+    expect(byPath['/fichiers/5AS/physique/ondes.pdf']).toMatchObject({ status: 'discovered', grade: '5AS', subject: 'physique' })
+    // the near-duplicate and the exact copy point at the first discovered
+    expect(byPath['/fichiers/4AS/mathematiques/equations-v2.pdf']).toMatchObject({ status: 'duplicate', canonical_id: byPath['/fichiers/4AS/mathematiques/equations.pdf'].id })
+    expect(byPath['/copies/arkan-copie.pdf']).toMatchObject({ status: 'duplicate', canonical_id: byPath['/fichiers/4AS/education-islamique/arkan.pdf'].id })
+    expect(byPath['/fichiers/4AS/mathematiques/equations.pdf'].content_fingerprint).toMatch(/^-?\d+$/)
+
+    const jobs = await db.sql`select r.source_url, j.status from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id order by 1`
+    expect(jobs.map((j) => [new URL(j.source_url as string).pathname, j.status])).toEqual([
+      ['/fichiers/4AS/education-islamique/arkan.pdf', 'queued'],
+      ['/fichiers/4AS/mathematiques/equations.pdf', 'queued'],
+      ['/fichiers/5AS/physique/ondes.pdf', 'queued'],
+    ])
+    const dupJobs = await db.sql`select count(*)::int as n from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id where r.status = 'duplicate'`
+    expect(dupJobs[0]!.n).toBe(0)
+  })
+
+  it('wrote each quality failure to the ingestion audit with a reason naming the check, and inserted nothing', async () => {
+    const rows = await db.sql`select source_url, error_message from public.ingestion_audit where to_status = 'rejected' order by source_url`
+    expect(rows.map((r) => [new URL(r.source_url as string).pathname, r.error_message])).toEqual([
+      ['/fichiers/court.pdf', expect.stringMatching(/^text too short \(\d+ chars below 200 minimum\)$/)],
+      ['/fichiers/page-html.pdf', 'not a PDF (text/html)'],
+    ])
+    const [n] = await db.sql`select count(*)::int as n from public.curriculum_references where source_url like '%court.pdf' or source_url like '%page-html.pdf'`
+    expect(n!.n).toBe(0)
+  })
+
+  it('never fetched the private address the portal redirected to', async () => {
+    expect(portal.hits.get('/fichiers/deplace.pdf')).toBe(1)
+    const lines = t.logs.lines.filter((l) => l.message === 'document skipped after an error')
+    expect(lines.map((l) => l.kind).sort()).toEqual(['blocked', 'http'])
+  })
+
+  it('only touches last_checked_at for PDFs it already knows when it syncs again', async () => {
+    const before = await db.sql`select id, last_checked_at from public.curriculum_references where source = 'fixture' order by id`
+    const res = await t.request('/scraping/fixture/sync', { method: 'POST', headers: service })
+    expect(await json(res)).toMatchObject({ found_count: 9, new_count: 0, duplicates: 0, known: 5, quality_failed: 2, errors: 2 })
+    const after = await db.sql`select id, last_checked_at from public.curriculum_references where source = 'fixture' order by id`
+    expect(after.map((r) => r.id)).toEqual(before.map((r) => r.id))
+    expect(after.every((r, i) => new Date(r.last_checked_at as Date) >= new Date(before[i]!.last_checked_at as Date))).toBe(true)
+  })
+
+  it('answers 404 for an unknown source and needs admin credentials', async () => {
+    expect((await t.request('/scraping/nowhere/sync', { method: 'POST', headers: service })).status).toBe(404)
+    expect((await t.request('/scraping/fixture/sync', { method: 'POST' })).status).toBe(401)
+  })
+})
+
+describe('two syncs at once', () => {
+  it('never make two canonical references for one document', async () => {
+    await db.sql`delete from public.ingestion_jobs`
+    await db.sql`delete from public.curriculum_references`
+    const ctx = { deps: { ...t.deps, sql: db.connect(4) }, requestId: 'race' }
+    const source = t.deps.sources.find((s) => s.name === 'fixture-race')!
+    const [a, b] = await Promise.all([syncSource({ ctx, source }), syncSource({ ctx, source })])
+    expect(a.new_count + b.new_count).toBe(3)
+    const [canonical] = await db.sql`select count(*)::int as n from public.curriculum_references where status = 'discovered'`
+    expect(canonical!.n).toBe(3)
+  })
+})
+
+describe('listings', () => {
+  it('lists sources, runs and references publicly, and everything for admins', async () => {
+    expect((await get('/scraping/sources')).body).toEqual({ sources: ['fixture', 'fixture-race'], total: 2 })
+    const runs = await get('/scraping/fixture/runs')
+    expect(runs.body.total).toBe(2)
+    expect(runs.body.items[0]).toMatchObject({ source: 'fixture', status: 'completed', found_count: 9, finished_at: expect.any(String) })
+    const dups = await get('/scraping/fixture-race/references?status=duplicate')
+    expect(dups.body.items.every((r: { status: string }) => r.status === 'duplicate')).toBe(true)
+    expect((await get('/scraping/nowhere/runs')).status).toBe(404)
+    expect((await get('/scraping/fixture/references?status=lost')).status).toBe(400)
+    const all = await get('/admin/references?status=discovered', service)
+    expect(all.body.items.length).toBe(all.body.total)
+    expect((await get('/admin/scrape-runs', service)).body.total).toBe(4)
+    expect((await get('/admin/scrape-runs')).status).toBe(401)
+  })
+})
