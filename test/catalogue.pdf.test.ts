@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { makePdf } from './helpers/pdfs.ts'
 import { extractPdf, isPdf, PdfError } from '../functions-shared/catalogue/extract-pdf.ts'
 import { canonicalize, arabicShare } from '../functions-shared/catalogue/canonicalize.ts'
+import { tokens } from '../functions-shared/catalogue/simhash.ts'
 
 describe('extractPdf', () => {
   it('gives the text of every page, numbered, from a French lesson', async () => {
@@ -22,6 +23,20 @@ describe('extractPdf', () => {
     expect(arabicShare(text)).toBeGreaterThan(0.95)
     for (const word of ['المعادلات', 'المجهول', 'الاولى', 'بايجاد']) expect(text).toContain(word)
     expect(text).not.toMatch(/[\u0000-\u001f]/) // glyphs the font could not map come out as NUL; they are gone
+  })
+
+  it('repairs real extraction output of a PDF whose Arabic is stored in visual (reversed) order', async () => {
+    const logical = 'الصلاة عماد الدين، وهي خمس صلوات في اليوم والليلة، يؤديها المسلم في أوقاتها بخشوع وطمأنينة، والزكاة حق واجب في المال'
+    // a producer that writes glyphs in visual order: pdf.js then extracts the letters reversed
+    const pdf = await makePdf([Array.from(logical).reverse().join('')], { arabic: true })
+    const raw = (await extractPdf(pdf, { deadlineMs: 10_000 })).pages[0]!.text
+    const words = new Set(tokens(canonicalize(logical)))
+    const share = (text: string) => {
+      const found = tokens(text)
+      return found.filter((w) => words.has(w)).length / found.length
+    }
+    expect(share(raw.normalize('NFKC'))).toBeLessThan(0.3) // as extracted: mostly reversed words
+    expect(share(canonicalize(raw))).toBeGreaterThan(0.8) // repaired: the lesson's own words
   })
 
   it('refuses a file that is not a PDF', async () => {
