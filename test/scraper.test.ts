@@ -29,6 +29,7 @@ beforeAll(async () => {
         { field: 'grade', from: 'url', pattern: '/fichiers/(\\d+AS)/' },
         { field: 'subject', from: 'url', pattern: '/fichiers/\\d+AS/([a-z-]+)/' },
         { field: 'category', from: 'text', pattern: '(manuel|كتاب)' },
+        { field: 'major', from: 'context', pattern: 'Série ([A-Z])' },
       ],
     })
   t = createTestApp({
@@ -65,7 +66,7 @@ describe('POST /scraping/{source}/sync', () => {
     const byPath = Object.fromEntries(refs.body.items.map((r: Record<string, any>) => [new URL(r.source_url).pathname, r]))
     expect(byPath['/fichiers/4AS/mathematiques/equations.pdf']).toMatchObject({ status: 'discovered', grade: '4AS', subject: 'mathematiques', category: 'manuel', language: 'fr', title: 'Mathématiques 4AS — manuel', canonical_id: null })
     expect(byPath['/fichiers/4AS/education-islamique/arkan.pdf']).toMatchObject({ status: 'discovered', language: 'ar', category: 'كتاب', subject: 'education-islamique' })
-    expect(byPath['/fichiers/5AS/physique/ondes.pdf']).toMatchObject({ status: 'discovered', grade: '5AS', subject: 'physique' })
+    expect(byPath['/fichiers/5AS/physique/ondes.pdf']).toMatchObject({ status: 'discovered', grade: '5AS', subject: 'physique', major: 'D' })
     // the near-duplicate and the exact copy point at the first discovered
     expect(byPath['/fichiers/4AS/mathematiques/equations-v2.pdf']).toMatchObject({ status: 'duplicate', canonical_id: byPath['/fichiers/4AS/mathematiques/equations.pdf'].id })
     expect(byPath['/copies/arkan-copie.pdf']).toMatchObject({ status: 'duplicate', canonical_id: byPath['/fichiers/4AS/education-islamique/arkan.pdf'].id })
@@ -106,6 +107,12 @@ describe('POST /scraping/{source}/sync', () => {
     expect(after.every((r, i) => new Date(r.last_checked_at as Date) >= new Date(before[i]!.last_checked_at as Date))).toBe(true)
   })
 
+  it('discovers every PDF link with a source that has only a name and an index URL', async () => {
+    const minimal = SourceSchema.parse({ name: 'fixture-minimal', index_urls: [`${portal.url}/programmes/page1.html`] })
+    const result = await syncSource({ ctx: { deps: t.deps, requestId: 'minimal' }, source: minimal })
+    expect(result).toMatchObject({ status: 'completed', found_count: 9, known: 5 })
+  })
+
   it('answers 404 for an unknown source and needs admin credentials', async () => {
     expect((await t.request('/scraping/nowhere/sync', { method: 'POST', headers: service })).status).toBe(404)
     expect((await t.request('/scraping/fixture/sync', { method: 'POST' })).status).toBe(401)
@@ -137,7 +144,7 @@ describe('listings', () => {
     expect((await get('/scraping/fixture/references?status=lost')).status).toBe(400)
     const all = await get('/admin/references?status=discovered', service)
     expect(all.body.items.length).toBe(all.body.total)
-    expect((await get('/admin/scrape-runs', service)).body.total).toBe(4)
+    expect((await get('/admin/scrape-runs', service)).body.total).toBe(5)
     expect((await get('/admin/scrape-runs')).status).toBe(401)
   })
 })

@@ -6,6 +6,8 @@ import { allowedHosts, type Source } from './sources.ts'
 export interface DiscoveredLink {
   url: string
   text: string
+  /** the text around the link: its list item, table row or paragraph */
+  context: string
   listing: string
 }
 
@@ -32,7 +34,9 @@ export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetch
       url.hash = ''
       if (!pdf.test(url.pathname + url.search)) return
       const key = url.toString()
-      if (!seenLinks.has(key)) seenLinks.set(key, { url: key, text: $(el).text().replace(/\s+/g, ' ').trim(), listing: page.url })
+      if (seenLinks.has(key)) return
+      const context = $(el).closest('li, tr, p, dd, article, section').text().replace(/\s+/g, ' ').trim().slice(0, 500)
+      seenLinks.set(key, { url: key, text: $(el).text().replace(/\s+/g, ' ').trim(), context, listing: page.url })
     })
     $(source.next_selector).each((_, el) => {
       const href = $(el).attr('href')

@@ -17,8 +17,9 @@ export const SourceSchema = z.object({
   max_listing_pages: z.number().int().min(1).max(500).default(20),
   boilerplate: z.array(z.string()).default([]),
   defaults: z.object({ major: z.string(), category: z.string(), grade: z.string(), subject: z.string(), language: z.enum(['fr', 'ar', 'hassaniya']), weight: z.number().int() }).partial().default({}),
-  /** regex rules over the link text or URL; the first capture group (or `value`) sets the field */
-  rules: z.array(z.object({ field: Field, from: z.enum(['text', 'url']), pattern: z.string(), value: z.string().optional() })).default([]),
+  /** regex rules over the link text, its URL or the markup around it (list item, table row, paragraph);
+   *  the first capture group (or `value`) sets the field */
+  rules: z.array(z.object({ field: Field, from: z.enum(['text', 'url', 'context']), pattern: z.string(), value: z.string().optional() })).default([]),
   taa_marbuta_to_ha: z.boolean().default(false),
   hamza_carriers: z.boolean().default(false),
 })
@@ -58,7 +59,7 @@ export interface LinkMetadata {
 }
 
 /** The metadata of one discovered PDF from the source's defaults and rules. */
-export function linkMetadata(source: Source, link: { url: string; text: string }): LinkMetadata {
+export function linkMetadata(source: Source, link: { url: string; text: string; context?: string }): LinkMetadata {
   const meta: LinkMetadata = {
     title: link.text.trim() || decodeURIComponent(new URL(link.url).pathname.split('/').pop() ?? '').replace(/\.pdf$/i, '') || null,
     major: source.defaults.major ?? null,
@@ -69,7 +70,8 @@ export function linkMetadata(source: Source, link: { url: string; text: string }
     weight: source.defaults.weight ?? 0,
   }
   for (const rule of source.rules) {
-    const m = new RegExp(rule.pattern, 'iu').exec(rule.from === 'text' ? link.text : decodeURIComponent(link.url))
+    const subject = rule.from === 'text' ? link.text : rule.from === 'url' ? decodeURIComponent(link.url) : (link.context ?? '')
+    const m = new RegExp(rule.pattern, 'iu').exec(subject)
     if (!m) continue
     const value = rule.value ?? m[1] ?? m[0]
     if (rule.field === 'weight') meta.weight = Number.parseInt(value, 10) || 0

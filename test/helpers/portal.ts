@@ -67,7 +67,7 @@ export async function startPortal(): Promise<Portal> {
     }
     if (path === '/programmes/page2.html') {
       return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page(`
-        <a href="/fichiers/5AS/physique/ondes.pdf">Physique 5AS — manuel</a>
+        <table><tr><td>Série D</td><td><a href="/fichiers/5AS/physique/ondes.pdf">Physique 5AS — manuel</a></td></tr></table>
         <a href="/fichiers/4AS/mathematiques/equations.pdf">Mathématiques 4AS (déjà listé)</a>
         <a rel="next" href="/programmes/page1.html">Retour</a>`))
     }
