@@ -17,6 +17,7 @@ import { meRouter } from './identity/me-routes.ts'
 import { adminRouter } from './admin/routes.ts'
 import { walletRouter } from './wallet/routes.ts'
 import { scrapingRouter } from './catalogue/routes.ts'
+import { curriculumRouter } from './curriculum/routes.ts'
 import { SERVICE_NAME, VERSION } from './version.ts'
 
 type RouterFactory = (deps: Deps) => OpenAPIHono
@@ -30,7 +31,7 @@ export const ROUTERS = {
   chat: () => createRouter(),
   wallet: walletRouter,
   admin: adminRouter,
-  curriculum: () => createRouter(),
+  curriculum: curriculumRouter,
   scraping: scrapingRouter,
   metrics: metricsRouter,
   docs: (deps: Deps) => docsRouter(deps, () => openApiDocument(deps)),

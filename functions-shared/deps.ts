@@ -13,6 +13,10 @@ import { PostgresRateLimitStore } from './http/rate-limit/postgres-store.ts'
 import { createSupabaseClients, type SupabaseClients } from './identity/supabase.ts'
 import type { Resolver } from './net/safe-fetch.ts'
 import type { Source } from './catalogue/sources.ts'
+import type { Embedder } from './ai/provider.ts'
+import { createOfflineEmbedder } from './ai/offline-embedder.ts'
+import { realSleep } from './lib/retry.ts'
+import { BackgroundTasks } from './lib/background.ts'
 
 /** Reads a file of an installed package (e.g. the API reference page's assets); null when absent. */
 export type AssetReader = (pkg: string, file: string) => Promise<Uint8Array | null>
@@ -34,6 +38,12 @@ export interface Deps {
   resolveHost: Resolver
   /** the scraper sources (SCRAPER_SOURCES_FILE, read by the runtime adapter) */
   sources: Source[]
+  /** embeddings (the offline embedder unless a provider is configured) */
+  embedder: Embedder
+  /** waits; tests pass one that does not */
+  sleep: (ms: number) => Promise<void>
+  /** work that outlives its request (ingestion after dispatch), awaited on shutdown */
+  background: BackgroundTasks
 }
 
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {
@@ -57,6 +67,9 @@ export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<De
       throw new Error('no DNS resolver in this runtime')
     },
     sources: [],
+    embedder: createOfflineEmbedder(config.VECTOR_DIMENSION),
+    sleep: realSleep,
+    background: new BackgroundTasks(),
     ...parts,
   }
 }

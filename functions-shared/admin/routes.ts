@@ -4,6 +4,7 @@ import { createRouter } from '../http/router.ts'
 import { guards } from '../http/guards.ts'
 import { adminUsersRouter } from './users-routes.ts'
 import { adminCatalogueRouter } from './catalogue-routes.ts'
+import { adminJobsRouter } from './jobs-routes.ts'
 
 export function adminRouter(deps: Deps) {
   const { admin, limit } = guards(deps)
@@ -11,5 +12,6 @@ export function adminRouter(deps: Deps) {
   router.use('*', admin, limit('admin'))
   router.route('/', adminUsersRouter(deps))
   router.route('/', adminCatalogueRouter(deps))
+  router.route('/', adminJobsRouter(deps))
   return router
 }

@@ -1,0 +1,190 @@
+// The background pipeline of one claimed job (spec §4.8 steps 1-10): download, pages, chunks,
+// embeddings, then chunks and vectors stored, the document and the reference synced and the job ready,
+// all in one transaction. Every transition goes through public.transition_job (audit included) with the
+// job's attempt number, so a stale worker cannot overwrite a newer attempt.
+import type { Deps } from '../deps.ts'
+import type { Tx } from '../db/client.ts'
+import { asService, isPgError } from '../db/tx.ts'
+import { FetchError, safeFetch } from '../net/safe-fetch.ts'
+import { extractPdf, PdfError } from '../catalogue/extract-pdf.ts'
+import { canonicalize } from '../catalogue/canonicalize.ts'
+import { allowedHosts } from '../catalogue/sources.ts'
+import { retry } from '../lib/retry.ts'
+import { chunkId, chunkPages, tokenWindows, type TextChunk } from './chunk.ts'
+import { defaultTokenizer } from './tokenizer.ts'
+
+export interface ClaimedJob {
+  id: string
+  reference_id: string
+  file_id: string | null
+  attempt: number
+}
+
+export class PipelineError extends Error {
+  override name = 'PipelineError'
+}
+
+export interface JobOutcome {
+  job_id: string
+  status: 'ready' | 'failed' | 'superseded'
+  error?: string
+  pages?: number
+  chunks?: number
+  vectors?: number
+}
+
+/** The namespace of spec §2.2: grade-{grade}-{subject}, in lower-case slug form. */
+export function namespaceFor(grade: string, subject: string): string {
+  const slug = (s: string) => s.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '-').replace(/^-|-$/g, '')
+  return `grade-${slug(grade)}-${slug(subject)}`
+}
+
+const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => (Number.isFinite(x) ? x.toFixed(7) : '0')).join(',')}]`
+
+async function transition(deps: Deps, job: ClaimedJob, to: string, details: Record<string, unknown> = {}, tx?: Tx) {
+  const run = (t: Tx) => t`select id from public.transition_job(${job.id}, ${to}, ${job.attempt}, ${null}, ${t.json(details as never)})`
+  return tx ? run(tx) : asService(deps.sql, run)
+}
+
+async function fail(deps: Deps, job: ClaimedJob, message: string, details: Record<string, unknown>): Promise<JobOutcome> {
+  try {
+    await asService(deps.sql, (tx) => tx`select id from public.transition_job(${job.id}, 'failed', ${job.attempt}, ${message}, ${tx.json(details as never)})`)
+    return { job_id: job.id, status: 'failed', error: message }
+  } catch (err) {
+    if (isPgError(err, 'PT409')) return { job_id: job.id, status: 'superseded', error: message }
+    throw err
+  }
+}
+
+export async function processJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<JobOutcome> {
+  const log = deps.logs.forRequest('ingestion', requestId)
+  const { config } = deps
+  const started = performance.now()
+  const stage = { name: 'download' }
+  try {
+    // 1. the job, its reference, its document (created now for jobs the scraper queued)
+    const { reference, fileId } = await asService(deps.sql, async (tx) => {
+      const [ref] = await tx`select * from public.curriculum_references where id = ${job.reference_id}`
+      if (!ref) throw new PipelineError(`reference ${job.reference_id} no longer exists`)
+      let file = job.file_id
+      if (!file) {
+        const [doc] = await tx`insert into public.documents (title, major, weight, category, grade, subject, language, reference_id, status, origin)
+          values (${ref.title}, ${ref.major}, ${ref.weight}, ${ref.category}, ${ref.grade}, ${ref.subject}, ${ref.language}, ${ref.id}, 'processing', 'reference')
+          returning id`
+        file = doc!.id as string
+        await tx`update public.ingestion_jobs set file_id = ${file} where id = ${job.id}`
+      }
+      return { reference: ref, fileId: file }
+    })
+    if (!reference.grade || !reference.subject) throw new PipelineError('the reference has no grade or subject, so it has no namespace')
+    const source = deps.sources.find((s) => s.name === reference.source)
+    const namespace = namespaceFor(reference.grade as string, reference.subject as string)
+    const language = (reference.language as string | null) ?? 'fr'
+
+    // 2-3. download and pages (transient download failures retried with backoff)
+    const file = await retry(
+      () =>
+        safeFetch(reference.pdf_source as string, {
+          allowedHosts: source ? allowedHosts(source) : [new URL(reference.pdf_source as string).hostname],
+          allowLoopback: config.FETCH_ALLOW_LOOPBACK,
+          maxBytes: config.UPLOAD_MAX_BYTES,
+          timeoutMs: config.FETCH_TIMEOUT_MS,
+          resolve: deps.resolveHost,
+          accept: 'application/pdf',
+        }),
+      {
+        attempts: config.JOB_MAX_ATTEMPTS,
+        baseMs: config.JOB_BACKOFF_BASE_MS,
+        maxMs: config.JOB_BACKOFF_MAX_MS,
+        isTransient: (e) => e instanceof FetchError && e.transient,
+        retryAfterMs: (e) => (e instanceof FetchError ? e.retryAfterMs : undefined),
+        sleep: deps.sleep,
+        onRetry: ({ attempt, delayMs }) => log.warn({ job_id: job.id, stage: 'download', attempt, delay_ms: delayMs }, 'retrying'),
+      },
+    )
+    stage.name = 'extract'
+    const extracted = await extractPdf(file.bytes, { deadlineMs: config.PDF_PARSE_DEADLINE_MS })
+    const options = source ? { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers } : {}
+    const pages = extracted.pages
+      .map((p) => ({ number: p.number, text: canonicalize(p.text, options) }))
+      .filter((p) => p.text.length >= config.QUALITY_MIN_PAGE_CHARS)
+    if (pages.length === 0) throw new PipelineError('no page with text')
+    await transition(deps, job, 'tokenizing', { pages: pages.length, page_count: extracted.pageCount })
+
+    // 4. chunks: cl100k windows, 512/64 for French, 384/48 for Arabic and Hassaniya
+    stage.name = 'chunk'
+    const [size, overlap] = language === 'fr' ? [config.CHUNK_TOKENS_FR, config.CHUNK_TOKEN_OVERLAP_FR] : [config.CHUNK_TOKENS_AR, config.CHUNK_TOKEN_OVERLAP_AR]
+    const chunks = chunkPages(pages, (text) => tokenWindows(text, defaultTokenizer, size, overlap))
+    await transition(deps, job, 'embedding_request_sent', { chunks: chunks.length })
+
+    // 5. embeddings, batch by batch (transient failures retried)
+    stage.name = 'embed'
+    const vectors: number[][] = []
+    for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) {
+      const batch = chunks.slice(i, i + config.EMBED_BATCH_SIZE).map((c) => c.text)
+      vectors.push(
+        ...(await retry(() => deps.embedder.embed(batch), {
+          attempts: config.JOB_MAX_ATTEMPTS,
+          baseMs: config.JOB_BACKOFF_BASE_MS,
+          maxMs: config.JOB_BACKOFF_MAX_MS,
+          isTransient: (e) => !(e instanceof PipelineError) && (e as { transient?: boolean }).transient !== false,
+          retryAfterMs: (e) => (e as { retryAfterMs?: number }).retryAfterMs,
+          sleep: deps.sleep,
+          onRetry: ({ attempt, delayMs, error }) =>
+            log.warn({ job_id: job.id, stage: 'embed', attempt, delay_ms: delayMs, err: { message: (error as Error).message } }, 'retrying'),
+        })),
+      )
+    }
+    if (vectors.some((v) => v.length !== config.VECTOR_DIMENSION)) throw new PipelineError(`the embedder returned vectors that are not of dimension ${config.VECTOR_DIMENSION}`)
+    await transition(deps, job, 'embedding_upserted', { vectors: vectors.length, embedder: deps.embedder.name })
+
+    // 6-9. store everything and finish, in one transaction: no stale chunks or vectors of an earlier run
+    stage.name = 'store'
+    const ids = await Promise.all(chunks.map((c) => chunkId(fileId, c.page_number, c.chunk_index)))
+    await asService(deps.sql, async (tx) => {
+      await tx`delete from public.vectors where file_id = ${fileId}`
+      await tx`delete from public.document_chunks where file_id = ${fileId}`
+      const ingestionTs = new Date(deps.clock.now()).toISOString()
+      for (let i = 0; i < chunks.length; i += config.VECTOR_UPSERT_BATCH_SIZE) {
+        const slice = chunks.slice(i, i + config.VECTOR_UPSERT_BATCH_SIZE)
+        await tx`insert into public.document_chunks ${tx(slice.map((c: TextChunk, k) => ({ id: ids[i + k]!, file_id: fileId, page_number: c.page_number, chunk_index: c.chunk_index, content: c.text, token_count: c.token_count ?? null })))}`
+        const rows = slice.map((c: TextChunk, k) => ({
+          index_name: config.VECTOR_INDEX_NAME,
+          namespace,
+          id: ids[i + k]!,
+          file_id: fileId,
+          embedding: vectorLiteral(vectors[i + k]!),
+          // only the light fields of spec §1.4; the text stays in document_chunks
+          metadata: { chunk_id: ids[i + k], file_id: fileId, language, grade: reference.grade, subject: reference.subject, source_url: reference.source_url, page_number: c.page_number, ingestion_ts: ingestionTs },
+        }))
+        await tx`insert into public.vectors ${tx(rows as never[])}
+                 on conflict (index_name, namespace, id) do update set embedding = excluded.embedding, metadata = excluded.metadata, file_id = excluded.file_id, updated_at = now()`
+      }
+      await tx`update public.documents set title = ${reference.title}, major = ${reference.major}, weight = ${reference.weight}, category = ${reference.category},
+                 grade = ${reference.grade}, subject = ${reference.subject}, language = ${language}, vectordb_index = ${config.VECTOR_INDEX_NAME},
+                 vectordb_namespace = ${namespace}, vectordb_vector_count = ${chunks.length}, page_count = ${extracted.pageCount}, chunk_count = ${chunks.length}, updated_at = now()
+               where id = ${fileId}`
+      await tx`update public.curriculum_references set vectordb_index = ${config.VECTOR_INDEX_NAME}, vectordb_namespace = ${namespace}, vectordb_vector_count = ${chunks.length}
+               where id = ${job.reference_id}`
+      await tx`update public.ingestion_jobs set chunks_created = ${chunks.length}, vectors_upserted = ${chunks.length} where id = ${job.id}`
+      await transition(deps, job, 'ready', { pages: pages.length, chunks: chunks.length, vectors: chunks.length, ms: Math.round(performance.now() - started) }, tx)
+    })
+    log.info({ job_id: job.id, pages: pages.length, chunks: chunks.length, ms: Math.round(performance.now() - started) }, 'ingestion job ready')
+    return { job_id: job.id, status: 'ready', pages: pages.length, chunks: chunks.length, vectors: chunks.length }
+  } catch (err) {
+    if (isPgError(err, 'PT409')) {
+      log.warn({ job_id: job.id, attempt: job.attempt }, 'job was claimed again by another worker; this run stops')
+      return { job_id: job.id, status: 'superseded' }
+    }
+    const message =
+      err instanceof FetchError ? `download failed: ${err.message}` : err instanceof PdfError || err instanceof PipelineError ? err.message : `${stage.name} failed: ${(err as Error).message}`
+    log.error({ job_id: job.id, stage: stage.name, err: { message: (err as Error).message } }, 'ingestion job failed')
+    return fail(deps, job, message, { stage: stage.name })
+  }
+}
+
+/** Claims the oldest queued job, if any. */
+export async function claimNextJob(deps: Deps): Promise<ClaimedJob | null> {
+  const [row] = await asService(deps.sql, (tx) => tx`select id, reference_id, file_id, attempt from public.claim_next_job()`)
+  return row?.id ? { id: row.id as string, reference_id: row.reference_id as string, file_id: (row.file_id as string | null) ?? null, attempt: row.attempt as number } : null
+}
