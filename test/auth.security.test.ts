@@ -11,6 +11,8 @@ import { roleFromClaims, createTokenVerifier } from '../functions-shared/http/au
 import { openApiDocument } from '../functions-shared/app.ts'
 import { adminSecurity } from '../functions-shared/http/router.ts'
 import { createUser } from './helpers/users.ts'
+import { makePdf } from './helpers/pdfs.ts'
+import { FR_LESSON } from './helpers/portal.ts'
 import { reserve } from '../functions-shared/wallet/service.ts'
 import { SourceSchema } from '../functions-shared/catalogue/sources.ts'
 
@@ -19,6 +21,7 @@ const ADMIN_KEY = 'adm-key-0123456789abcdef'
 interface Sample {
   path: string
   body?: unknown
+  form?: FormData
 }
 /**
  * A valid request for every admin route, so that each credential that must pass gets a 2xx. Later issues
@@ -45,6 +48,15 @@ const SAMPLES: Record<string, () => Promise<Sample>> = {
   'GET /admin/jobs': async () => ({ path: '/admin/jobs?limit=5' }),
   'GET /admin/jobs/{job_id}': async () => ({ path: `/admin/jobs/${await failedJob()}` }),
   'POST /admin/jobs/{job_id}/requeue': async () => ({ path: `/admin/jobs/${await failedJob()}/requeue` }),
+  'GET /admin/stats': async () => ({ path: '/admin/stats' }),
+  'POST /admin/upload-curriculum': async () => {
+    const form = new FormData()
+    for (const [k, v] of Object.entries({ grade: '4AS', subject: 'maths', language: 'fr' })) form.set(k, v)
+    form.set('file', new File([Buffer.from(await samplePdf())], 'lesson.pdf', { type: 'application/pdf' }))
+    return { path: '/admin/upload-curriculum', form }
+  },
+  'PATCH /admin/documents/{document_id}': async () => ({ path: `/admin/documents/${await newDocument()}`, body: { title: 'Renamed' } }),
+  'DELETE /admin/documents/{document_id}': async () => ({ path: `/admin/documents/${await newDocument()}` }),
   'POST /wallet/topup': async () => ({ path: '/wallet/topup', body: { user_id: (await createUser(db.sql)).id, tokens: 10, amount: 20, currency: 'MRU', payment_method: 'cash' } }),
   'POST /wallet/transactions/expense': async () => ({ path: '/wallet/transactions/expense', body: { type: 'server_cost', amount: 3, currency: 'EUR', description: 'vps' } }),
   'GET /wallet/transactions': async () => ({ path: '/wallet/transactions?limit=5' }),
@@ -53,6 +65,13 @@ const SAMPLES: Record<string, () => Promise<Sample>> = {
     const r = await reserve({ ctx: { deps: t.deps, requestId: 'sample' }, input: { user_id: (await createUser(db.sql)).id, estimate: 5 } })
     return { path: '/wallet/internal/finalize', body: { reservation_id: r.id, actual: 3 } }
   },
+}
+
+let pdf: Uint8Array | undefined
+const samplePdf = async () => (pdf ??= await makePdf([FR_LESSON]))
+async function newDocument(): Promise<string> {
+  const [row] = await db.sql`insert into public.documents (grade, subject, language) values ('4AS', 'maths', 'fr') returning id`
+  return row!.id as string
 }
 
 /** A reference that no job has touched yet (its source is not configured: a dispatch fails it quickly). */
@@ -77,7 +96,7 @@ beforeAll(async () => {
   db = await createTestDatabase()
   t = createTestApp({
     sql: db.sql,
-    env: { ADMIN_API_KEY: ADMIN_KEY, RATE_LIMIT_ADMIN_PER_MINUTE: '10000', RATE_LIMIT_WALLET_PER_MINUTE: '10000' },
+    env: { ADMIN_API_KEY: ADMIN_KEY, RATE_LIMIT_ADMIN_PER_MINUTE: '10000', RATE_LIMIT_WALLET_PER_MINUTE: '10000', RATE_LIMIT_UPLOAD_PER_MINUTE: '10000' },
     deps: { sources: [SourceSchema.parse({ name: 'sweep', index_urls: ['http://10.255.255.1/index.html'] })] },
   })
 })
@@ -98,8 +117,9 @@ describe('the admin route list', () => {
 
 async function call(method: string, route: string, headers: Record<string, string> = {}) {
   const sample = await SAMPLES[`${method} ${route}`]!()
-  const init: RequestInit = { method, headers: { 'x-request-id': `sec-${crypto.randomUUID()}`, 'content-type': 'application/json', ...headers } }
+  const init: RequestInit = { method, headers: { 'x-request-id': `sec-${crypto.randomUUID()}`, ...(sample.form ? {} : { 'content-type': 'application/json' }), ...headers } }
   if (sample.body !== undefined) init.body = JSON.stringify(sample.body)
+  if (sample.form) init.body = sample.form
   const res = await t.request(sample.path, init)
   return { res, body: res.headers.get('content-type')?.includes('json') ? await json(res) : await res.text() }
 }

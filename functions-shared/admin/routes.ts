@@ -5,6 +5,7 @@ import { guards } from '../http/guards.ts'
 import { adminUsersRouter } from './users-routes.ts'
 import { adminCatalogueRouter } from './catalogue-routes.ts'
 import { adminJobsRouter } from './jobs-routes.ts'
+import { adminDocumentsRouter } from './documents-routes.ts'
 
 export function adminRouter(deps: Deps) {
   const { admin, limit } = guards(deps)
@@ -13,5 +14,6 @@ export function adminRouter(deps: Deps) {
   router.route('/', adminUsersRouter(deps))
   router.route('/', adminCatalogueRouter(deps))
   router.route('/', adminJobsRouter(deps))
+  router.route('/', adminDocumentsRouter(deps))
   return router
 }

@@ -16,7 +16,7 @@ export interface Gateway {
   url: string
   deps: Deps
   server: ServerType
-  /** stops accepting, lets in-flight requests finish (up to timeoutMs), then closes what is left */
+  /** stops accepting, lets in-flight requests and background jobs finish (up to timeoutMs), then closes what is left */
   close(timeoutMs?: number): Promise<void>
 }
 
@@ -65,6 +65,12 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
           resolve()
         })
         s.closeIdleConnections?.()
+      }).then(async () => {
+        // ingestion jobs started by a dispatch; one still running after the timeout stays in its state and
+        // is reclaimed as failed after JOB_STALE_SECONDS
+        let timer: ReturnType<typeof setTimeout> | undefined
+        await Promise.race([deps.background.idle(), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))])
+        clearTimeout(timer)
       }),
   }
 }

@@ -6,6 +6,10 @@ import { loadConfig } from '../../../functions-shared/config.ts'
 import { createDb } from '../../../functions-shared/db/client.ts'
 import { createDeps, type AssetReader } from '../../../functions-shared/deps.ts'
 import { parseSources } from '../../../functions-shared/catalogue/sources.ts'
+import { BackgroundTasks } from '../../../functions-shared/lib/background.ts'
+
+// Supabase's edge runtime keeps a function alive for promises handed to EdgeRuntime.waitUntil.
+declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined
 
 const readAsset: AssetReader = async (pkg, file) => {
   if (file.includes('..') || file.startsWith('/')) return null
@@ -32,7 +36,8 @@ export async function serveFunction(name: RouterName): Promise<void> {
       const answers = await Promise.allSettled([Deno.resolveDns(host, 'A'), Deno.resolveDns(host, 'AAAA')])
       return answers.flatMap((a) => (a.status === 'fulfilled' ? a.value : []))
     },
-    sources: name === 'scraping' ? parseSources(await Deno.readTextFile(config.SCRAPER_SOURCES_FILE)) : [],
+    background: new BackgroundTasks(typeof EdgeRuntime === 'undefined' ? undefined : (p) => EdgeRuntime!.waitUntil(p)),
+    sources: name === 'scraping' || name === 'admin' ? parseSources(await Deno.readTextFile(config.SCRAPER_SOURCES_FILE)) : [],
     remoteAddress: (c) => {
       try {
         return getConnInfo(c).remote.address

@@ -1,0 +1,93 @@
+// Admin: manual upload, document edits and deletion, and the dashboard statistics (spec §4.6, §4.7).
+import { createRoute, z } from '@hono/zod-openapi'
+import type { Deps } from '../deps.ts'
+import { adminSecurity, createRouter } from '../http/router.ts'
+import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
+import { guards } from '../http/guards.ts'
+import { ApiError, ErrorCode } from '../http/errors.ts'
+import { uploadCurriculum } from '../ingestion/upload.ts'
+import { dashboardStats, deleteDocument, updateDocument } from '../ingestion/documents.ts'
+
+const DocumentSchema = z
+  .object({
+    id: z.uuid(), title: z.string().nullable(), major: z.string().nullable(), weight: z.number().int(), category: z.string().nullable(),
+    grade: z.string().nullable(), subject: z.string().nullable(), language: z.string().nullable(), reference_id: z.uuid().nullable(),
+    status: z.enum(['processing', 'ready', 'failed']), origin: z.enum(['reference', 'upload']), vectordb_index: z.string().nullable(),
+    vectordb_namespace: z.string().nullable(), vectordb_vector_count: z.number().int().nullable(), page_count: z.number().int().nullable(),
+    chunk_count: z.number().int().nullable(), ingestion_ts: z.string().nullable(), created_at: z.string(), updated_at: z.string(),
+  })
+  .openapi('Document')
+const count = z.number().int()
+const StatsSchema = z
+  .object({
+    documents: z.object({ total: count, ready: count, processing: count, failed: count }),
+    chunks: z.object({ total: count }),
+    references: z.object({ total: count, discovered: count, ready: count, failed: count }),
+    users: z.object({ total: count, admins: count, students: count }),
+    jobs: z.object({ queued: count, running: count, completed: count, failed: count }),
+    wallet: z.object({ total_tokens_in_circulation: count }),
+  })
+  .openapi('DashboardStats')
+const UploadForm = z.object({
+  file: z.any().openapi({ type: 'string', format: 'binary', description: 'the PDF, at most UPLOAD_MAX_BYTES' }),
+  grade: z.string().trim().min(1).max(64),
+  subject: z.string().trim().min(1).max(128),
+  language: z.enum(['fr', 'ar', 'hassaniya']),
+  namespace: z.string().trim().min(1).max(200).optional(),
+  pdf_source: z.url().optional(),
+})
+const err = (d: string) => jsonContent(ErrorSchema, d)
+const DocumentId = z.object({ document_id: z.uuid() })
+
+export function adminDocumentsRouter(deps: Deps) {
+  const { limit } = guards(deps)
+  const upload = createRoute({
+    method: 'post', path: '/upload-curriculum', tags: ['documents'], summary: 'Upload a curriculum PDF (processed in the request)', security: adminSecurity,
+    description: 'multipart/form-data: file, grade, subject, language required; namespace (default grade-{grade}-{subject}) and pdf_source optional. Character chunks of 1000 with 150 overlap; the chunk text is also in the vector metadata. 30 per minute per admin.',
+    request: { body: { content: { 'multipart/form-data': { schema: UploadForm } }, required: true } },
+    responses: {
+      201: jsonContent(z.object({ status: z.literal('ready'), document_id: z.uuid(), namespace: z.string(), pages: count, content_pages: count, chunks: count, vectors: count }).openapi('UploadResult'), 'The ready document'),
+      413: err('Larger than UPLOAD_MAX_BYTES'),
+      415: err('Not a PDF'),
+      ...errorResponses.protected,
+    },
+  })
+  const patch = createRoute({
+    method: 'patch', path: '/documents/{document_id}', tags: ['documents'], summary: 'Edit a document\'s title, major, weight or category', security: adminSecurity,
+    request: { params: DocumentId, body: { content: { 'application/json': { schema: z.strictObject({ title: z.string().max(300).optional(), major: z.string().max(100).optional(), weight: z.number().int().min(-1000).max(1000).optional(), category: z.string().max(100).optional() }).openapi('UpdateDocumentRequest') } }, required: true } },
+    responses: { 200: jsonContent(DocumentSchema, 'The document'), 404: err('Unknown document'), ...errorResponses.protected },
+  })
+  const remove = createRoute({
+    method: 'delete', path: '/documents/{document_id}', tags: ['documents'], summary: 'Delete a document, its vectors and chunks', security: adminSecurity,
+    description: 'In order: read the document, delete its vectors (file id and namespace), its chunks, the row, and set the linked reference back to discovered.',
+    request: { params: DocumentId },
+    responses: { 200: jsonContent(z.object({ status: z.literal('deleted'), chunks_removed: count, vectors_removed: count }).openapi('DeleteDocumentResult'), 'Deleted'), 404: err('Unknown document'), ...errorResponses.protected },
+  })
+  const stats = createRoute({
+    method: 'get', path: '/stats', tags: ['admin'], summary: 'Dashboard statistics', security: adminSecurity,
+    description: 'jobs.running counts parsing, tokenizing, embedding_request_sent and embedding_upserted; jobs.completed counts ready. Tokens in circulation: wallet balances plus tokens held by pending reservations.',
+    responses: { 200: jsonContent(StatsSchema, 'Counters from live data'), ...errorResponses.protected },
+  })
+
+  const router = createRouter()
+  router.use('/upload-curriculum', limit('upload'))
+  return router
+    .openapi(upload, async (c) => {
+      const form = c.req.valid('form')
+      const file = form.file as unknown
+      if (!(file instanceof File)) throw new ApiError(ErrorCode.VALIDATION_FAILED, 'file must be a file part', { details: { fields: [{ field: 'file', message: 'a file is required' }] } })
+      const bytes = new Uint8Array(await file.arrayBuffer())
+      return c.json(await uploadCurriculum(deps, { bytes, grade: form.grade, subject: form.subject, language: form.language, namespace: form.namespace, pdf_source: form.pdf_source }), 201)
+    })
+    .openapi(patch, async (c) => {
+      const doc = await updateDocument(deps, c.req.valid('param').document_id, c.req.valid('json'))
+      if (!doc) throw new ApiError(ErrorCode.NOT_FOUND, 'Unknown document')
+      return c.json(doc, 200)
+    })
+    .openapi(remove, async (c) => {
+      const result = await deleteDocument(deps, c.req.valid('param').document_id)
+      if (!result) throw new ApiError(ErrorCode.NOT_FOUND, 'Unknown document')
+      return c.json(result, 200)
+    })
+    .openapi(stats, async (c) => c.json(await dashboardStats(deps), 200))
+}

@@ -1,0 +1,65 @@
+// A manual upload (POST /admin/upload-curriculum): processed in the request to a ready document with
+// character chunking (1000/150), the chunk text also kept in the vector metadata, as the spec says for
+// manual uploads. No job: the document row exists only once everything is stored.
+import type { Deps } from '../deps.ts'
+import { asService } from '../db/tx.ts'
+import { ApiError, ErrorCode } from '../http/errors.ts'
+import { extractPdf, isPdf, PdfError } from '../catalogue/extract-pdf.ts'
+import { canonicalize } from '../catalogue/canonicalize.ts'
+import { charWindows, chunkId, chunkPages } from './chunk.ts'
+import { namespaceFor } from './pipeline.ts'
+
+export interface UploadInput {
+  bytes: Uint8Array
+  grade: string
+  subject: string
+  language: 'fr' | 'ar' | 'hassaniya'
+  namespace?: string | undefined
+  pdf_source?: string | undefined
+}
+
+const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => x.toFixed(7)).join(',')}]`
+
+export async function uploadCurriculum(deps: Deps, input: UploadInput) {
+  const { config } = deps
+  if (!isPdf(input.bytes)) throw new ApiError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'The file is not a PDF (it does not start with %PDF-)')
+  let extracted
+  try {
+    extracted = await extractPdf(input.bytes, { deadlineMs: config.PDF_PARSE_DEADLINE_MS })
+  } catch (err) {
+    if (err instanceof PdfError) throw new ApiError(ErrorCode.VALIDATION_FAILED, err.message, { details: { fields: [{ field: 'file', message: err.message }] } })
+    throw err
+  }
+  const pages = extracted.pages.map((p) => ({ number: p.number, text: canonicalize(p.text) })).filter((p) => p.text.length >= config.QUALITY_MIN_PAGE_CHARS)
+  if (pages.length === 0) throw new ApiError(ErrorCode.VALIDATION_FAILED, 'The PDF has no page with text (a scan without a text layer?)', { details: { fields: [{ field: 'file', message: 'no text' }] } })
+  const chunks = chunkPages(pages, (text) => charWindows(text, config.CHUNK_CHARS, config.CHUNK_CHAR_OVERLAP).map((t) => ({ text: t })))
+  const vectors: number[][] = []
+  for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) vectors.push(...(await deps.embedder.embed(chunks.slice(i, i + config.EMBED_BATCH_SIZE).map((c) => c.text))))
+  const namespace = input.namespace ?? namespaceFor(input.grade, input.subject)
+  const documentId = crypto.randomUUID()
+  const ids = await Promise.all(chunks.map((c) => chunkId(documentId, c.page_number, c.chunk_index)))
+  const ingestionTs = new Date(deps.clock.now()).toISOString()
+  await asService(deps.sql, async (tx) => {
+    await tx`insert into public.documents (id, grade, subject, language, status, origin, vectordb_index, vectordb_namespace, vectordb_vector_count, page_count, chunk_count, ingestion_ts)
+             values (${documentId}, ${input.grade}, ${input.subject}, ${input.language}, 'ready', 'upload', ${config.VECTOR_INDEX_NAME}, ${namespace}, ${chunks.length},
+                     ${extracted.pageCount}, ${chunks.length}, now())`
+    for (let i = 0; i < chunks.length; i += config.VECTOR_UPSERT_BATCH_SIZE) {
+      const slice = chunks.slice(i, i + config.VECTOR_UPSERT_BATCH_SIZE)
+      await tx`insert into public.document_chunks ${tx(slice.map((c, k) => ({ id: ids[i + k]!, file_id: documentId, page_number: c.page_number, chunk_index: c.chunk_index, content: c.text })))}`
+      await tx`insert into public.vectors ${tx(
+        slice.map((c, k) => ({
+          index_name: config.VECTOR_INDEX_NAME,
+          namespace,
+          id: ids[i + k]!,
+          file_id: documentId,
+          embedding: vectorLiteral(vectors[i + k]!),
+          metadata: {
+            chunk_id: ids[i + k], file_id: documentId, language: input.language, grade: input.grade, subject: input.subject,
+            source_url: input.pdf_source ?? null, page_number: c.page_number, ingestion_ts: ingestionTs, text: c.text,
+          },
+        })) as never[],
+      )}`
+    }
+  })
+  return { status: 'ready' as const, document_id: documentId, namespace, pages: extracted.pageCount, content_pages: pages.length, chunks: chunks.length, vectors: chunks.length }
+}

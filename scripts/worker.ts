@@ -1,0 +1,52 @@
+// `npm run worker`: claims queued ingestion jobs and runs them, one at a time, in a loop. Any number of
+// workers may run (claims use FOR UPDATE SKIP LOCKED). With --once it stops when the queue is empty.
+// It connects to DATABASE_URL, or to the embedded database of a running `npm start` (DB_PORT).
+import { existsSync } from 'node:fs'
+import { ConfigError, loadConfig } from '../functions-shared/config.ts'
+import { createDb } from '../functions-shared/db/client.ts'
+import { createDeps } from '../functions-shared/deps.ts'
+import { asService } from '../functions-shared/db/tx.ts'
+import { claimNextJob, processJob } from '../functions-shared/ingestion/pipeline.ts'
+import { readSourcesNode, resolveHostNode } from './lib/node-adapter.ts'
+
+if (existsSync('.env')) process.loadEnvFile('.env')
+let config
+try {
+  config = loadConfig(process.env)
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(`curriculum-tutor worker: ${err.message}`)
+    process.exit(2)
+  }
+  throw err
+}
+const once = process.argv.includes('--once')
+const url = config.DATABASE_URL ?? `postgres://postgres:postgres@127.0.0.1:${config.DB_PORT}/postgres`
+const sql = createDb(url, { max: 2, prepare: config.DB_PREPARE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, applicationName: 'curriculum-tutor/worker' })
+const deps = createDeps(config, { sql, resolveHost: resolveHostNode, sources: existsSync(config.SCRAPER_SOURCES_FILE) ? await readSourcesNode(config.SCRAPER_SOURCES_FILE) : [] })
+const log = deps.logs.get('worker')
+
+let stopping = false
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    log.info({ signal }, 'stopping after the current job')
+    stopping = true
+  })
+}
+
+let processed = 0
+log.info({ once }, 'worker started')
+while (!stopping) {
+  await asService(sql, (tx) => tx`select public.reclaim_stale_jobs(${config.JOB_STALE_SECONDS})`)
+  const job = await claimNextJob(deps)
+  if (!job) {
+    if (once) break
+    await new Promise((r) => setTimeout(r, 2000))
+    continue
+  }
+  const outcome = await processJob(deps, job, `worker-${job.id}`)
+  processed++
+  log.info({ ...outcome }, 'job finished')
+}
+log.info({ processed }, once ? 'queue empty' : 'worker stopped')
+await sql.end({ timeout: 5 })

@@ -1,0 +1,106 @@
+// Manual upload with a real multipart body, document edits and the five-step delete, dashboard stats.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { createTestApp, json, type TestApp } from './helpers/app.ts'
+import { bearer } from './helpers/tokens.ts'
+import { makePdf } from './helpers/pdfs.ts'
+import { createUser } from './helpers/users.ts'
+import { FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+import { reserve } from '../functions-shared/wallet/service.ts'
+
+let db: TestDatabase
+let t: TestApp
+let service: Record<string, string>
+let lesson: Uint8Array
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  t = createTestApp({ sql: db.sql, env: { RATE_LIMIT_UPLOAD_PER_MINUTE: '1000', RATE_LIMIT_ADMIN_PER_MINUTE: '1000' } })
+  service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
+  lesson = await makePdf([`${FR_LESSON} ${FR_LESSON}`, PHYSICS_LESSON])
+})
+afterAll(async () => db?.close())
+
+function form(fields: Record<string, string>, file?: { bytes: Uint8Array; name: string; type?: string }) {
+  const f = new FormData()
+  for (const [k, v] of Object.entries(fields)) f.set(k, v)
+  if (file) f.set('file', new File([Buffer.from(file.bytes)], file.name, { type: file.type ?? 'application/pdf' }))
+  return f
+}
+const upload = async (body: FormData, app = t) => {
+  const res = await app.request('/admin/upload-curriculum', { method: 'POST', headers: service, body })
+  return { status: res.status, body: await json(res) }
+}
+
+describe('POST /admin/upload-curriculum', () => {
+  it('turns a PDF into a ready document with 1000/150 character chunks and the text in vector metadata', async () => {
+    const res = await upload(form({ grade: '4AS', subject: 'Mathématiques', language: 'fr', pdf_source: 'https://portal.example.mr/maths.pdf' }, { bytes: lesson, name: 'lecon.pdf' }))
+    expect(res.status, JSON.stringify(res.body)).toBe(201)
+    expect(res.body).toMatchObject({ status: 'ready', namespace: 'grade-4as-mathematiques', pages: 2, content_pages: 2 })
+    expect(res.body.chunks).toBeGreaterThanOrEqual(3)
+    const chunks = await db.sql`select content from public.document_chunks where file_id = ${res.body.document_id} order by page_number, chunk_index`
+    expect(chunks.every((c) => Array.from(c.content as string).length <= 1000)).toBe(true)
+    const [v] = await db.sql`select metadata from public.vectors where file_id = ${res.body.document_id} order by id limit 1`
+    expect(v!.metadata).toMatchObject({ text: expect.any(String), source_url: 'https://portal.example.mr/maths.pdf', grade: '4AS', language: 'fr' })
+    const [doc] = await db.sql`select status, origin, title from public.documents where id = ${res.body.document_id}`
+    expect(doc).toEqual({ status: 'ready', origin: 'upload', title: null })
+  })
+
+  it('refuses a file that is not a PDF (415), missing fields (400) and an oversized body (413)', async () => {
+    const html = new TextEncoder().encode('<html>not a pdf</html>')
+    expect((await upload(form({ grade: '4AS', subject: 'maths', language: 'fr' }, { bytes: html, name: 'x.pdf' }))).status).toBe(415)
+    const missing = await upload(form({ subject: 'maths', language: 'fr' }, { bytes: lesson, name: 'x.pdf' }))
+    expect(missing.status).toBe(400)
+    expect(missing.body.fields.map((f: { field: string }) => f.field)).toContain('grade')
+    expect((await upload(form({ grade: '4AS', subject: 'maths', language: 'latin' }, { bytes: lesson, name: 'x.pdf' }))).status).toBe(400)
+    expect((await upload(form({ grade: '4AS', subject: 'maths', language: 'fr' }))).status).toBe(400)
+    const small = createTestApp({ sql: db.sql, env: { UPLOAD_MAX_BYTES: String(lesson.byteLength - 1) } })
+    expect((await upload(form({ grade: '4AS', subject: 'maths', language: 'fr' }, { bytes: lesson, name: 'x.pdf' }), small)).status).toBe(413)
+  })
+})
+
+describe('documents', () => {
+  it('PATCH changes only title, major, weight and category', async () => {
+    const up = await upload(form({ grade: '5AS', subject: 'physique', language: 'fr' }, { bytes: lesson, name: 'p.pdf' }))
+    const res = await t.request(`/admin/documents/${up.body.document_id}`, { method: 'PATCH', headers: { ...service, 'content-type': 'application/json' }, body: JSON.stringify({ title: 'Physique 5AS', weight: 3 }) })
+    expect(await json(res)).toMatchObject({ title: 'Physique 5AS', weight: 3, major: null, grade: '5AS' })
+    const bad = await t.request(`/admin/documents/${up.body.document_id}`, { method: 'PATCH', headers: { ...service, 'content-type': 'application/json' }, body: JSON.stringify({ status: 'failed' }) })
+    expect(bad.status).toBe(400)
+    expect((await t.request(`/admin/documents/${crypto.randomUUID()}`, { method: 'PATCH', headers: { ...service, 'content-type': 'application/json' }, body: '{}' })).status).toBe(404)
+  })
+
+  it('DELETE removes vectors, chunks and the row, and sets the linked reference back to discovered', async () => {
+    const up = await upload(form({ grade: '6AS', subject: 'histoire', language: 'fr' }, { bytes: lesson, name: 'h.pdf' }))
+    const [ref] = await db.sql`insert into public.curriculum_references (source, pdf_source, source_url, status) values ('t', 'http://p.test/h.pdf', 'http://p.test/h.pdf', 'ready') returning id`
+    await db.sql`update public.documents set reference_id = ${ref!.id} where id = ${up.body.document_id}`
+    const res = await t.request(`/admin/documents/${up.body.document_id}`, { method: 'DELETE', headers: service })
+    expect(await json(res)).toEqual({ status: 'deleted', chunks_removed: up.body.chunks, vectors_removed: up.body.vectors })
+    const [left] = await db.sql`select (select count(*)::int from public.vectors where file_id = ${up.body.document_id}) as v,
+      (select count(*)::int from public.document_chunks where file_id = ${up.body.document_id}) as c,
+      (select count(*)::int from public.documents where id = ${up.body.document_id}) as d,
+      (select status from public.curriculum_references where id = ${ref!.id}) as ref_status`
+    expect(left).toEqual({ v: 0, c: 0, d: 0, ref_status: 'discovered' })
+    expect((await t.request(`/admin/documents/${up.body.document_id}`, { method: 'DELETE', headers: service })).status).toBe(404)
+  })
+})
+
+describe('GET /admin/stats', () => {
+  it('counts what is in the database', async () => {
+    const [admin, student] = [await createUser(db.sql, { role: 'admin' }), await createUser(db.sql)]
+    await reserve({ ctx: { deps: t.deps, requestId: 'stats' }, input: { user_id: student.id, estimate: 20 } })
+    void admin
+    const [expected] = await db.sql`select (select count(*)::int from public.documents) as documents, (select count(*)::int from public.document_chunks) as chunks`
+    const res = await t.request('/admin/stats', { headers: service })
+    const body = await json(res)
+    expect(body).toEqual({
+      documents: { total: expected!.documents, ready: expected!.documents, processing: 0, failed: 0 },
+      chunks: { total: expected!.chunks },
+      references: { total: 1, discovered: 1, ready: 0, failed: 0 },
+      users: { total: 2, admins: 1, students: 1 },
+      jobs: { queued: 0, running: 0, completed: 0, failed: 0 },
+      wallet: { total_tokens_in_circulation: 50 },
+    })
+  })
+})
