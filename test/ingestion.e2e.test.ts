@@ -170,6 +170,29 @@ describe('failures', () => {
     expect(sleeps[1]).toBeLessThanOrEqual(2000)
   })
 
+  it('fails after three embedder failures, then a requeue runs it to ready once the embedder is back', async () => {
+    const refs = (await get('/admin/references?status=ready')).body.items as Record<string, any>[]
+    embedFailures = 3
+    const queued = await post(`/admin/ingest/${refs[1]!.id}?force=true`)
+    await dispatchAll()
+    const failed = (await get(`/admin/jobs/${queued.body.job_id}`)).body
+    expect(failed).toMatchObject({ status: 'failed', error_message: expect.stringContaining('embed failed: embedding service returned 503') })
+    expect(embedFailures).toBe(0)
+    expect((await post(`/admin/jobs/${failed.id}/requeue`)).body).toMatchObject({ status: 'queued', retry_count: 1 })
+    await dispatchAll()
+    expect((await get(`/admin/jobs/${failed.id}`)).body).toMatchObject({ status: 'ready', retry_count: 1, error_message: null })
+  })
+
+  it('exposes ingestion metrics: jobs by state, stage durations, pages, chunks, retries, failures by reason', async () => {
+    const text = await (await t.request('/metrics', { headers: service })).text()
+    expect(text).toMatch(/ingestion_jobs\{state="ready"\} [1-9]/)
+    expect(text).toMatch(/ingestion_stage_seconds_count\{stage="embed"\} [1-9]/)
+    expect(text).toMatch(/ingestion_pages_total [1-9]/)
+    expect(text).toMatch(/ingestion_chunks_total [1-9]/)
+    expect(text).toMatch(/ingestion_retries_total\{stage="embed"\} [1-9]/)
+    expect(text).toMatch(/ingestion_failures_total\{reason="embedding"\} 1/)
+  })
+
   it('fails the job and the document with error_message when the PDF is gone; requeue puts it back once', async () => {
     const [ref] = await db.sql`insert into public.curriculum_references (source, pdf_source, source_url, title, grade, subject, language)
       values ('fixture', ${`${portal.url}/fichiers/absent.pdf`}, ${`${portal.url}/fichiers/absent.pdf`}, 'Retiré', '6AS', 'histoire', 'fr') returning id`

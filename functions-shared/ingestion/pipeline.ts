@@ -12,6 +12,7 @@ import { allowedHosts } from '../catalogue/sources.ts'
 import { retry } from '../lib/retry.ts'
 import { chunkId, chunkPages, tokenWindows, type TextChunk } from './chunk.ts'
 import { defaultTokenizer } from './tokenizer.ts'
+import { failureReason, ingestionMetrics } from './metrics.ts'
 
 export interface ClaimedJob {
   id: string
@@ -57,10 +58,28 @@ async function fail(deps: Deps, job: ClaimedJob, message: string, details: Recor
 }
 
 export async function processJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<JobOutcome> {
+  const outcome = await runJob(deps, job, requestId)
+  const m = ingestionMetrics(deps.metrics.registry, deps.sql)
+  m.outcomes.inc({ outcome: outcome.status })
+  if (outcome.status === 'failed') m.failures.inc({ reason: failureReason(outcome.error ?? '') })
+  return outcome
+}
+
+async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<JobOutcome> {
   const log = deps.logs.forRequest('ingestion', requestId)
   const { config } = deps
+  const m = ingestionMetrics(deps.metrics.registry, deps.sql)
   const started = performance.now()
-  const stage = { name: 'download' }
+  let stageStarted = started
+  const stage = {
+    name: 'download',
+    next(name: string) {
+      const now = performance.now()
+      m.stageSeconds.observe({ stage: this.name }, (now - stageStarted) / 1000)
+      stageStarted = now
+      this.name = name
+    },
+  }
   try {
     // 1. the job, its reference, its document (created now for jobs the scraper queued)
     const { reference, fileId } = await asService(deps.sql, async (tx) => {
@@ -99,10 +118,13 @@ export async function processJob(deps: Deps, job: ClaimedJob, requestId: string)
         isTransient: (e) => e instanceof FetchError && e.transient,
         retryAfterMs: (e) => (e instanceof FetchError ? e.retryAfterMs : undefined),
         sleep: deps.sleep,
-        onRetry: ({ attempt, delayMs }) => log.warn({ job_id: job.id, stage: 'download', attempt, delay_ms: delayMs }, 'retrying'),
+        onRetry: ({ attempt, delayMs }) => {
+          m.retries.inc({ stage: 'download' })
+          log.warn({ job_id: job.id, stage: 'download', attempt, delay_ms: delayMs }, 'retrying')
+        },
       },
     )
-    stage.name = 'extract'
+    stage.next('extract')
     const extracted = await extractPdf(file.bytes, { deadlineMs: config.PDF_PARSE_DEADLINE_MS })
     const options = source ? { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers } : {}
     const pages = extracted.pages
@@ -112,13 +134,13 @@ export async function processJob(deps: Deps, job: ClaimedJob, requestId: string)
     await transition(deps, job, 'tokenizing', { pages: pages.length, page_count: extracted.pageCount })
 
     // 4. chunks: cl100k windows, 512/64 for French, 384/48 for Arabic and Hassaniya
-    stage.name = 'chunk'
+    stage.next('chunk')
     const [size, overlap] = language === 'fr' ? [config.CHUNK_TOKENS_FR, config.CHUNK_TOKEN_OVERLAP_FR] : [config.CHUNK_TOKENS_AR, config.CHUNK_TOKEN_OVERLAP_AR]
     const chunks = chunkPages(pages, (text) => tokenWindows(text, defaultTokenizer, size, overlap))
     await transition(deps, job, 'embedding_request_sent', { chunks: chunks.length })
 
     // 5. embeddings, batch by batch (transient failures retried)
-    stage.name = 'embed'
+    stage.next('embed')
     const vectors: number[][] = []
     for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) {
       const batch = chunks.slice(i, i + config.EMBED_BATCH_SIZE).map((c) => c.text)
@@ -130,8 +152,10 @@ export async function processJob(deps: Deps, job: ClaimedJob, requestId: string)
           isTransient: (e) => !(e instanceof PipelineError) && (e as { transient?: boolean }).transient !== false,
           retryAfterMs: (e) => (e as { retryAfterMs?: number }).retryAfterMs,
           sleep: deps.sleep,
-          onRetry: ({ attempt, delayMs, error }) =>
-            log.warn({ job_id: job.id, stage: 'embed', attempt, delay_ms: delayMs, err: { message: (error as Error).message } }, 'retrying'),
+          onRetry: ({ attempt, delayMs, error }) => {
+            m.retries.inc({ stage: 'embed' })
+            log.warn({ job_id: job.id, stage: 'embed', attempt, delay_ms: delayMs, err: { message: (error as Error).message } }, 'retrying')
+          },
         })),
       )
     }
@@ -139,7 +163,7 @@ export async function processJob(deps: Deps, job: ClaimedJob, requestId: string)
     await transition(deps, job, 'embedding_upserted', { vectors: vectors.length, embedder: deps.embedder.name })
 
     // 6-9. store everything and finish, in one transaction: no stale chunks or vectors of an earlier run
-    stage.name = 'store'
+    stage.next('store')
     const ids = await Promise.all(chunks.map((c) => chunkId(fileId, c.page_number, c.chunk_index)))
     await asService(deps.sql, async (tx) => {
       await tx`delete from public.vectors where file_id = ${fileId}`
@@ -169,6 +193,9 @@ export async function processJob(deps: Deps, job: ClaimedJob, requestId: string)
       await tx`update public.ingestion_jobs set chunks_created = ${chunks.length}, vectors_upserted = ${chunks.length} where id = ${job.id}`
       await transition(deps, job, 'ready', { pages: pages.length, chunks: chunks.length, vectors: chunks.length, ms: Math.round(performance.now() - started) }, tx)
     })
+    stage.next('done')
+    m.pages.inc(pages.length)
+    m.chunks.inc(chunks.length)
     log.info({ job_id: job.id, pages: pages.length, chunks: chunks.length, ms: Math.round(performance.now() - started) }, 'ingestion job ready')
     return { job_id: job.id, status: 'ready', pages: pages.length, chunks: chunks.length, vectors: chunks.length }
   } catch (err) {
