@@ -1,0 +1,66 @@
+// A generated 200-page French PDF through the whole ingestion pipeline with the offline embedder:
+// pages per second end to end and the share of each stage. Tokenizer throughput: npm run bench:tokenizer.
+// Run: BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:ingest (PGlite without it)
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { createDb, type Sql } from '../functions-shared/db/client.ts'
+import { loadConfig } from '../functions-shared/config.ts'
+import { createDeps } from '../functions-shared/deps.ts'
+import { createLogRoot } from '../functions-shared/lib/logger.ts'
+import { claimNextJob, processJob } from '../functions-shared/ingestion/pipeline.ts'
+import { ingestionMetrics } from '../functions-shared/ingestion/metrics.ts'
+import { startEmbedded } from '../scripts/lib/embedded-db.ts'
+import { migrateRepository } from '../scripts/lib/migrations.ts'
+import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
+import { makePdf } from '../test/helpers/pdfs.ts'
+import { FR_LESSON, PHYSICS_LESSON } from '../test/helpers/portal.ts'
+
+const PAGES = Number(process.env.BENCH_PAGES ?? 200)
+const serverUrl = process.env.BENCH_DATABASE_URL
+let url: string
+let close: () => Promise<void>
+const dbName = `ct_ingest_${process.pid}`
+if (serverUrl) {
+  const admin = createDb(serverUrl, { max: 1, prepare: false })
+  await admin.unsafe(`create database ${dbName}`)
+  const u = new URL(serverUrl)
+  u.pathname = `/${dbName}`
+  url = u.toString()
+  close = async () => {
+    await admin.unsafe(`drop database if exists ${dbName} with (force)`)
+    await admin.end()
+  }
+} else {
+  const embedded = await startEmbedded({ port: 0 })
+  url = embedded.url
+  close = () => embedded.close()
+}
+const sql: Sql = createDb(url, { max: 2, prepare: true })
+await migrateRepository(sql)
+
+// pages of lesson text, each different (the page number and a rotation of the sentences)
+const sentences = `${FR_LESSON} ${PHYSICS_LESSON}`.split(/(?<=\.) /)
+const pages = Array.from({ length: PAGES }, (_, i) => `Page ${i + 1}. ${sentences.slice(i % sentences.length).concat(sentences.slice(0, i % sentences.length)).join(' ')}`)
+const pdf = await makePdf(pages)
+const server = createServer((_, res) => res.writeHead(200, { 'content-type': 'application/pdf' }).end(Buffer.from(pdf)))
+await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+const pdfUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/manuel.pdf`
+
+const deps = createDeps(loadConfig({ LOG_LEVEL: 'silent', FETCH_ALLOW_LOOPBACK: 'true' }), { sql, logs: createLogRoot({ level: 'silent' }), resolveHost: resolveHostNode })
+const [ref] = await sql`insert into public.curriculum_references (source, pdf_source, source_url, title, grade, subject, language)
+  values ('bench', ${pdfUrl}, ${pdfUrl}, 'Manuel', '4AS', 'mathematiques', 'fr') returning id`
+await sql`select id from public.request_ingestion(${ref!.id})`
+const job = (await claimNextJob(deps))!
+const started = performance.now()
+const outcome = await processJob(deps, job, 'bench')
+const seconds = (performance.now() - started) / 1000
+
+const histogram = await ingestionMetrics(deps.metrics.registry, sql).stageSeconds.get()
+const sums = new Map(histogram.values.filter((v) => v.metricName === 'ingestion_stage_seconds_sum').map((v) => [String(v.labels.stage), v.value]))
+console.log(`database: ${serverUrl ? 'PostgreSQL server' : 'embedded PGlite'}; ${PAGES}-page French PDF (${(pdf.byteLength / 1024).toFixed(0)} KB); offline embedder; node ${process.version}\n`)
+console.log(`outcome ${outcome.status}: ${outcome.pages} pages, ${outcome.chunks} chunks in ${seconds.toFixed(2)} s = ${(PAGES / seconds).toFixed(1)} pages/s end to end\n`)
+for (const [name, s] of sums) console.log(`  ${name.padEnd(9)} ${s.toFixed(3).padStart(8)} s  ${((s / seconds) * 100).toFixed(1).padStart(5)} %`)
+
+server.close()
+await sql.end()
+await close()
