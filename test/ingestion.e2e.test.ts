@@ -136,13 +136,16 @@ describe('ingest requests', () => {
     expect((await post(`/admin/ingest/${duplicate.id}`)).body).toMatchObject({ error: 'conflict', message: expect.stringContaining('duplicate') })
 
     const before = await db.sql`select d.id, d.ingestion_ts, (select array_agg(id order by id) from public.document_chunks c where c.file_id = d.id) as ids from public.documents d where reference_id = ${maths.id}`
+    // what a longer earlier run, or one under another namespace, would have left behind
+    await db.sql`insert into public.document_chunks (id, file_id, page_number, chunk_index, content) values ('stale-chunk', ${before[0]!.id}, 9, 0, 'old page')`
+    await db.sql`insert into public.vectors (index_name, namespace, id, file_id, embedding) values ('curriculum-1536', 'grade-old-namespace', 'stale-vector', ${before[0]!.id}, ${`[${Array(1536).fill(0.01).join(',')}]`})`
     const queued = await post(`/admin/ingest/${maths.id}?force=true`)
     expect(queued).toMatchObject({ status: 202, body: { status: 'queued', reference_id: maths.id } })
     await dispatchAll()
     const after = await db.sql`select d.id, d.ingestion_ts, (select array_agg(id order by id) from public.document_chunks c where c.file_id = d.id) as ids from public.documents d where reference_id = ${maths.id}`
     expect(after).toHaveLength(1)
     expect(after[0]!.id).toBe(before[0]!.id)
-    expect(after[0]!.ids).toEqual(before[0]!.ids)
+    expect(after[0]!.ids).toEqual(before[0]!.ids) // the same ids, and the stale rows gone
     expect(new Date(after[0]!.ingestion_ts as Date) > new Date(before[0]!.ingestion_ts as Date)).toBe(true)
     const [count] = await db.sql`select count(*)::int as n from public.vectors where file_id = ${after[0]!.id}`
     expect(count!.n).toBe((after[0]!.ids as string[]).length)

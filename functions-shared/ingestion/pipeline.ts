@@ -140,50 +140,53 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     await transition(deps, job, 'embedding_request_sent', { chunks: chunks.length })
 
     // 5. embeddings, batch by batch (transient failures retried)
+    // 5-7. embeddings batch by batch, each batch stored as soon as it is embedded (chunk text and vector),
+    // so memory holds one batch of vectors, not the whole book. Ids are deterministic: a re-ingestion
+    // upserts the same rows; what an earlier, longer run left is removed at the end.
     stage.next('embed')
-    const vectors: number[][] = []
-    for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) {
-      const batch = chunks.slice(i, i + config.EMBED_BATCH_SIZE).map((c) => c.text)
-      vectors.push(
-        ...(await retry(() => deps.embedder.embed(batch), {
-          attempts: config.JOB_MAX_ATTEMPTS,
-          baseMs: config.JOB_BACKOFF_BASE_MS,
-          maxMs: config.JOB_BACKOFF_MAX_MS,
-          isTransient: (e) => !(e instanceof PipelineError) && (e as { transient?: boolean }).transient !== false,
-          retryAfterMs: (e) => (e as { retryAfterMs?: number }).retryAfterMs,
-          sleep: deps.sleep,
-          onRetry: ({ attempt, delayMs, error }) => {
-            m.retries.inc({ stage: 'embed' })
-            log.warn({ job_id: job.id, stage: 'embed', attempt, delay_ms: delayMs, err: { message: (error as Error).message } }, 'retrying')
-          },
-        })),
-      )
-    }
-    if (vectors.some((v) => v.length !== config.VECTOR_DIMENSION)) throw new PipelineError(`the embedder returned vectors that are not of dimension ${config.VECTOR_DIMENSION}`)
-    await transition(deps, job, 'embedding_upserted', { vectors: vectors.length, embedder: deps.embedder.name })
-
-    // 6-9. store everything and finish, in one transaction: no stale chunks or vectors of an earlier run
-    stage.next('store')
     const ids = await Promise.all(chunks.map((c) => chunkId(fileId, c.page_number, c.chunk_index)))
-    await asService(deps.sql, async (tx) => {
-      await tx`delete from public.vectors where file_id = ${fileId}`
-      await tx`delete from public.document_chunks where file_id = ${fileId}`
-      const ingestionTs = new Date(deps.clock.now()).toISOString()
-      for (let i = 0; i < chunks.length; i += config.VECTOR_UPSERT_BATCH_SIZE) {
-        const slice = chunks.slice(i, i + config.VECTOR_UPSERT_BATCH_SIZE)
-        await tx`insert into public.document_chunks ${tx(slice.map((c: TextChunk, k) => ({ id: ids[i + k]!, file_id: fileId, page_number: c.page_number, chunk_index: c.chunk_index, content: c.text, token_count: c.token_count ?? null })))}`
-        const rows = slice.map((c: TextChunk, k) => ({
+    const ingestionTs = new Date(deps.clock.now()).toISOString()
+    for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) {
+      const batch = chunks.slice(i, i + config.EMBED_BATCH_SIZE)
+      const vectors = await retry(() => deps.embedder.embed(batch.map((c) => c.text)), {
+        attempts: config.JOB_MAX_ATTEMPTS,
+        baseMs: config.JOB_BACKOFF_BASE_MS,
+        maxMs: config.JOB_BACKOFF_MAX_MS,
+        isTransient: (e) => !(e instanceof PipelineError) && (e as { transient?: boolean }).transient !== false,
+        retryAfterMs: (e) => (e as { retryAfterMs?: number }).retryAfterMs,
+        sleep: deps.sleep,
+        onRetry: ({ attempt, delayMs, error }) => {
+          m.retries.inc({ stage: 'embed' })
+          log.warn({ job_id: job.id, stage: 'embed', attempt, delay_ms: delayMs, err: { message: (error as Error).message } }, 'retrying')
+        },
+      })
+      if (vectors.length !== batch.length || vectors.some((v) => v.length !== config.VECTOR_DIMENSION)) {
+        throw new PipelineError(`the embedder returned ${vectors.length} vectors for ${batch.length} chunks, or vectors not of dimension ${config.VECTOR_DIMENSION}`)
+      }
+      await asService(deps.sql, async (tx) => {
+        await tx`insert into public.document_chunks ${tx(batch.map((c: TextChunk, k) => ({ id: ids[i + k]!, file_id: fileId, page_number: c.page_number, chunk_index: c.chunk_index, content: c.text, token_count: c.token_count ?? null })))}
+                 on conflict (id) do update set content = excluded.content, token_count = excluded.token_count`
+        const rows = batch.map((c: TextChunk, k) => ({
           index_name: config.VECTOR_INDEX_NAME,
           namespace,
           id: ids[i + k]!,
           file_id: fileId,
-          embedding: vectorLiteral(vectors[i + k]!),
+          embedding: vectorLiteral(vectors[k]!),
           // only the light fields of spec §1.4; the text stays in document_chunks
           metadata: { chunk_id: ids[i + k], file_id: fileId, language, grade: reference.grade, subject: reference.subject, source_url: reference.source_url, page_number: c.page_number, ingestion_ts: ingestionTs },
         }))
         await tx`insert into public.vectors ${tx(rows as never[])}
                  on conflict (index_name, namespace, id) do update set embedding = excluded.embedding, metadata = excluded.metadata, file_id = excluded.file_id, updated_at = now()`
-      }
+      })
+    }
+    await transition(deps, job, 'embedding_upserted', { vectors: chunks.length, embedder: deps.embedder.name })
+
+    // 8-9. in one transaction: what an earlier run left removed, the document and the reference synced,
+    // the job ready
+    stage.next('store')
+    await asService(deps.sql, async (tx) => {
+      await tx`delete from public.vectors where file_id = ${fileId} and (index_name <> ${config.VECTOR_INDEX_NAME} or namespace <> ${namespace} or id <> all(${ids}))`
+      await tx`delete from public.document_chunks where file_id = ${fileId} and id <> all(${ids})`
       await tx`update public.documents set title = ${reference.title}, major = ${reference.major}, weight = ${reference.weight}, category = ${reference.category},
                  grade = ${reference.grade}, subject = ${reference.subject}, language = ${language}, vectordb_index = ${config.VECTOR_INDEX_NAME},
                  vectordb_namespace = ${namespace}, vectordb_vector_count = ${chunks.length}, page_count = ${extracted.pageCount}, chunk_count = ${chunks.length}, updated_at = now()
