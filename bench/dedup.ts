@@ -3,42 +3,22 @@
 // Prints lookups per second for both and the ratio. Asserts nothing.
 // Run: BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:dedup
 // (without it: the embedded PGlite, with 100,000 fingerprints unless BENCH_FINGERPRINTS is set).
-import { createDb, type Sql } from '../functions-shared/db/client.ts'
-import { startEmbedded } from '../scripts/lib/embedded-db.ts'
-import { migrateRepository } from '../scripts/lib/migrations.ts'
+import type { Sql } from '../functions-shared/db/client.ts'
+import { scratchDatabase } from './lib/scratch-db.ts'
 
 const serverUrl = process.env.BENCH_DATABASE_URL
 const N = Number(process.env.BENCH_FINGERPRINTS ?? (serverUrl ? 1_000_000 : 100_000))
 const LOOKUPS = Number(process.env.BENCH_LOOKUPS ?? 2000)
 const SCANS = Number(process.env.BENCH_SCANS ?? 10)
 
-let url: string
-let close: () => Promise<void>
-const dbName = `ct_dedup_${process.pid}`
-if (serverUrl) {
-  const admin = createDb(serverUrl, { max: 1, prepare: false })
-  await admin.unsafe(`create database ${dbName}`)
-  const u = new URL(serverUrl)
-  u.pathname = `/${dbName}`
-  url = u.toString()
-  close = async () => {
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`)
-    await admin.end()
-  }
-} else {
-  const embedded = await startEmbedded({ port: 0 })
-  url = embedded.url
-  close = () => embedded.close()
-}
-
-const sql: Sql = createDb(url, { max: 1, prepare: true })
-await migrateRepository(sql)
+const db = await scratchDatabase('dedup')
+const sql: Sql = db.sql
 let t = performance.now()
 await sql`insert into public.curriculum_references (source, pdf_source, source_url, content_fingerprint)
           select 'bench', 'http://portal.bench/' || g || '.pdf', 'http://portal.bench/' || g || '.pdf', ('x' || md5(g::text))::bit(64)::bigint
             from generate_series(1, ${N}::int) g`
 await sql`analyze public.curriculum_references`
-console.log(`database: ${serverUrl ? 'PostgreSQL server' : 'embedded PGlite'}; ${N.toLocaleString('en')} fingerprints loaded in ${((performance.now() - t) / 1000).toFixed(1)} s; node ${process.version}\n`)
+console.log(`database: ${db.label}; ${N.toLocaleString('en')} fingerprints loaded in ${((performance.now() - t) / 1000).toFixed(1)} s; node ${process.version}\n`)
 
 // queries: stored fingerprints with 0-3 bits flipped (hits) and fresh random ones (misses), half each
 const queries = (await sql`select content_fingerprint as fp from public.curriculum_references order by random() limit ${LOOKUPS / 2}`).map((r) => BigInt(r.fp as string))
@@ -62,5 +42,4 @@ console.log(`pigeonhole (block indexes)   ${indexedPerSecond.toFixed(0).padStart
 console.log(`full scan                    ${scanPerSecond.toFixed(2).padStart(9)} lookups/s   ${(1000 / scanPerSecond).toFixed(1)} ms each`)
 console.log(`ratio                        ${(indexedPerSecond / scanPerSecond).toFixed(0)}x`)
 
-await sql.end()
-await close()
+await db.close()

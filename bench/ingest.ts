@@ -3,40 +3,20 @@
 // Run: BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:ingest (PGlite without it)
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { createDb, type Sql } from '../functions-shared/db/client.ts'
+import type { Sql } from '../functions-shared/db/client.ts'
 import { loadConfig } from '../functions-shared/config.ts'
 import { createDeps } from '../functions-shared/deps.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { claimNextJob, processJob } from '../functions-shared/ingestion/pipeline.ts'
 import { ingestionMetrics } from '../functions-shared/ingestion/metrics.ts'
-import { startEmbedded } from '../scripts/lib/embedded-db.ts'
-import { migrateRepository } from '../scripts/lib/migrations.ts'
+import { scratchDatabase } from './lib/scratch-db.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { makePdf } from '../test/helpers/pdfs.ts'
 import { FR_LESSON, PHYSICS_LESSON } from '../test/helpers/portal.ts'
 
 const PAGES = Number(process.env.BENCH_PAGES ?? 200)
-const serverUrl = process.env.BENCH_DATABASE_URL
-let url: string
-let close: () => Promise<void>
-const dbName = `ct_ingest_${process.pid}`
-if (serverUrl) {
-  const admin = createDb(serverUrl, { max: 1, prepare: false })
-  await admin.unsafe(`create database ${dbName}`)
-  const u = new URL(serverUrl)
-  u.pathname = `/${dbName}`
-  url = u.toString()
-  close = async () => {
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`)
-    await admin.end()
-  }
-} else {
-  const embedded = await startEmbedded({ port: 0 })
-  url = embedded.url
-  close = () => embedded.close()
-}
-const sql: Sql = createDb(url, { max: 2, prepare: true })
-await migrateRepository(sql)
+const db = await scratchDatabase('ingest', { max: 2 })
+const sql: Sql = db.sql
 
 // pages of lesson text, each different (the page number and a rotation of the sentences)
 const sentences = `${FR_LESSON} ${PHYSICS_LESSON}`.split(/(?<=\.) /)
@@ -57,10 +37,9 @@ const seconds = (performance.now() - started) / 1000
 
 const histogram = await ingestionMetrics(deps.metrics.registry, sql).stageSeconds.get()
 const sums = new Map(histogram.values.filter((v) => v.metricName === 'ingestion_stage_seconds_sum').map((v) => [String(v.labels.stage), v.value]))
-console.log(`database: ${serverUrl ? 'PostgreSQL server' : 'embedded PGlite'}; ${PAGES}-page French PDF (${(pdf.byteLength / 1024).toFixed(0)} KB); offline embedder; node ${process.version}\n`)
+console.log(`database: ${db.label}; ${PAGES}-page French PDF (${(pdf.byteLength / 1024).toFixed(0)} KB); offline embedder; node ${process.version}\n`)
 console.log(`outcome ${outcome.status}: ${outcome.pages} pages, ${outcome.chunks} chunks in ${seconds.toFixed(2)} s = ${(PAGES / seconds).toFixed(1)} pages/s end to end\n`)
 for (const [name, s] of sums) console.log(`  ${name.padEnd(9)} ${s.toFixed(3).padStart(8)} s  ${((s / seconds) * 100).toFixed(1).padStart(5)} %`)
 
 server.close()
-await sql.end()
-await close()
+await db.close()

@@ -11,8 +11,7 @@ import { asService } from '../functions-shared/db/tx.ts'
 import { createDeps } from '../functions-shared/deps.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { finalize, reserve, topUp } from '../functions-shared/wallet/service.ts'
-import { startEmbedded } from '../scripts/lib/embedded-db.ts'
-import { migrateRepository } from '../scripts/lib/migrations.ts'
+import { scratchDatabase } from './lib/scratch-db.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -20,28 +19,9 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const serverUrl = process.env.BENCH_DATABASE_URL
 const levels = serverUrl ? [1, 8, 32] : [1]
 
-let admin: Sql | undefined
-let url: string
-let close: () => Promise<void>
-const dbName = `ct_bench_${process.pid}`
-if (serverUrl) {
-  admin = createDb(serverUrl, { max: 1, prepare: false })
-  await admin.unsafe(`create database ${dbName}`)
-  const u = new URL(serverUrl)
-  u.pathname = `/${dbName}`
-  url = u.toString()
-  close = async () => {
-    await admin!.unsafe(`drop database if exists ${dbName} with (force)`)
-    await admin!.end()
-  }
-} else {
-  const embedded = await startEmbedded({ port: 0 })
-  url = embedded.url
-  close = () => embedded.close()
-}
-
-const setup = createDb(url, { max: 1, prepare: true })
-await migrateRepository(setup)
+const db = await scratchDatabase('wallet')
+const url = db.url
+const setup = db.sql
 await setup.unsafe(`
   create table public.bench_counter (id int primary key, n bigint not null default 0);
   create table public.bench_log (id bigint generated always as identity primary key, counter_id int not null, at timestamptz not null default now());
@@ -53,7 +33,6 @@ for (let i = 0; i < 32; i++) {
   const [row] = await setup`insert into auth.users (id, email, created_at, updated_at) values (gen_random_uuid(), ${`bench${i}@example.mr`}, now(), now()) returning id`
   users.push(row!.id as string)
 }
-await setup.end()
 
 async function run(clients: number, body: (sql: Sql, client: number) => Promise<void>): Promise<number> {
   const sql = createDb(url, { max: clients, prepare: true })
@@ -117,4 +96,4 @@ for (const clients of levels) {
   const col = (n: number, w: number) => n.toFixed(0).padStart(w)
   console.log(`${String(clients).padStart(7)}   ${col(baseline, 16)}   ${col(txBaseline, 16)}   ${col(cycles, 15)}   ${(cycles / baseline).toFixed(2).padStart(13)}   ${(cycles / txBaseline).toFixed(2).padStart(13)}`)
 }
-await close()
+await db.close()

@@ -1,8 +1,7 @@
 // `npm start`: the whole local stack in one process. Embedded PGlite unless DATABASE_URL is set; the
 // platform shim and migrations applied; every router served under /functions/v1 on PORT.
-import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { ConfigError, loadConfig } from '../functions-shared/config.ts'
+import { loadConfigOrExit } from './lib/load-config.ts'
 import { createDb, type Sql } from '../functions-shared/db/client.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
@@ -10,18 +9,7 @@ import { startEmbedded, type EmbeddedDb } from './lib/embedded-db.ts'
 import { migrateRepository } from './lib/migrations.ts'
 import { FUNCTIONS_BASE, startGateway, type Gateway } from './lib/gateway.ts'
 
-if (existsSync('.env')) process.loadEnvFile('.env')
-
-let config
-try {
-  config = loadConfig(process.env)
-} catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(`curriculum-tutor: ${err.message}`)
-    process.exit(2)
-  }
-  throw err
-}
+const config = loadConfigOrExit('curriculum-tutor')
 
 const logs = createLogRoot({ level: config.LOG_LEVEL })
 const log = logs.get('start')

@@ -2,24 +2,14 @@
 // workers may run (claims use FOR UPDATE SKIP LOCKED). With --once it stops when the queue is empty.
 // It connects to DATABASE_URL, or to the embedded database of a running `npm start` (DB_PORT).
 import { existsSync } from 'node:fs'
-import { ConfigError, loadConfig } from '../functions-shared/config.ts'
+import { loadConfigOrExit } from './lib/load-config.ts'
 import { createDb } from '../functions-shared/db/client.ts'
 import { createDeps } from '../functions-shared/deps.ts'
 import { asService } from '../functions-shared/db/tx.ts'
 import { claimNextJob, processJob } from '../functions-shared/ingestion/pipeline.ts'
 import { readSourcesNode, resolveHostNode } from './lib/node-adapter.ts'
 
-if (existsSync('.env')) process.loadEnvFile('.env')
-let config
-try {
-  config = loadConfig(process.env)
-} catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(`curriculum-tutor worker: ${err.message}`)
-    process.exit(2)
-  }
-  throw err
-}
+const config = loadConfigOrExit('curriculum-tutor worker')
 const once = process.argv.includes('--once')
 const url = config.DATABASE_URL ?? `postgres://postgres:postgres@127.0.0.1:${config.DB_PORT}/postgres`
 const sql = createDb(url, { max: 2, prepare: config.DB_PREPARE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, applicationName: 'curriculum-tutor/worker' })
