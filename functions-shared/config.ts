@@ -67,6 +67,15 @@ export const settings = {
   FETCH_ALLOW_LOOPBACK: [bool(false), 'Let downloads reach loopback addresses (tests and the local demo portal only); private ranges are always refused'],
   FETCH_TIMEOUT_MS: [int(30000, 1), 'Deadline of one download (listing page or PDF), redirects included'],
   PDF_PARSE_DEADLINE_MS: [int(60000, 1), 'Deadline of text extraction from one PDF'],
+  // --- AI provider
+  AI_PROVIDER: [z.enum(['auto', 'offline', 'openai']).default('auto'), 'auto: openai when OPENAI_API_KEY is set, else offline (deterministic, no network)'],
+  OPENAI_API_KEY: [str(''), 'Key for the OpenAI API or a compatible server'],
+  OPENAI_BASE_URL: [optionalUrl, 'An OpenAI-compatible server (vLLM, Ollama, llama.cpp); default the OpenAI API'],
+  OPENAI_CHAT_MODEL: [str('gpt-4o-mini'), 'Model that writes answers'],
+  OPENAI_EMBEDDING_MODEL: [str('text-embedding-3-small'), 'Embedding model (asked for VECTOR_DIMENSION dimensions)'],
+  OPENAI_RERANK_MODEL: [str('gpt-4o-mini'), 'Small model that reranks snippets'],
+  OPENAI_TRANSLATE_MODEL: [str('gpt-4o-mini'), 'Model that translates Arabic and Hassaniya questions to French'],
+  OPENAI_TIMEOUT_MS: [int(30000, 1), 'Timeout of one provider call'],
   // --- billing (spec §8.2)
   BILLING_BASE_COST: [int(5), 'Base cost of an answer in tokens'],
   BILLING_CHARS_PER_TOKEN: [int(200, 1), 'Generated characters per output token'],
@@ -151,6 +160,7 @@ export function loadConfig(env: Record<string, string | undefined> = readEnv()):
   const config = parsed.data as Config
   if (config.CHUNK_CHAR_OVERLAP >= config.CHUNK_CHARS) throw new ConfigError('invalid setting CHUNK_CHAR_OVERLAP: must be below CHUNK_CHARS')
   if (config.LIST_DEFAULT_LIMIT > config.LIST_MAX_LIMIT) throw new ConfigError('invalid setting LIST_DEFAULT_LIMIT: must not exceed LIST_MAX_LIMIT')
+  if (config.AI_PROVIDER === 'openai' && !config.OPENAI_API_KEY) throw new ConfigError('invalid setting AI_PROVIDER: openai needs OPENAI_API_KEY')
   return config
 }
 

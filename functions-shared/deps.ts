@@ -13,8 +13,8 @@ import { PostgresRateLimitStore } from './http/rate-limit/postgres-store.ts'
 import { createSupabaseClients, type SupabaseClients } from './identity/supabase.ts'
 import type { Resolver } from './net/safe-fetch.ts'
 import type { Source } from './catalogue/sources.ts'
-import type { Embedder } from './ai/provider.ts'
-import { createOfflineEmbedder } from './ai/offline-embedder.ts'
+import type { AiProvider, Embedder } from './ai/provider.ts'
+import { createAiProvider } from './ai/select.ts'
 import { realSleep } from './lib/retry.ts'
 import { BackgroundTasks } from './lib/background.ts'
 
@@ -38,7 +38,9 @@ export interface Deps {
   resolveHost: Resolver
   /** the scraper sources (SCRAPER_SOURCES_FILE, read by the runtime adapter) */
   sources: Source[]
-  /** embeddings (the offline embedder unless a provider is configured) */
+  /** the AI provider (offline unless OPENAI_API_KEY or AI_PROVIDER says otherwise) */
+  ai: AiProvider
+  /** embeddings for ingestion: the provider's, unless a test swaps them */
   embedder: Embedder
   /** waits; tests pass one that does not */
   sleep: (ms: number) => Promise<void>
@@ -48,7 +50,10 @@ export interface Deps {
 
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {
   const clock = parts.clock ?? systemClock
+  const ai = parts.ai ?? createAiProvider(config)
   return {
+    ai,
+    embedder: ai,
     config,
     clock,
     logs: createLogRoot({ level: config.LOG_LEVEL }),
@@ -67,7 +72,6 @@ export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<De
       throw new Error('no DNS resolver in this runtime')
     },
     sources: [],
-    embedder: createOfflineEmbedder(config.VECTOR_DIMENSION),
     sleep: realSleep,
     background: new BackgroundTasks(),
     ...parts,

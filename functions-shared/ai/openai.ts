@@ -1,0 +1,115 @@
+// The openai provider: the official SDK against OPENAI_BASE_URL (OpenAI, or any compatible server:
+// vLLM, Ollama, llama.cpp). Every call has a timeout; the SDK's own retries are off (the callers retry
+// where the spec says so, and the chat has a circuit breaker).
+import OpenAI from 'openai'
+import { ProviderError, type AiProvider } from './provider.ts'
+
+export interface OpenAiSettings {
+  apiKey: string
+  baseUrl?: string | undefined
+  chatModel: string
+  embeddingModel: string
+  rerankModel: string
+  translateModel: string
+  dimension: number
+  timeoutMs: number
+  fetch?: typeof fetch
+}
+
+function toProviderError(err: unknown, what: string): ProviderError {
+  if (err instanceof ProviderError) return err
+  if (err instanceof OpenAI.APIError) {
+    const status = err.status
+    const retryAfter = Number(err.headers?.get?.('retry-after'))
+    return new ProviderError(`${what}: ${status ?? ''} ${err.message}`.trim(), {
+      transient: status === undefined || status === 408 || status === 409 || status === 429 || status >= 500,
+      ...(status === undefined ? {} : { status }),
+      ...(Number.isFinite(retryAfter) ? { retryAfterMs: retryAfter * 1000 } : {}),
+      cause: err,
+    })
+  }
+  return new ProviderError(`${what}: ${(err as Error).message}`, { transient: true, cause: err })
+}
+
+export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
+  const client = new OpenAI({ apiKey: s.apiKey, baseURL: s.baseUrl, timeout: s.timeoutMs, maxRetries: 0, ...(s.fetch ? { fetch: s.fetch } : {}) })
+  return {
+    name: 'openai',
+    dimension: s.dimension,
+    async embed(texts) {
+      try {
+        const res = await client.embeddings.create({ model: s.embeddingModel, input: [...texts], dimensions: s.dimension })
+        return res.data.sort((a, b) => a.index - b.index).map((d) => d.embedding)
+      } catch (err) {
+        throw toProviderError(err, 'embeddings')
+      }
+    },
+    async chat(request, onDelta) {
+      const sources = request.snippets.map((sn) => `[${sn.n}] ${sn.title ? `${sn.title}, ` : ''}${sn.page_number ? `p. ${sn.page_number}: ` : ''}${sn.text}`).join('\n\n')
+      const messages = [...request.messages]
+      if (sources) messages.splice(messages.length - 1, 0, { role: 'system', content: `Curriculum extracts (cite them as [n]):\n\n${sources}` })
+      try {
+        const stream = await client.chat.completions.create(
+          { model: s.chatModel, messages, stream: true, max_tokens: request.maxTokens },
+          request.signal ? { signal: request.signal } : {},
+        )
+        let model = s.chatModel
+        for await (const chunk of stream) {
+          model = chunk.model || model
+          const text = chunk.choices[0]?.delta?.content
+          if (text) onDelta(text)
+        }
+        return { model, extractive: false }
+      } catch (err) {
+        throw toProviderError(err, 'chat')
+      }
+    },
+    async rerank(query, documents, topN, signal) {
+      const list = documents.map((d, i) => `${i}: ${d.slice(0, 1500)}`).join('\n\n')
+      try {
+        const res = await client.chat.completions.create(
+          {
+            model: s.rerankModel,
+            temperature: 0,
+            messages: [
+              { role: 'system', content: `Rank the passages by how well they answer the question. Answer with JSON only: {"ranking": [indices, best first]}, at most ${topN} indices.` },
+              { role: 'user', content: `Question: ${query}\n\nPassages:\n${list}` },
+            ],
+          },
+          signal ? { signal } : {},
+        )
+        const content = res.choices[0]?.message?.content ?? ''
+        const parsed = JSON.parse(content.slice(content.indexOf('{'), content.lastIndexOf('}') + 1)) as { ranking?: unknown }
+        if (!Array.isArray(parsed.ranking)) throw new ProviderError('rerank: the model did not return a ranking', { transient: false })
+        const seen = new Set<number>()
+        return parsed.ranking
+          .map(Number)
+          .filter((i) => Number.isInteger(i) && i >= 0 && i < documents.length && !seen.has(i) && (seen.add(i), true))
+          .slice(0, topN)
+      } catch (err) {
+        if (err instanceof SyntaxError) throw new ProviderError('rerank: the model did not return JSON', { transient: false, cause: err })
+        throw toProviderError(err, 'rerank')
+      }
+    },
+    async translate(text, from, to, signal) {
+      try {
+        const res = await client.chat.completions.create(
+          {
+            model: s.translateModel,
+            temperature: 0,
+            messages: [
+              { role: 'system', content: `Translate the user's text from ${from} to ${to}. Answer with the translation only.` },
+              { role: 'user', content: text },
+            ],
+          },
+          signal ? { signal } : {},
+        )
+        const out = res.choices[0]?.message?.content?.trim()
+        if (!out) throw new ProviderError('translate: empty answer', { transient: false })
+        return out
+      } catch (err) {
+        throw toProviderError(err, 'translate')
+      }
+    },
+  }
+}

@@ -1,0 +1,116 @@
+// Both providers behind one interface: the openai one through the real SDK against an OpenAI-compatible
+// server on loopback, and the offline one.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
+import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
+import { createOfflineProvider } from '../functions-shared/ai/offline.ts'
+import { ProviderError, type AiProvider } from '../functions-shared/ai/provider.ts'
+import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
+
+let server: OpenAiServer
+let openai: AiProvider
+beforeAll(async () => {
+  server = await startOpenAiServer()
+  openai = createOpenAiProvider({ apiKey: 'test-key', baseUrl: server.url, chatModel: 'gpt-test', embeddingModel: 'embed-test', rerankModel: 'rerank-test', translateModel: 'translate-test', dimension: 1536, timeoutMs: 2000 })
+})
+afterAll(async () => server?.close())
+
+const snippets = [
+  { n: 1, text: FR_LESSON, title: 'Maths 4AS', page_number: 3 },
+  { n: 2, text: PHYSICS_LESSON, title: 'Physique 5AS', page_number: 7 },
+]
+
+describe('the openai provider (real SDK, loopback server)', () => {
+  it('embeds with the configured model and 1536 dimensions, in input order', async () => {
+    const vectors = await openai.embed(['première', 'seconde'])
+    expect(vectors).toHaveLength(2)
+    expect(vectors[0]).toHaveLength(1536)
+    expect(Math.abs(Math.hypot(...vectors[0]!) - 1)).toBeLessThan(1e-5)
+    expect(server.calls.at(-1)).toMatchObject({ path: '/v1/embeddings', body: { model: 'embed-test', dimensions: 1536, input: ['première', 'seconde'] } })
+  })
+
+  it('streams the chat answer through the SDK\'s SSE parsing, with the snippets in a system message', async () => {
+    server.chat = () => ({ content: 'On isole l\'inconnue puis on vérifie la solution [1].' })
+    const deltas: string[] = []
+    const result = await openai.chat({ messages: [{ role: 'system', content: 'Tu es un professeur.' }, { role: 'user', content: 'Comment résoudre 3x + 2 = 11 ?' }], snippets, language: 'fr', maxTokens: 300 }, (d) => deltas.push(d))
+    expect(deltas.length).toBeGreaterThan(3)
+    expect(deltas.join('')).toBe('On isole l\'inconnue puis on vérifie la solution [1].')
+    expect(result).toEqual({ model: 'gpt-test-served', extractive: false })
+    const call = server.calls.at(-1)!.body
+    expect(call).toMatchObject({ model: 'gpt-test', stream: true, max_tokens: 300 })
+    expect(call.messages.at(-2).content).toContain('[1] Maths 4AS, p. 3:')
+    expect(call.messages.at(-1)).toEqual({ role: 'user', content: 'Comment résoudre 3x + 2 = 11 ?' })
+  })
+
+  it('reranks from the model\'s JSON, dropping unknown and repeated indices', async () => {
+    server.chat = () => ({ content: 'Here: {"ranking": [2, 0, 2, 9]}' })
+    expect(await openai.rerank('ondes', ['a', 'b', 'c'], 3)).toEqual([2, 0])
+    server.chat = () => ({ content: 'I cannot rank these.' })
+    const err = await openai.rerank('ondes', ['a'], 1).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(ProviderError)
+    expect((err as ProviderError).transient).toBe(false)
+  })
+
+  it('translates', async () => {
+    server.chat = () => ({ content: ' Quels sont les piliers de l\'islam ? ' })
+    expect(await openai.translate('ما هي أركان الإسلام؟', 'ar', 'fr')).toBe('Quels sont les piliers de l\'islam ?')
+    expect(server.calls.at(-1)!.body.model).toBe('translate-test')
+  })
+
+  it('reports 503 (with Retry-After) and timeouts as transient, 400 as permanent', async () => {
+    server.chat = () => ({ status: 503, headers: { 'retry-after': '3' } })
+    const busy = (await openai.translate('x', 'ar', 'fr').catch((e: unknown) => e)) as ProviderError
+    expect(busy).toMatchObject({ transient: true, status: 503, retryAfterMs: 3000 })
+    server.chat = () => ({ status: 400 })
+    expect((await openai.translate('x', 'ar', 'fr').catch((e: unknown) => e)) as ProviderError).toMatchObject({ transient: false, status: 400 })
+    server.chat = () => ({ content: 'late', delayMs: 2500 })
+    const late = (await openai.translate('x', 'ar', 'fr').catch((e: unknown) => e)) as ProviderError
+    expect(late).toBeInstanceOf(ProviderError)
+    expect(late.transient).toBe(true)
+  })
+})
+
+describe('the offline provider', () => {
+  const offline = createOfflineProvider()
+
+  it('reranks by lexical overlap with the question', async () => {
+    expect(await offline.rerank('la célérité des ondes dans l\'eau', [FR_LESSON, PHYSICS_LESSON, AR_LESSON], 2)).toEqual([1, 0])
+  })
+
+  it('translates as the identity', async () => {
+    expect(await offline.translate('ما هي أركان الإسلام؟', 'ar', 'fr')).toBe('ما هي أركان الإسلام؟')
+  })
+
+  it('answers by extracting the best sentences of the snippets, with their citation numbers, and says so', async () => {
+    const deltas: string[] = []
+    const result = await offline.chat({ messages: [{ role: 'user', content: 'Quelle est la célérité du son dans l\'eau ?' }], snippets, language: 'fr', maxTokens: 500 }, (d) => deltas.push(d))
+    const answer = deltas.join('')
+    expect(result).toEqual({ model: 'offline-extractive', extractive: true })
+    expect(answer).toMatch(/1500 mètres par seconde dans l'eau\. \[2\]/)
+    expect(answer.length).toBeLessThanOrEqual(2000)
+  })
+
+  it('says when nothing in the snippets answers, in the question\'s language', async () => {
+    const deltas: string[] = []
+    await offline.chat({ messages: [{ role: 'user', content: 'سؤال' }], snippets: [], language: 'ar', maxTokens: 100 }, (d) => deltas.push(d))
+    expect(deltas.join('')).toContain('لا يوجد')
+  })
+})
+
+describe('provider selection', () => {
+  it('is offline without a key, openai with one (auto), and refuses openai without a key', async () => {
+    const { createAiProvider } = await import('../functions-shared/ai/select.ts')
+    const { loadConfig } = await import('../functions-shared/config.ts')
+    expect(createAiProvider(loadConfig({})).name).toBe('offline')
+    expect(createAiProvider(loadConfig({ OPENAI_API_KEY: 'k' })).name).toBe('openai')
+    expect(createAiProvider(loadConfig({ OPENAI_API_KEY: 'k', AI_PROVIDER: 'offline' })).name).toBe('offline')
+    expect(() => loadConfig({ AI_PROVIDER: 'openai' })).toThrow(/AI_PROVIDER/)
+  })
+
+  it('the openai provider embeds with its configured embedding model', async () => {
+    const provider = createOpenAiProvider({ apiKey: 'k', baseUrl: server.url, chatModel: 'c', embeddingModel: 'e-ingest', rerankModel: 'r', translateModel: 't', dimension: 1536, timeoutMs: 2000 })
+    const before = server.calls.length
+    await provider.embed(['x'])
+    expect(server.calls.slice(before).map((c) => c.body.model)).toEqual(['e-ingest'])
+  })
+})
