@@ -1,0 +1,29 @@
+// Bounded caches with a time-to-live on the injected clock (lru-cache underneath), counting hits and
+// misses. Keys carry what invalidates them (a document's ingestion timestamp for chunk text).
+import { LRUCache } from 'lru-cache'
+import type { Clock } from './clock.ts'
+
+export class TtlCache<V extends {}> {
+  readonly #lru: LRUCache<string, V>
+  hits = 0
+  misses = 0
+
+  constructor(options: { ttlMs: number; max: number; clock: Clock }) {
+    this.#lru = new LRUCache<string, V>({ max: options.max, ttl: options.ttlMs, ttlAutopurge: false, ttlResolution: 0, perf: { now: () => options.clock.now() } })
+  }
+
+  get(key: string): V | undefined {
+    const value = this.#lru.get(key)
+    if (value === undefined) this.misses++
+    else this.hits++
+    return value
+  }
+
+  set(key: string, value: V): void {
+    this.#lru.set(key, value)
+  }
+
+  get size(): number {
+    return this.#lru.size
+  }
+}
