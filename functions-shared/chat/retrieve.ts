@@ -1,0 +1,93 @@
+// Stage 1 of retrieval (spec §1, chat turn): dense top-K from pgvector's HNSW index with prefilters on
+// grade, subject and language (and the namespace grade-{grade}-{subject} when both are known), then the
+// chunk text by chunk id through a cache whose key carries the document's ingestion timestamp.
+//
+// With a WHERE on metadata, HNSW returns only the ef_search nearest rows before filtering, so a selective
+// filter would starve the result; pgvector 0.8's iterative scan (relaxed order) keeps scanning until K
+// rows pass the filter. Relaxed order means rows come back nearly sorted, so they are re-sorted here.
+import type { Deps } from '../deps.ts'
+import { asService } from '../db/tx.ts'
+import type { TtlCache } from '../lib/ttl-cache.ts'
+import { namespaceFor } from '../ingestion/pipeline.ts'
+
+export interface RetrievalFilters {
+  grade?: string | null
+  subject?: string | null
+  language?: string | null
+  /** one document only (a textbook the student picked) */
+  fileId?: string | null
+}
+
+export interface Candidate {
+  chunk_id: string
+  file_id: string
+  namespace: string
+  distance: number
+  page_number: number
+  source_url: string | null
+  ingestion_ts: string | null
+}
+
+export interface RetrievedChunk extends Candidate {
+  text: string
+  title: string | null
+}
+
+const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => x.toFixed(7)).join(',')}]`
+
+export async function denseSearch(deps: Deps, vector: readonly number[], k: number, filters: RetrievalFilters): Promise<Candidate[]> {
+  const namespace = filters.grade && filters.subject ? namespaceFor(filters.grade, filters.subject) : null
+  const [grade, subject, language, file] = [filters.grade ?? null, filters.subject ?? null, filters.language ?? null, filters.fileId ?? null]
+  const rows = await asService(deps.sql, async (tx) => {
+    await tx`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(Math.max(40, k * 2))}, true)`
+    return tx`
+      select v.id, v.file_id, v.namespace, v.metadata, (v.embedding operator(extensions.<=>) ${vectorLiteral(vector)}::extensions.vector) as distance
+        from public.vectors v
+       where v.index_name = ${deps.config.VECTOR_INDEX_NAME}
+         and (${namespace}::text is null or v.namespace = ${namespace})
+         and (${grade}::text is null or v.metadata ->> 'grade' = ${grade})
+         and (${subject}::text is null or v.metadata ->> 'subject' = ${subject})
+         and (${language}::text is null or v.metadata ->> 'language' = ${language})
+         and (${file}::uuid is null or v.file_id = ${file})
+       order by v.embedding operator(extensions.<=>) ${vectorLiteral(vector)}::extensions.vector
+       limit ${k}`
+  })
+  return rows
+    .map((r) => {
+      const meta = r.metadata as Record<string, unknown>
+      return {
+        chunk_id: r.id as string,
+        file_id: r.file_id as string,
+        namespace: r.namespace as string,
+        distance: Number(r.distance),
+        page_number: Number(meta.page_number ?? 0),
+        source_url: (meta.source_url as string | null) ?? null,
+        ingestion_ts: (meta.ingestion_ts as string | null) ?? null,
+      }
+    })
+    .sort((a, b) => a.distance - b.distance)
+}
+
+/** Chunk text by id, through the cache; chunks of documents that are not ready are dropped. */
+export async function chunkTexts(deps: Deps, candidates: readonly Candidate[], cache: TtlCache<{ text: string; title: string | null }>): Promise<RetrievedChunk[]> {
+  const key = (c: Candidate) => `${c.chunk_id}@${c.ingestion_ts ?? ''}`
+  const found = new Map<string, { text: string; title: string | null }>()
+  const missing: Candidate[] = []
+  for (const c of candidates) {
+    const hit = cache.get(key(c))
+    if (hit) found.set(c.chunk_id, hit)
+    else missing.push(c)
+  }
+  if (missing.length > 0) {
+    const rows = await asService(deps.sql, (tx) => tx`
+      select c.id, c.content, d.title from public.document_chunks c join public.documents d on d.id = c.file_id
+       where c.id = any(${missing.map((m) => m.chunk_id)}) and d.status = 'ready'`)
+    for (const r of rows) {
+      const entry = { text: r.content as string, title: (r.title as string | null) ?? null }
+      found.set(r.id as string, entry)
+      const candidate = missing.find((m) => m.chunk_id === r.id)!
+      cache.set(key(candidate), entry)
+    }
+  }
+  return candidates.filter((c) => found.has(c.chunk_id)).map((c) => ({ ...c, ...found.get(c.chunk_id)! }))
+}

@@ -1,0 +1,107 @@
+// Dense retrieval: nearest chunks first, prefilters that do not starve the result (iterative scan), the
+// HNSW index in the plan, and the chunk-text cache keyed on the ingestion timestamp.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { createTestApp, type TestApp } from './helpers/app.ts'
+import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
+import { chunkTexts, denseSearch } from '../functions-shared/chat/retrieve.ts'
+import { TtlCache } from '../functions-shared/lib/ttl-cache.ts'
+import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
+
+let db: TestDatabase
+let t: TestApp
+const docs: Record<string, string> = {}
+const vec = (text: string) => `[${offlineVector(text, 1536).map((x) => x.toFixed(7)).join(',')}]`
+
+async function addDocument(name: string, grade: string, subject: string, language: string, texts: string[]) {
+  const [doc] = await db.sql`insert into public.documents (title, grade, subject, language, status, ingestion_ts, vectordb_namespace)
+    values (${name}, ${grade}, ${subject}, ${language}, 'ready', now(), ${`grade-${grade.toLowerCase()}-${subject}`}) returning id, ingestion_ts`
+  docs[name] = doc!.id as string
+  const ts = new Date(doc!.ingestion_ts as Date).toISOString()
+  for (const [i, text] of texts.entries()) {
+    const id = `${name}-${i}`
+    await db.sql`insert into public.document_chunks (id, file_id, page_number, chunk_index, content) values (${id}, ${doc!.id}, ${i + 1}, 0, ${text})`
+    await db.sql`insert into public.vectors (index_name, namespace, id, file_id, embedding, metadata)
+      values ('curriculum-1536', ${`grade-${grade.toLowerCase()}-${subject}`}, ${id}, ${doc!.id}, ${vec(text)}::extensions.vector,
+              ${db.sql.json({ chunk_id: id, file_id: doc!.id, language, grade, subject, source_url: `http://p.test/${name}.pdf`, page_number: i + 1, ingestion_ts: ts })})`
+  }
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  t = createTestApp({ sql: db.sql })
+  await addDocument('maths', '4AS', 'mathematiques', 'fr', FR_LESSON.split(/(?<=\.) /))
+  await addDocument('physique', '5AS', 'physique', 'fr', PHYSICS_LESSON.split(/(?<=\.) /))
+  await addDocument('islam', '4AS', 'education-islamique', 'ar', AR_LESSON.split(/(?<=\.) /))
+  // noise: many chunks of another subject, so a subject filter is selective
+  const noise = Array.from({ length: 300 }, (_, i) => `Histoire ${i} : la période ${i * 7} et ses événements, chapitre ${i % 13}.`)
+  await addDocument('histoire', '6AS', 'histoire', 'fr', noise)
+  await db.sql`analyze public.vectors`
+})
+afterAll(async () => db?.close())
+
+describe('denseSearch', () => {
+  it('returns the nearest chunks first', async () => {
+    const hits = await denseSearch(t.deps, offlineVector('la célérité du son dans l\'eau', 1536), 5, {})
+    expect(hits[0]!.file_id).toBe(docs.physique)
+    expect(hits.map((h) => h.distance)).toEqual([...hits.map((h) => h.distance)].sort((a, b) => a - b))
+  })
+
+  it('keeps to the prefilters and still fills K when they are selective', async () => {
+    const q = offlineVector('chapitre événements période', 1536)
+    const maths = await denseSearch(t.deps, q, 4, { subject: 'mathematiques' })
+    expect(maths).toHaveLength(4)
+    expect(new Set(maths.map((h) => h.file_id))).toEqual(new Set([docs.maths]))
+    const ns = await denseSearch(t.deps, q, 3, { grade: '5AS', subject: 'physique' })
+    expect(ns.every((h) => h.namespace === 'grade-5as-physique')).toBe(true)
+    const arabic = await denseSearch(t.deps, q, 50, { language: 'ar' })
+    expect(arabic.length).toBe(AR_LESSON.split(/(?<=\.) /).length)
+    const one = await denseSearch(t.deps, q, 2, { fileId: docs.islam })
+    expect(one.every((h) => h.file_id === docs.islam)).toBe(true)
+  })
+
+  it('can be served by the HNSW index (the planner takes it once the table is large; here sorting is switched off to show it)', async () => {
+    const conn = await db.sql.reserve()
+    try {
+      await conn`begin`
+      await conn`set local enable_seqscan = off`
+      await conn`set local enable_sort = off`
+      const plan = (await conn`explain select id from public.vectors where index_name = 'curriculum-1536'
+        order by embedding operator(extensions.<=>) ${vec('ondes')}::extensions.vector limit 10`).map((r) => r['QUERY PLAN']).join('\n')
+      await conn`rollback`
+      expect(plan).toContain('vectors_embedding_hnsw_idx')
+    } finally {
+      conn.release()
+    }
+  })
+})
+
+describe('chunkTexts', () => {
+  it('reads the text once, then from the cache; a new ingestion timestamp misses it', async () => {
+    const cache = new TtlCache<{ text: string; title: string | null }>({ ttlMs: 3_600_000, max: 1000, clock: t.clock })
+    const hits = await denseSearch(t.deps, offlineVector('résoudre une équation', 1536), 3, { subject: 'mathematiques' })
+    const first = await chunkTexts(t.deps, hits, cache)
+    expect(first.map((c) => c.title)).toEqual(['maths', 'maths', 'maths'])
+    expect(first[0]!.text.length).toBeGreaterThan(10)
+    expect([cache.hits, cache.misses]).toEqual([0, 3])
+    await chunkTexts(t.deps, hits, cache)
+    expect([cache.hits, cache.misses]).toEqual([3, 3])
+    // a re-ingest changes the timestamp the vector metadata carries: the old entries are not served
+    const reingested = hits.map((h) => ({ ...h, ingestion_ts: new Date(t.clock.now() + 1000).toISOString() }))
+    await db.sql`update public.document_chunks set content = 'texte corrigé après réingestion' where id = ${hits[0]!.chunk_id}`
+    const fresh = await chunkTexts(t.deps, reingested, cache)
+    expect(fresh[0]!.text).toBe('texte corrigé après réingestion')
+    expect(cache.misses).toBe(6)
+  })
+
+  it('drops chunks of documents that are not ready', async () => {
+    const cache = new TtlCache<{ text: string; title: string | null }>({ ttlMs: 60_000, max: 10, clock: t.clock })
+    const hits = await denseSearch(t.deps, offlineVector('ondes', 1536), 3, { subject: 'physique' })
+    await db.sql`update public.documents set status = 'processing' where id = ${docs.physique}`
+    try {
+      expect(await chunkTexts(t.deps, hits, cache)).toEqual([])
+    } finally {
+      await db.sql`update public.documents set status = 'ready' where id = ${docs.physique}`
+    }
+  })
+})
