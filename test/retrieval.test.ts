@@ -97,11 +97,11 @@ describe('chunkTexts', () => {
   it('drops chunks of documents that are not ready', async () => {
     const cache = new TtlCache<{ text: string; title: string | null }>({ ttlMs: 60_000, max: 10, clock: t.clock })
     const hits = await denseSearch(t.deps, offlineVector('ondes', 1536), 3, { subject: 'physique' })
-    await db.sql`update public.documents set status = 'processing' where id = ${docs.physique}`
+    await db.sql`update public.documents set status = 'processing' where id = ${docs.physique!}`
     try {
       expect(await chunkTexts(t.deps, hits, cache)).toEqual([])
     } finally {
-      await db.sql`update public.documents set status = 'ready' where id = ${docs.physique}`
+      await db.sql`update public.documents set status = 'ready' where id = ${docs.physique!}`
     }
   })
 })
