@@ -7,6 +7,9 @@ import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
 import { chunkTexts, denseSearch } from '../functions-shared/chat/retrieve.ts'
 import { TtlCache } from '../functions-shared/lib/ttl-cache.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
+import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
+import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
+import { retrieveAndRerank, type RetrievalCaches } from '../functions-shared/chat/rerank.ts'
 
 let db: TestDatabase
 let t: TestApp
@@ -103,5 +106,63 @@ describe('chunkTexts', () => {
     } finally {
       await db.sql`update public.documents set status = 'ready' where id = ${docs.physique!}`
     }
+  })
+})
+
+describe('retrieveAndRerank', () => {
+  let server: OpenAiServer
+  let app: TestApp
+  let caches: RetrievalCaches
+  beforeAll(async () => {
+    server = await startOpenAiServer()
+    const ai = createOpenAiProvider({ apiKey: 'k', baseUrl: server.url, chatModel: 'c', embeddingModel: 'e', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 5000 })
+    app = createTestApp({ sql: db.sql, env: { RERANK_TIMEOUT_MS: '60' }, deps: { ai } })
+  })
+  afterAll(async () => server?.close())
+  const fresh = () => {
+    caches = {
+      chunks: new TtlCache({ ttlMs: 3_600_000, max: 1000, clock: app.clock }),
+      rerank: new TtlCache({ ttlMs: 900_000, max: 1000, clock: app.clock }),
+    }
+  }
+  const rerankCalls = () => server.calls.filter((c) => c.body.model === 'rerank-model').length
+
+  it('translates an Arabic question to French for retrieval and reranks to the tier\'s N', async () => {
+    fresh()
+    server.chat = (body) => (body.model === 'translate-model' ? { content: 'Comment résoudre une équation du premier degré ?' } : { content: '{"ranking": [2, 0, 1]}' })
+    const r = await retrieveAndRerank(app.deps, { message: 'كيف نحل معادلة من الدرجة الأولى؟', language: 'ar', filters: { subject: 'mathematiques' }, tier: 'free' }, caches)
+    expect(r).toMatchObject({ query: 'Comment résoudre une équation du premier degré ?', translated: true, translation_failed: false, rerank: 'model' })
+    expect(r.snippets).toHaveLength(3) // free tier: rerank-N 3
+    expect(r.snippets.every((s) => s.file_id === docs.maths)).toBe(true)
+    const rerankCall = server.calls.findLast((c) => c.body.model === 'rerank-model')!
+    expect(rerankCall.body.messages[1].content).toContain('Question: Comment résoudre une équation du premier degré ?')
+  })
+
+  it('serves the same question from the rerank cache the second time', async () => {
+    fresh()
+    server.chat = () => ({ content: '{"ranking": [1, 0]}' })
+    const input = { message: 'la célérité des ondes', language: 'fr' as const, filters: { grade: '5AS', subject: 'physique' }, tier: 'standard' as const }
+    const first = await retrieveAndRerank(app.deps, input, caches)
+    const calls = rerankCalls()
+    const second = await retrieveAndRerank(app.deps, input, caches)
+    expect(first.rerank).toBe('model')
+    expect(second.rerank).toBe('cache')
+    expect(rerankCalls()).toBe(calls)
+    expect(second.snippets.map((s) => s.chunk_id)).toEqual(first.snippets.map((s) => s.chunk_id))
+  })
+
+  it('falls back to dense order when the rerank fails or is too slow, and searches the original text when translation fails', async () => {
+    fresh()
+    server.chat = (body) => (body.model === 'translate-model' ? { status: 500 } : { status: 400 })
+    const failed = await retrieveAndRerank(app.deps, { message: 'أركان الإسلام', language: 'ar', filters: {}, tier: 'free' }, caches)
+    expect(failed).toMatchObject({ query: 'أركان الإسلام', translated: false, translation_failed: true, rerank: 'fallback_error' })
+    const dense = await denseSearch(app.deps, offlineVector('أركان الإسلام', 1536), 10, {})
+    expect(failed.snippets.map((s) => s.chunk_id)).toEqual(dense.slice(0, 3).map((d) => d.chunk_id))
+
+    fresh()
+    server.chat = () => ({ content: '{"ranking": [1]}', delayMs: 400 })
+    const slow = await retrieveAndRerank(app.deps, { message: 'les équations', language: 'fr', filters: { subject: 'mathematiques' }, tier: 'free' }, caches)
+    expect(slow.rerank).toBe('fallback_timeout')
+    expect(slow.snippets).toHaveLength(3)
   })
 })

@@ -1,0 +1,82 @@
+// retrieve_and_rerank (spec §1, chat turn): the question in French for retrieval (Arabic and Hassaniya
+// translated; on failure the original), dense top-K of the tier, chunk text, then rerank to the tier's N
+// by the provider, falling back to dense order on error or after RERANK_TIMEOUT_MS. Rerank results are
+// cached under sha256(query + namespace + tier) for RERANK_CACHE_TTL_SECONDS, as chunk ids.
+import type { Deps } from '../deps.ts'
+import type { Tier } from '../config.ts'
+import { tierLimits } from '../config.ts'
+import type { TtlCache } from '../lib/ttl-cache.ts'
+import { namespaceFor } from '../ingestion/pipeline.ts'
+import { chunkTexts, denseSearch, type RetrievalFilters, type RetrievedChunk } from './retrieve.ts'
+
+export interface RetrievalCaches {
+  chunks: TtlCache<{ text: string; title: string | null }>
+  rerank: TtlCache<string[]>
+}
+
+export interface RetrievalResult {
+  query: string
+  translated: boolean
+  translation_failed: boolean
+  candidates: number
+  snippets: RetrievedChunk[]
+  rerank: 'model' | 'cache' | 'fallback_error' | 'fallback_timeout'
+}
+
+async function sha256(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+class RerankTimeout extends Error {}
+
+export async function retrieveAndRerank(
+  deps: Deps,
+  input: { message: string; language: 'fr' | 'ar' | 'hassaniya'; filters: RetrievalFilters; tier: Tier },
+  caches: RetrievalCaches,
+): Promise<RetrievalResult> {
+  const limits = tierLimits(deps.config, input.tier)
+  let query = input.message
+  let translated = false
+  let translationFailed = false
+  if (input.language !== 'fr') {
+    try {
+      query = await deps.ai.translate(input.message, input.language, 'fr')
+      translated = query !== input.message
+    } catch {
+      translationFailed = true // the original text is searched instead
+    }
+  }
+  const [vector] = await deps.ai.embed([query])
+  const candidates = await denseSearch(deps, vector!, limits.topK, input.filters)
+  const chunks = await chunkTexts(deps, candidates, caches.chunks)
+  const namespace = input.filters.grade && input.filters.subject ? namespaceFor(input.filters.grade, input.filters.subject) : 'all'
+  const key = await sha256(`${query}${namespace}${input.tier}`)
+  const byId = new Map(chunks.map((c) => [c.chunk_id, c]))
+  const dense = chunks.slice(0, limits.rerankN)
+
+  const cached = caches.rerank.get(key)
+  if (cached) {
+    const ordered = cached.map((id) => byId.get(id)).filter((c): c is RetrievedChunk => c !== undefined)
+    if (ordered.length > 0) return { query, translated, translation_failed: translationFailed, candidates: chunks.length, snippets: ordered.slice(0, limits.rerankN), rerank: 'cache' }
+  }
+  if (chunks.length <= 1) return { query, translated, translation_failed: translationFailed, candidates: chunks.length, snippets: dense, rerank: 'model' }
+
+  const controller = new AbortController()
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    const order = await Promise.race([
+      deps.ai.rerank(query, chunks.map((c) => c.text), limits.rerankN, controller.signal),
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new RerankTimeout()), deps.config.RERANK_TIMEOUT_MS))),
+    ])
+    const ranked = order.map((i) => chunks[i]).filter((c): c is RetrievedChunk => c !== undefined).slice(0, limits.rerankN)
+    if (ranked.length === 0) throw new Error('empty ranking')
+    caches.rerank.set(key, ranked.map((c) => c.chunk_id))
+    return { query, translated, translation_failed: translationFailed, candidates: chunks.length, snippets: ranked, rerank: 'model' }
+  } catch (err) {
+    controller.abort()
+    return { query, translated, translation_failed: translationFailed, candidates: chunks.length, snippets: dense, rerank: err instanceof RerankTimeout ? 'fallback_timeout' : 'fallback_error' }
+  } finally {
+    clearTimeout(timer)
+  }
+}
