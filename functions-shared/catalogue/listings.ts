@@ -1,8 +1,7 @@
 // Scrape runs and references, as the public scraping listings and the admin listings show them.
 import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
-
-const iso = (d: unknown) => (d ? new Date(d as Date).toISOString() : null)
+import { iso } from '../lib/time.ts'
 
 function runJson(r: Record<string, unknown>) {
   return {

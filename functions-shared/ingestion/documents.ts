@@ -1,8 +1,7 @@
 // Documents: the admin's edits and deletion (spec §4.7), and the dashboard statistics (§4.6).
 import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
-
-const iso = (d: unknown) => (d ? new Date(d as Date).toISOString() : null)
+import { iso } from '../lib/time.ts'
 
 export function documentJson(r: Record<string, unknown>) {
   return {

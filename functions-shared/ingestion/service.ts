@@ -2,8 +2,7 @@
 import type { Deps } from '../deps.ts'
 import { asService, fromRpcError } from '../db/tx.ts'
 import { claimNextJob, processJob } from './pipeline.ts'
-
-const iso = (d: unknown) => (d ? new Date(d as Date).toISOString() : null)
+import { iso } from '../lib/time.ts'
 
 export type JobStatus = 'queued' | 'parsing' | 'tokenizing' | 'embedding_request_sent' | 'embedding_upserted' | 'ready' | 'failed'
 

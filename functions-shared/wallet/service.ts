@@ -7,6 +7,7 @@ import { asService, asUser, fromRpcError } from '../db/tx.ts'
 import type { Sql } from '../db/client.ts'
 import { tierLimits, type Tier } from '../config.ts'
 import { walletMetrics } from './metrics.ts'
+import { iso } from '../lib/time.ts'
 
 export interface Ctx {
   deps: Deps
@@ -25,8 +26,6 @@ async function rpc<T>(ctx: Ctx, fn: (sql: Sql) => Promise<T>): Promise<T> {
     throw fromRpcError(err)
   }
 }
-
-const iso = (d: unknown) => (d ? new Date(d as Date).toISOString() : null)
 
 export async function getBalance({ ctx, userId }: { ctx: Ctx; userId: string }) {
   const { config } = ctx.deps
