@@ -8,7 +8,7 @@ import type { Deps } from './deps.ts'
 import { publicUrl } from './config.ts'
 import { requestContext } from './http/request-context.ts'
 import { ApiError, ErrorCode, handleError, notFound } from './http/errors.ts'
-import { createRouter, validationHook } from './http/router.ts'
+import { validationHook } from './http/router.ts'
 import { healthRouter } from './health/routes.ts'
 import { metricsRouter } from './metrics/routes.ts'
 import { docsRouter } from './docs/routes.ts'
@@ -18,6 +18,7 @@ import { adminRouter } from './admin/routes.ts'
 import { walletRouter } from './wallet/routes.ts'
 import { scrapingRouter } from './catalogue/routes.ts'
 import { curriculumRouter } from './curriculum/routes.ts'
+import { chatRouter } from './chat/routes.ts'
 import { SERVICE_NAME, VERSION } from './version.ts'
 
 type RouterFactory = (deps: Deps) => OpenAPIHono
@@ -25,10 +26,9 @@ type RouterFactory = (deps: Deps) => OpenAPIHono
 /** Each top-level path of the spec, its router, mounted at /<name>. */
 export const ROUTERS = {
   health: healthRouter,
-  // The capabilities' routes arrive with their issues; until then these paths answer a JSON 404.
   auth: authRouter,
   me: meRouter,
-  chat: () => createRouter(),
+  chat: chatRouter,
   wallet: walletRouter,
   admin: adminRouter,
   curriculum: curriculumRouter,

@@ -124,6 +124,12 @@ export const settings = {
   CIRCUIT_FAILURE_THRESHOLD: [int(3, 1), 'Chat-model failures that open the circuit'],
   CIRCUIT_WINDOW_SECONDS: [int(60, 1), 'Window in which those failures are counted'],
   CIRCUIT_RESET_SECONDS: [int(120, 1), 'Seconds without failure after which the circuit closes again'],
+  // --- chat (POST /chat)
+  CHAT_MESSAGE_MAX_CHARS: [int(2000, 1), 'Longest question accepted, in characters'],
+  CHAT_HISTORY_MAX_MESSAGES: [int(10), 'Most earlier messages a request may carry as history'],
+  CHAT_HISTORY_MAX_CHARS: [int(2000, 1), 'Longest history message, in characters'],
+  CHAT_CHARS_PER_MODEL_TOKEN: [int(4, 1), 'Characters per model output token: the longest answer a tier allows is its max tokens times this'],
+  CHAT_HEARTBEAT_SECONDS: [int(15, 1), 'An SSE comment is sent after this long without an event'],
 } as const satisfies Record<string, readonly [z.ZodType, string]>
 
 type Settings = typeof settings

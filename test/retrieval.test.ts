@@ -1,6 +1,6 @@
 // Dense retrieval: nearest chunks first, prefilters that do not starve the result (iterative scan), the
 // HNSW index in the plan, and the chunk-text cache keyed on the ingestion timestamp.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, type TestApp } from './helpers/app.ts'
 import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
@@ -8,26 +8,17 @@ import { chunkTexts, denseSearch } from '../functions-shared/chat/retrieve.ts'
 import { TtlCache } from '../functions-shared/lib/ttl-cache.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
+import { seedDocument, vectorLiteral } from './helpers/corpus.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
 import { retrieveAndRerank, type RetrievalCaches } from '../functions-shared/chat/rerank.ts'
 
 let db: TestDatabase
 let t: TestApp
 const docs: Record<string, string> = {}
-const vec = (text: string) => `[${offlineVector(text, 1536).map((x) => x.toFixed(7)).join(',')}]`
+const vec = vectorLiteral
 
 async function addDocument(name: string, grade: string, subject: string, language: string, texts: string[]) {
-  const [doc] = await db.sql`insert into public.documents (title, grade, subject, language, status, ingestion_ts, vectordb_namespace)
-    values (${name}, ${grade}, ${subject}, ${language}, 'ready', now(), ${`grade-${grade.toLowerCase()}-${subject}`}) returning id, ingestion_ts`
-  docs[name] = doc!.id as string
-  const ts = new Date(doc!.ingestion_ts as Date).toISOString()
-  for (const [i, text] of texts.entries()) {
-    const id = `${name}-${i}`
-    await db.sql`insert into public.document_chunks (id, file_id, page_number, chunk_index, content) values (${id}, ${doc!.id}, ${i + 1}, 0, ${text})`
-    await db.sql`insert into public.vectors (index_name, namespace, id, file_id, embedding, metadata)
-      values ('curriculum-1536', ${`grade-${grade.toLowerCase()}-${subject}`}, ${id}, ${doc!.id}, ${vec(text)}::extensions.vector,
-              ${db.sql.json({ chunk_id: id, file_id: doc!.id, language, grade, subject, source_url: `http://p.test/${name}.pdf`, page_number: i + 1, ingestion_ts: ts })})`
-  }
+  docs[name] = (await seedDocument(db.sql, { name, grade, subject, language, texts })).id
 }
 
 beforeAll(async () => {
@@ -116,7 +107,7 @@ describe('retrieveAndRerank', () => {
   beforeAll(async () => {
     server = await startOpenAiServer()
     const ai = createOpenAiProvider({ apiKey: 'k', baseUrl: server.url, chatModel: 'c', embeddingModel: 'e', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 5000 })
-    app = createTestApp({ sql: db.sql, env: { RERANK_TIMEOUT_MS: '60' }, deps: { ai } })
+    app = createTestApp({ sql: db.sql, deps: { ai } })
   })
   afterAll(async () => server?.close())
   const fresh = () => {
@@ -160,8 +151,18 @@ describe('retrieveAndRerank', () => {
     expect(failed.snippets.map((s) => s.chunk_id)).toEqual(dense.slice(0, 3).map((d) => d.chunk_id))
 
     fresh()
-    server.chat = () => ({ content: '{"ranking": [1]}', delayMs: 400 })
-    const slow = await retrieveAndRerank(app.deps, { message: 'les équations', language: 'fr', filters: { subject: 'mathematiques' }, tier: 'free' }, caches)
+    server.chat = () => ({ content: '{"ranking": [1]}', delayMs: 30_000 })
+    const before = rerankCalls()
+    const pending = retrieveAndRerank(app.deps, { message: 'les équations', language: 'fr', filters: { subject: 'mathematiques' }, tier: 'free' }, caches)
+    // the rerank is in flight; 4.999 s on the clock are not enough, 5 s are
+    let settled = false
+    void pending.then(() => (settled = true))
+    await vi.waitFor(() => expect(rerankCalls()).toBe(before + 1))
+    app.clock.advance(4999)
+    await new Promise((r) => setTimeout(r, 20))
+    expect(settled).toBe(false)
+    app.clock.advance(1)
+    const slow = await pending
     expect(slow.rerank).toBe('fallback_timeout')
     expect(slow.snippets).toHaveLength(3)
   })

@@ -30,27 +30,60 @@ async function sha256(text: string): Promise<string> {
 
 class RerankTimeout extends Error {}
 
+/**
+ * The namespace part of the rerank cache key: the vector namespace grade-{grade}-{subject} when both are
+ * known; otherwise (and with a language or textbook filter) a spelling of the filters, so two searches
+ * over different candidates never share a cached ranking.
+ */
+export function rerankScope(f: RetrievalFilters): string {
+  const ns = f.grade && f.subject ? namespaceFor(f.grade, f.subject) : ['all', f.grade && `grade=${f.grade.toLowerCase()}`, f.subject && `subject=${f.subject}`].filter(Boolean).join(';')
+  return [ns, f.language && `language=${f.language}`, f.fileId && `file=${f.fileId}`].filter(Boolean).join(';')
+}
+
 export async function retrieveAndRerank(
   deps: Deps,
-  input: { message: string; language: 'fr' | 'ar' | 'hassaniya'; filters: RetrievalFilters; tier: Tier },
+  input: {
+    message: string
+    language: 'fr' | 'ar' | 'hassaniya'
+    filters: RetrievalFilters
+    tier: Tier
+    /** the subject filter was guessed: search without it when it finds nothing */
+    relaxSubject?: boolean
+    /** the time each part took, in ms, by name */
+    timings?: Record<string, number>
+  },
   caches: RetrievalCaches,
 ): Promise<RetrievalResult> {
   const limits = tierLimits(deps.config, input.tier)
+  const timings = input.timings ?? {}
+  const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    const start = performance.now()
+    try {
+      return await fn()
+    } finally {
+      timings[name] = Math.round((performance.now() - start) * 100) / 100
+    }
+  }
   let query = input.message
   let translated = false
   let translationFailed = false
   if (input.language !== 'fr') {
     try {
-      query = await deps.ai.translate(input.message, input.language, 'fr')
+      query = await timed('translate', () => deps.ai.translate(input.message, input.language, 'fr'))
       translated = query !== input.message
     } catch {
       translationFailed = true // the original text is searched instead
     }
   }
-  const [vector] = await deps.ai.embed([query])
-  const candidates = await denseSearch(deps, vector!, limits.topK, input.filters)
-  const chunks = await chunkTexts(deps, candidates, caches.chunks)
-  const namespace = input.filters.grade && input.filters.subject ? namespaceFor(input.filters.grade, input.filters.subject) : 'all'
+  const [vector] = await timed('embed', () => deps.ai.embed([query]))
+  let filters = input.filters
+  let candidates = await timed('dense', () => denseSearch(deps, vector!, limits.topK, filters))
+  if (candidates.length === 0 && input.relaxSubject && filters.subject) {
+    filters = { ...filters, subject: null }
+    candidates = await timed('dense_relaxed', () => denseSearch(deps, vector!, limits.topK, filters))
+  }
+  const chunks = await timed('chunks', () => chunkTexts(deps, candidates, caches.chunks))
+  const namespace = rerankScope(filters)
   const key = await sha256(`${query}${namespace}${input.tier}`)
   const byId = new Map(chunks.map((c) => [c.chunk_id, c]))
   const dense = chunks.slice(0, limits.rerankN)
@@ -63,11 +96,12 @@ export async function retrieveAndRerank(
   if (chunks.length <= 1) return { query, translated, translation_failed: translationFailed, candidates: chunks.length, snippets: dense, rerank: 'model' }
 
   const controller = new AbortController()
-  let timer: ReturnType<typeof setTimeout> | undefined
+  let cancelTimer = () => {}
+  const started = performance.now()
   try {
     const order = await Promise.race([
       deps.ai.rerank(query, chunks.map((c) => c.text), limits.rerankN, controller.signal),
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new RerankTimeout()), deps.config.RERANK_TIMEOUT_MS))),
+      new Promise<never>((_, reject) => (cancelTimer = deps.clock.setTimer(deps.config.RERANK_TIMEOUT_MS, () => reject(new RerankTimeout())))),
     ])
     const ranked = order.map((i) => chunks[i]).filter((c): c is RetrievedChunk => c !== undefined).slice(0, limits.rerankN)
     if (ranked.length === 0) throw new Error('empty ranking')
@@ -77,6 +111,7 @@ export async function retrieveAndRerank(
     controller.abort()
     return { query, translated, translation_failed: translationFailed, candidates: chunks.length, snippets: dense, rerank: err instanceof RerankTimeout ? 'fallback_timeout' : 'fallback_error' }
   } finally {
-    clearTimeout(timer)
+    cancelTimer()
+    timings.rerank = Math.round((performance.now() - started) * 100) / 100
   }
 }

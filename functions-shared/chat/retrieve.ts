@@ -45,7 +45,7 @@ export async function denseSearch(deps: Deps, vector: readonly number[], k: numb
         from public.vectors v
        where v.index_name = ${deps.config.VECTOR_INDEX_NAME}
          and (${namespace}::text is null or v.namespace = ${namespace})
-         and (${grade}::text is null or v.metadata ->> 'grade' = ${grade})
+         and (${grade}::text is null or lower(v.metadata ->> 'grade') = lower(${grade}))
          and (${subject}::text is null or v.metadata ->> 'subject' = ${subject})
          and (${language}::text is null or v.metadata ->> 'language' = ${language})
          and (${file}::uuid is null or v.file_id = ${file})

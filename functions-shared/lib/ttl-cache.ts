@@ -7,8 +7,10 @@ export class TtlCache<V extends {}> {
   readonly #lru: LRUCache<string, V>
   hits = 0
   misses = 0
+  readonly #onLookup: ((hit: boolean) => void) | undefined
 
-  constructor(options: { ttlMs: number; max: number; clock: Clock }) {
+  constructor(options: { ttlMs: number; max: number; clock: Clock; onLookup?: (hit: boolean) => void }) {
+    this.#onLookup = options.onLookup
     this.#lru = new LRUCache<string, V>({ max: options.max, ttl: options.ttlMs, ttlAutopurge: false, ttlResolution: 0, perf: { now: () => options.clock.now() } })
   }
 
@@ -16,6 +18,7 @@ export class TtlCache<V extends {}> {
     const value = this.#lru.get(key)
     if (value === undefined) this.misses++
     else this.hits++
+    this.#onLookup?.(value !== undefined)
     return value
   }
 

@@ -96,12 +96,23 @@ export async function reserve({ ctx, input }: { ctx: Ctx; input: { user_id: stri
   }
 }
 
-export async function finalize({ ctx, input }: { ctx: Ctx; input: { reservation_id: string; actual: number; kind?: 'chat' | 'clarify' | 'manual'; request_id?: string | undefined } }) {
+/** What a chat turn adds to its usage-log row. */
+export interface TurnUsage {
+  characters: number
+  model: string | null
+  details: Record<string, unknown>
+}
+
+export async function finalize({ ctx, input, usage }: { ctx: Ctx; input: { reservation_id: string; actual: number; kind?: 'chat' | 'clarify' | 'manual' | 'released'; request_id?: string | undefined }; usage?: TurnUsage }) {
   const m = walletMetrics(ctx.deps.metrics.registry)
+  const cap = ctx.deps.config.ACTUAL_COST_CAP_MULTIPLIER
   try {
     const row = await rpc(ctx, async (tx) => {
-      const [r] = await tx`select * from public.finalize_reservation(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null},
-                                                                    ${input.kind ?? 'manual'}, ${ctx.deps.config.ACTUAL_COST_CAP_MULTIPLIER})`
+      const [r] = usage
+        ? await tx`select * from public.finalize_chat_turn(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null}, ${input.kind ?? 'chat'},
+                                                           ${cap}, ${usage.characters}, ${usage.model}, ${tx.json(usage.details as never)})`
+        : await tx`select * from public.finalize_reservation(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null},
+                                                             ${input.kind ?? 'manual'}, ${cap})`
       return r!
     })
     m.reservations.inc({ outcome: 'finalized' })

@@ -12,6 +12,8 @@ export interface Scripted {
   headers?: Record<string, string>
   /** wait this long before answering */
   delayMs?: number
+  /** when streaming, wait this long between pieces */
+  pieceDelayMs?: number
 }
 
 export interface OpenAiServer {
@@ -65,7 +67,12 @@ export async function startOpenAiServer(): Promise<OpenAiServer> {
     if (body.stream) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
       const pieces = content.match(/\S+\s*/g) ?? []
-      for (const piece of pieces) res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] })}\n\n`)
+      for (const piece of pieces) {
+        if (res.destroyed) return
+        res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] })}\n\n`)
+        if (script.pieceDelayMs) await new Promise((r) => setTimeout(r, script.pieceDelayMs))
+      }
+      if (res.destroyed) return
       res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`)
       return res.end('data: [DONE]\n\n')
     }

@@ -1,0 +1,179 @@
+// POST /chat (Bearer): one turn with the AI teacher, as an SSE stream (`stream: true`, or no `stream`
+// field and `Accept: text/event-stream`) or as one JSON body with the same data.
+import { createRoute, z } from '@hono/zod-openapi'
+import type { Context } from 'hono'
+import type { Deps } from '../deps.ts'
+import { bearerSecurity, createRouter } from '../http/router.ts'
+import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
+import { guards } from '../http/guards.ts'
+import { ApiError, ErrorCode } from '../http/errors.ts'
+import { chatRuntime } from './runtime.ts'
+import { completeTurn, prepareTurn, UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type TurnSink } from './agent.ts'
+import { sseResponse } from './sse.ts'
+
+const SourceSchema = z
+  .object({
+    n: z.number().int().openapi({ description: 'the citation number used in the answer as [n]' }),
+    document_id: z.uuid(),
+    title: z.string().nullable(),
+    page_number: z.number().int(),
+    chunk_id: z.string(),
+    source_url: z.string().nullable().openapi({ description: 'the PDF with #page=N' }),
+    score: z.number().openapi({ description: 'cosine similarity of the chunk to the (French) retrieval query' }),
+    excerpt: z.string(),
+  })
+  .openapi('ChatSource')
+
+const UsageSchema = z
+  .object({
+    estimated: z.number().int(),
+    actual: z.number().int(),
+    charged: z.number().int(),
+    refunded: z.number().int(),
+    uncovered: z.number().int(),
+    characters: z.number().int(),
+    token_balance: z.number().int(),
+  })
+  .openapi('ChatUsage')
+
+const ChatResponse = z
+  .object({
+    request_id: z.string(),
+    path: z.enum(['answer', 'clarify']),
+    reason: z.string(),
+    language: z.enum(['fr', 'ar', 'hassaniya']),
+    subject: z.string().nullable(),
+    grade: z.string().nullable(),
+    tier: z.enum(['free', 'standard', 'premium']),
+    hint_level: z.number().int(),
+    reservation: z.object({ id: z.uuid(), estimated: z.number().int(), expires_at: z.string() }),
+    answer: z.string(),
+    sources: z.array(SourceSchema),
+    retrieval: z.object({ query: z.string(), translated: z.boolean(), translation_failed: z.boolean(), candidates: z.number().int(), rerank: z.string() }).nullable(),
+    outcome: z.string(),
+    usage: UsageSchema.nullable(),
+    model: z.string().nullable(),
+    extractive: z.boolean().openapi({ description: 'true when the answer quotes the snippets (offline provider) instead of being written by a model' }),
+    timings: z.record(z.string(), z.number()),
+  })
+  .openapi('ChatResponse')
+
+export function chatRequestSchema(deps: Deps) {
+  const { config } = deps
+  return z
+    .object({
+      message: z.string().trim().min(1).max(config.CHAT_MESSAGE_MAX_CHARS).openapi({ description: `the question, at most ${config.CHAT_MESSAGE_MAX_CHARS} characters` }),
+      language: z.enum(['fr', 'ar', 'hassaniya']).optional().openapi({ description: 'language of the question and the answer; detected from the script when absent' }),
+      grade: z.string().trim().regex(/^[0-9A-Za-z-]{1,16}$/, 'a grade such as 7C or 4AS').optional(),
+      subject: z
+        .string()
+        .trim()
+        .toLowerCase()
+        .regex(/^[a-z][a-z0-9-]{0,63}$/, 'a subject slug such as mathematiques')
+        .optional()
+        .openapi({ description: 'subject slug (mathematiques, physique, sciences-naturelles, education-islamique, arabe, histoire); inferred from the question when absent' }),
+      textbook_id: z.uuid().optional().openapi({ description: 'answer from this textbook only (a ready document)' }),
+      document_language: z.enum(['fr', 'ar']).optional().openapi({ description: 'search only documents in this language' }),
+      history: z
+        .array(z.object({ role: z.enum(['user', 'assistant']), content: z.string().min(1).max(config.CHAT_HISTORY_MAX_CHARS) }).strict())
+        .max(config.CHAT_HISTORY_MAX_MESSAGES)
+        .optional()
+        .openapi({ description: `earlier messages, oldest first (at most ${config.CHAT_HISTORY_MAX_MESSAGES}, each at most ${config.CHAT_HISTORY_MAX_CHARS} characters)` }),
+      stream: z.boolean().optional().openapi({ description: 'true: SSE; false: JSON; absent: SSE when Accept includes text/event-stream' }),
+    })
+    .strict()
+    .openapi('ChatRequest')
+}
+
+const SSE_DESCRIPTION = [
+  'With `stream: true` (or no `stream` and `Accept: text/event-stream`): an SSE stream of events',
+  '`meta` (request id, path, language, reservation), `sources` (the cited snippets), `delta` ({text}),',
+  'then `done` (outcome, usage with tokens charged and the balance after) or `error` ({error, message, request_id}).',
+  'A comment line `: heartbeat` is sent after CHAT_HEARTBEAT_SECONDS without an event.',
+].join(' ')
+
+export function chatRouter(deps: Deps) {
+  const { user, limit } = guards(deps)
+  const route = createRoute({
+    method: 'post',
+    path: '/',
+    tags: ['chat'],
+    summary: 'Ask the AI teacher',
+    description: `One turn: decide_path, check_wallet (reserve), retrieve_and_rerank, generate (or ask a clarifying question), finalize (settle). ${SSE_DESCRIPTION}`,
+    security: bearerSecurity,
+    request: { body: { content: { 'application/json': { schema: chatRequestSchema(deps) } }, required: true } },
+    responses: {
+      200: {
+        description: 'The answer: JSON, or an SSE stream of the same data',
+        content: { 'application/json': { schema: ChatResponse }, 'text/event-stream': { schema: z.string().openapi({ description: SSE_DESCRIPTION }) } },
+      },
+      402: jsonContent(ErrorSchema, 'Insufficient balance: nothing reserved, nothing charged'),
+      404: jsonContent(ErrorSchema, 'Unknown or not ready textbook'),
+      503: jsonContent(ErrorSchema, `${UNAVAILABLE_MESSAGE} (the chat model failed or its circuit is open); nothing charged`),
+      ...errorResponses.protected,
+    },
+  })
+
+  const router = createRouter()
+  router.use('/', user, limit('chat'))
+  return router.openapi(route, async (c) => {
+    const input = c.req.valid('json') as ChatInput & { stream?: boolean }
+    const principal = c.get('principal')
+    if (principal.kind !== 'user') throw new ApiError(ErrorCode.FORBIDDEN, 'This endpoint needs a user token')
+    const ctx: TurnContext = { deps, rt: chatRuntime(deps), requestId: c.get('requestId'), userId: principal.userId, log: c.get('log'), timings: {} }
+    const streaming = input.stream ?? (c.req.header('accept') ?? '').includes('text/event-stream')
+    const prepared = await prepareTurn(ctx, input)
+    if (streaming) return sseTurn(c, deps, ctx, input, prepared) as never
+    return (await jsonTurn(c, ctx, input, prepared)) as never
+  })
+}
+
+function sseTurn(c: Context, deps: Deps, ctx: TurnContext, input: ChatInput, prepared: Awaited<ReturnType<typeof prepareTurn>>): Response {
+  const left = new AbortController()
+  c.req.raw.signal?.addEventListener('abort', () => left.abort())
+  return sseResponse({
+    clock: deps.clock,
+    heartbeatMs: deps.config.CHAT_HEARTBEAT_SECONDS * 1000,
+    onCancel: () => left.abort(),
+    // the turn outlives a client that leaves: it still settles the reservation (awaited on shutdown)
+    run: (send) =>
+      new Promise<void>((resolve) => {
+        deps.background.run(async () => {
+          const sink: TurnSink = {
+            meta: (d) => send('meta', d),
+            sources: (d) => send('sources', d),
+            delta: (text) => send('delta', { text }),
+            done: (d) => send('done', d),
+            error: (d) => send('error', d),
+          }
+          try {
+            await completeTurn(ctx, input, prepared, sink, left.signal)
+          } finally {
+            resolve()
+          }
+        })
+      }),
+  })
+}
+
+async function jsonTurn(c: Context, ctx: TurnContext, input: ChatInput, prepared: Awaited<ReturnType<typeof prepareTurn>>): Promise<Response> {
+  const body: Record<string, unknown> = { answer: '' }
+  let answer = ''
+  let failure: { error: string; message: string } | null = null
+  const sink: TurnSink = {
+    meta: (d) => Object.assign(body, d),
+    sources: (d) => Object.assign(body, d),
+    delta: (text) => void (answer += text),
+    done: (d) => Object.assign(body, d),
+    error: (d) => void (failure = d),
+  }
+  const left = new AbortController()
+  c.req.raw.signal?.addEventListener('abort', () => left.abort())
+  await completeTurn(ctx, input, prepared, sink, left.signal)
+  if (failure) {
+    const f = failure as { error: string; message: string }
+    throw new ApiError(f.error === ErrorCode.SERVICE_UNAVAILABLE ? ErrorCode.SERVICE_UNAVAILABLE : ErrorCode.INTERNAL_ERROR, f.message)
+  }
+  body.answer = answer
+  return c.json(body, 200)
+}

@@ -1,0 +1,41 @@
+// Ready documents with chunks and vectors (offline embeddings), written as the ingestion pipeline
+// writes them, for retrieval and chat tests.
+import type { Sql } from '../../functions-shared/db/client.ts'
+import { offlineVector } from '../../functions-shared/ai/offline-embedder.ts'
+import { namespaceFor } from '../../functions-shared/ingestion/pipeline.ts'
+
+export const vectorLiteral = (text: string) => `[${offlineVector(text, 1536).map((x) => x.toFixed(7)).join(',')}]`
+
+export interface SeededDocument {
+  id: string
+  ingestionTs: string
+  chunkIds: string[]
+}
+
+/** One ready document whose i-th text is chunk `${name}-${i}` on page i+1. */
+export async function seedDocument(sql: Sql, d: { name: string; grade: string; subject: string; language: string; texts: string[] }): Promise<SeededDocument> {
+  const namespace = namespaceFor(d.grade, d.subject)
+  const [doc] = await sql`insert into public.documents (title, grade, subject, language, status, ingestion_ts, vectordb_namespace)
+    values (${d.name}, ${d.grade}, ${d.subject}, ${d.language}, 'ready', now(), ${namespace}) returning id, ingestion_ts`
+  const id = doc!.id as string
+  const ts = new Date(doc!.ingestion_ts as Date).toISOString()
+  const chunkIds: string[] = []
+  for (const [i, text] of d.texts.entries()) {
+    const chunk = `${d.name}-${i}`
+    chunkIds.push(chunk)
+    await sql`insert into public.document_chunks (id, file_id, page_number, chunk_index, content) values (${chunk}, ${id}, ${i + 1}, 0, ${text})`
+    await sql`insert into public.vectors (index_name, namespace, id, file_id, embedding, metadata)
+      values ('curriculum-1536', ${namespace}, ${chunk}, ${id}, ${vectorLiteral(text)}::extensions.vector,
+              ${sql.json({ chunk_id: chunk, file_id: id, language: d.language, grade: d.grade, subject: d.subject, source_url: `http://p.test/${d.name}.pdf`, page_number: i + 1, ingestion_ts: ts })})`
+  }
+  return { id, ingestionTs: ts, chunkIds }
+}
+
+/** What a re-ingest leaves behind: new chunk text and a new ingestion timestamp on the document and its vectors. */
+export async function reingest(sql: Sql, documentId: string, texts: Map<string, string>, at: Date): Promise<string> {
+  const ts = at.toISOString()
+  for (const [chunk, text] of texts) await sql`update public.document_chunks set content = ${text} where id = ${chunk}`
+  await sql`update public.documents set ingestion_ts = ${at} where id = ${documentId}`
+  await sql`update public.vectors set metadata = jsonb_set(metadata, '{ingestion_ts}', to_jsonb(${ts}::text)) where file_id = ${documentId}`
+  return ts
+}
