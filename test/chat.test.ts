@@ -4,7 +4,7 @@
 // OpenAI-compatible test server, or the offline provider.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
-import { testConfig } from './helpers/app.ts'
+import { LogCapture, testConfig } from './helpers/app.ts'
 import { createUser, type TestUser } from './helpers/users.ts'
 import { reingest, seedDocument } from './helpers/corpus.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
@@ -25,6 +25,7 @@ const FREE_ESTIMATE = 5 + Math.ceil((500 * 4) / 200) // 15: base + 1 per 200 cha
 interface Stack {
   gw: Gateway
   clock: FakeClock
+  logs: LogCapture
 }
 
 async function stack(options: { ai: 'offline' | OpenAiServer; env?: Record<string, string> }): Promise<Stack> {
@@ -34,8 +35,9 @@ async function stack(options: { ai: 'offline' | OpenAiServer; env?: Record<strin
       ? createOfflineProvider()
       : createOpenAiProvider({ apiKey: 'k', baseUrl: options.ai.url, chatModel: 'chat-model', embeddingModel: 'embed-model', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 60_000 })
   const config = testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0', ...options.env })
-  const gw = await startGateway({ config, sql: db.connect(4), port: 0, deps: { clock, ai, logs: createLogRoot({ level: 'silent' }), sources: [] } })
-  return { gw, clock }
+  const logs = new LogCapture()
+  const gw = await startGateway({ config, sql: db.connect(4), port: 0, deps: { clock, ai, logs: createLogRoot({ level: 'info', destination: logs }), sources: [] } })
+  return { gw, clock, logs }
 }
 
 const chat = (s: Stack, user: TestUser, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
@@ -104,6 +106,12 @@ describe('POST /chat with the offline provider', () => {
     expect(Object.keys(row!.details.timings)).toEqual(expect.arrayContaining(['decide_path', 'check_wallet', 'retrieve_and_rerank', 'generate']))
     const ledger = await db.sql`select reason, delta::int from public.token_ledger where request_id = ${body.request_id} order by id`
     expect(ledger.map((l) => [l.reason, l.delta])).toEqual([['reservation_hold', -FREE_ESTIMATE], ['reservation_release', FREE_ESTIMATE], ['agent_chat', -actual]])
+    // each step is in the logs, with the request id
+    const steps = s.logs.lines.filter((l) => l.request_id === body.request_id && l.step).map((l) => l.step)
+    expect(steps).toEqual(['decide_path', 'check_wallet', 'retrieve_and_rerank', 'generate', 'finalize'])
+    const stages = await s.gw.deps.metrics.registry.getSingleMetricAsString('chat_stage_duration_seconds')
+    for (const stage of ['decide_path', 'check_wallet', 'retrieve_and_rerank', 'generate', 'finalize']) expect(stages).toContain(`chat_stage_duration_seconds_count{stage="${stage}"}`)
+    expect(await s.gw.deps.metrics.registry.getSingleMetricAsString('chat_tokens_charged_total')).toMatch(/chat_tokens_charged_total [1-9]/)
   })
 
   it('streams SSE (stream: true) with meta, sources, deltas and done, and the right headers', async () => {
@@ -310,6 +318,7 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(answerCall.messages.at(-1)).toEqual({ role: 'user', content: 'كيف نحل معادلة من الدرجة الأولى؟' })
     const characters = [...body.answer].length
     expect(body.usage.charged).toBe(5 + Math.ceil(characters / 200))
+    expect(await s.gw.deps.metrics.registry.getSingleMetricAsString('chat_translations_total')).toContain('chat_translations_total{outcome="translated"} 1')
   })
 
   it('passes the hint level and the history to the model', async () => {
