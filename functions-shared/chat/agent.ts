@@ -10,7 +10,9 @@ import { tierLimits, type Tier } from '../config.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { asService } from '../db/tx.ts'
 import { CircuitOpenError } from '../lib/circuit-breaker.ts'
-import { finalize, reserve } from '../wallet/service.ts'
+import { finalize } from '../wallet/service.ts'
+import { walletMetrics } from '../wallet/metrics.ts'
+import { iso } from '../lib/time.ts'
 import { detectLanguage, type ChatLanguage } from './language.ts'
 import { inferSubject } from './subjects.ts'
 import { buildMessages, clarifyingQuestion, noSourcesAnswer, type HintLevel } from './prompt.ts'
@@ -169,39 +171,34 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
     if (decision.path === 'answer' && ctx.rt.breaker.state === 'open') {
       throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, UNAVAILABLE_MESSAGE, { details: { reason: 'circuit_open' }, headers: { 'Retry-After': String(deps.config.CIRCUIT_RESET_SECONDS) } })
     }
+    const tiers = ['free', 'standard', 'premium'] as const
+    const estimates = tiers.map((t) => estimateFor(deps, decision.path, t).estimated)
+    const daily = tiers.map((t) => tierLimits(deps.config, t).dailyLimit ?? 0)
     const [row] = await deps.sql`
-      select w.subscription_tier, w.token_balance, public.turns_today(${ctx.userId}) as turns,
-             coalesce((select p.hint_level from public.profiles p where p.id = ${ctx.userId}), 3) as hint_level
-        from public.get_or_create_wallet(${ctx.userId}, ${deps.config.WELCOME_BONUS_TOKENS}) w`
-    const tier = row!.subscription_tier as Tier
-    const limits = tierLimits(deps.config, tier)
+      select * from public.begin_chat_turn(${ctx.userId}, ${ctx.requestId}, ${estimates}::int[], ${daily}::int[],
+                                           ${deps.config.RESERVATION_TTL_SECONDS}, ${deps.config.WELCOME_BONUS_TOKENS})`
+    const tier = row!.tier as Tier
     const turns = Number(row!.turns)
-    if (limits.dailyLimit !== null && turns >= limits.dailyLimit) {
+    const { estimated, maxChars } = estimateFor(deps, decision.path, tier)
+    const wallet = walletMetrics(deps.metrics.registry)
+    if (row!.refused === 'daily_limit') {
+      const limit = tierLimits(deps.config, tier).dailyLimit
       const retryAfter = untilUtcMidnight(deps.clock.now())
-      throw new ApiError(ErrorCode.DAILY_LIMIT_REACHED, `The ${tier} tier allows ${limits.dailyLimit} chat turns per day`, {
-        details: { limit: limits.dailyLimit, window: '1d', retry_after: retryAfter },
+      throw new ApiError(ErrorCode.DAILY_LIMIT_REACHED, `The ${tier} tier allows ${limit} chat turns per day`, {
+        details: { limit, window: '1d', retry_after: retryAfter },
         headers: { 'Retry-After': String(retryAfter) },
       })
     }
-    const { estimated, maxChars } = estimateFor(deps, decision.path, tier)
-    let reservation
-    try {
-      reservation = await reserve({ ctx: { deps, requestId: ctx.requestId }, input: { user_id: ctx.userId, estimate: estimated, request_id: ctx.requestId } })
-    } catch (err) {
-      if (err instanceof ApiError && err.code === ErrorCode.INSUFFICIENT_BALANCE) {
-        throw new ApiError(ErrorCode.INSUFFICIENT_BALANCE, `This answer needs ${estimated} tokens reserved; the balance is ${Number(row!.token_balance)}`, {
-          details: { estimated, token_balance: Number(row!.token_balance) },
-        })
-      }
-      throw err
+    if (row!.refused === 'insufficient_balance') {
+      wallet.reservations.inc({ outcome: 'insufficient' })
+      throw new ApiError(ErrorCode.INSUFFICIENT_BALANCE, `This answer needs ${estimated} tokens reserved; the balance is ${Number(row!.token_balance)}`, {
+        details: { estimated, token_balance: Number(row!.token_balance) },
+      })
     }
-    const hold: Hold = {
-      tier,
-      hintLevel: Number(row!.hint_level) as HintLevel,
-      estimated,
-      maxChars,
-      reservation: { id: reservation.id, estimated: reservation.estimated, expires_at: reservation.expires_at },
-    }
+    wallet.reservations.inc({ outcome: 'reserved' })
+    wallet.tokens.inc({ movement: 'reserved' }, estimated)
+    const reservation = { id: row!.reservation_id as string, estimated: Number(row!.estimated), expires_at: iso(row!.expires_at)! }
+    const hold: Hold = { tier, hintLevel: Number(row!.hint_level) as HintLevel, estimated, maxChars, reservation }
     ctx.log.info({ step: 'check_wallet', tier, estimated, reservation_id: reservation.id, turns_today: turns }, 'check_wallet')
     return hold
   })

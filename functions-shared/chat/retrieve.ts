@@ -5,6 +5,8 @@
 // With a WHERE on metadata, HNSW returns only the ef_search nearest rows before filtering, so a selective
 // filter would starve the result; pgvector 0.8's iterative scan (relaxed order) keeps scanning until K
 // rows pass the filter. Relaxed order means rows come back nearly sorted, so they are re-sorted here.
+// When the namespace is known, its primary-key range is small enough to rank exactly (the planner's
+// choice, since match_chunks plans each query for its values).
 import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import type { TtlCache } from '../lib/ttl-cache.ts'
@@ -38,20 +40,11 @@ const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => x.toFixed(7)).j
 export async function denseSearch(deps: Deps, vector: readonly number[], k: number, filters: RetrievalFilters): Promise<Candidate[]> {
   const namespace = filters.grade && filters.subject ? namespaceFor(filters.grade, filters.subject) : null
   const [grade, subject, language, file] = [filters.grade ?? null, filters.subject ?? null, filters.language ?? null, filters.fileId ?? null]
-  const rows = await asService(deps.sql, async (tx) => {
-    await tx`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', ${String(Math.max(40, k * 2))}, true)`
-    return tx`
-      select v.id, v.file_id, v.namespace, v.metadata, (v.embedding operator(extensions.<=>) ${vectorLiteral(vector)}::extensions.vector) as distance
-        from public.vectors v
-       where v.index_name = ${deps.config.VECTOR_INDEX_NAME}
-         and (${namespace}::text is null or v.namespace = ${namespace})
-         and (${grade}::text is null or lower(v.metadata ->> 'grade') = lower(${grade}))
-         and (${subject}::text is null or v.metadata ->> 'subject' = ${subject})
-         and (${language}::text is null or v.metadata ->> 'language' = ${language})
-         and (${file}::uuid is null or v.file_id = ${file})
-       order by v.embedding operator(extensions.<=>) ${vectorLiteral(vector)}::extensions.vector
-       limit ${k}`
-  })
+  // one statement: public.match_chunks puts only the filters present into the query and runs it with
+  // the iterative scan on (see the chat migration)
+  const rows = await deps.sql`
+    select * from public.match_chunks(${deps.config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${k},
+                                      ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid)`
   return rows
     .map((r) => {
       const meta = r.metadata as Record<string, unknown>

@@ -29,3 +29,80 @@ $$;
 
 revoke all on function public.finalize_chat_turn(uuid, integer, text, text, numeric, integer, text, jsonb) from public, anon, authenticated;
 grant execute on function public.finalize_chat_turn(uuid, integer, text, text, numeric, integer, text, jsonb) to service_role;
+
+-- why: check_wallet in one call, under the wallet's row lock: the tier, the hint level, the daily limit
+-- (turns billed this UTC day plus turns in flight, so concurrent turns cannot pass it together) and the
+-- reservation of the tier's estimate. Refusals are returned, not raised: 'daily_limit' or
+-- 'insufficient_balance' (nothing reserved). Arrays are indexed by tier: free, standard, premium; a
+-- daily limit of 0 is unlimited.
+create function public.begin_chat_turn(p_user uuid, p_request_id text, p_estimates integer[], p_daily_limits integer[],
+                                       p_ttl_seconds integer, p_bonus integer)
+returns table (tier text, hint_level integer, turns integer, token_balance bigint, estimated integer,
+               reservation_id uuid, expires_at timestamptz, refused text)
+language plpgsql security definer set search_path = '' as $$
+declare
+  w public.wallets;
+  i integer;
+  daily integer;
+  res public.reservations;
+begin
+  perform private.ensure_wallet(p_user, p_bonus);
+  select * into w from public.wallets wl where wl.user_id = p_user for update;
+  tier := w.subscription_tier;
+  i := case w.subscription_tier when 'free' then 1 when 'standard' then 2 else 3 end;
+  estimated := p_estimates[i];
+  daily := coalesce(p_daily_limits[i], 0);
+  hint_level := coalesce((select p.hint_level from public.profiles p where p.id = p_user), 3);
+  turns := (select count(*) from public.usage_log u
+             where u.user_id = p_user and u.kind in ('chat', 'clarify')
+               and u.created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc')
+         + (select count(*) from public.reservations r where r.user_id = p_user and r.status = 'reserved' and r.expires_at > now());
+  if daily > 0 and turns >= daily then
+    refused := 'daily_limit';
+    token_balance := w.token_balance;
+    return next;
+    return;
+  end if;
+  begin
+    res := public.reserve_tokens(p_user, estimated, p_request_id, p_ttl_seconds, p_bonus);
+  exception when sqlstate 'PT402' then
+    refused := 'insufficient_balance';
+    token_balance := (select wl.token_balance from public.wallets wl where wl.user_id = p_user);
+    return next;
+    return;
+  end;
+  reservation_id := res.id;
+  expires_at := res.expires_at;
+  token_balance := (select wl.token_balance from public.wallets wl where wl.user_id = p_user);
+  return next;
+end;
+$$;
+
+-- why: dense retrieval in one statement: the tier's K nearest chunks of an index under the filters
+-- present (only those go into the query, planned for their values: the namespace's primary-key range
+-- when it is known, the HNSW index otherwise), with pgvector's iterative scan so a selective filter
+-- still fills K.
+create function public.match_chunks(p_index text, p_query extensions.vector, p_k integer, p_namespace text default null,
+                                    p_grade text default null, p_subject text default null, p_language text default null,
+                                    p_file uuid default null)
+returns table (id text, file_id uuid, namespace text, metadata jsonb, distance double precision)
+language plpgsql set search_path = '' set hnsw.iterative_scan = 'relaxed_order' as $$
+begin
+  perform set_config('hnsw.ef_search', greatest(40, p_k * 2)::text, true);
+  return query execute
+    'select v.id, v.file_id, v.namespace, v.metadata, v.embedding operator(extensions.<=>) $2 as distance
+       from public.vectors v where v.index_name = $1'
+    || case when p_namespace is not null then ' and v.namespace = $4' else '' end
+    || case when p_grade is not null then ' and lower(v.metadata ->> ''grade'') = lower($5)' else '' end
+    || case when p_subject is not null then ' and v.metadata ->> ''subject'' = $6' else '' end
+    || case when p_language is not null then ' and v.metadata ->> ''language'' = $7' else '' end
+    || case when p_file is not null then ' and v.file_id = $8' else '' end
+    || ' order by distance limit $3'
+    using p_index, p_query, p_k, p_namespace, p_grade, p_subject, p_language, p_file;
+end;
+$$;
+
+revoke all on function public.begin_chat_turn(uuid, text, integer[], integer[], integer, integer),
+  public.match_chunks(text, extensions.vector, integer, text, text, text, text, uuid) from public, anon, authenticated;
+grant execute on function public.begin_chat_turn(uuid, text, integer[], integer[], integer, integer),
+  public.match_chunks(text, extensions.vector, integer, text, text, text, text, uuid) to service_role;

@@ -1,0 +1,216 @@
+// The chat's cost outside the model, and retrieval at scale. Prints figures; asserts nothing.
+//  (a) turn overhead: POST /chat (JSON) over loopback HTTP with the offline provider (its "model" is an
+//      extractive pick of sentences, well under a millisecond), p50/p99 at 1, 8 and 32 concurrent
+//      students, beside a bare Hono JSON endpoint on the same HTTP server stack in the same run;
+//  (b) retrieval: top-30 with a subject prefilter through the HNSW index (iterative scan), at 10k and
+//      100k chunks, and recall@10 against exact search (index scans off).
+// Run: npm run bench:chat   (embedded PGlite, 10k only; BENCH_DATABASE_URL=postgres://... for a server,
+// 10k and 100k; BENCH_CHUNKS=10000,100000 to choose)
+import { Hono } from 'hono'
+import { serve } from '@hono/node-server'
+import type { AddressInfo } from 'node:net'
+import { loadConfig } from '../functions-shared/config.ts'
+import { createDeps } from '../functions-shared/deps.ts'
+import { createLogRoot } from '../functions-shared/lib/logger.ts'
+import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
+import { denseSearch } from '../functions-shared/chat/retrieve.ts'
+import { namespaceFor } from '../functions-shared/ingestion/pipeline.ts'
+import type { Sql } from '../functions-shared/db/client.ts'
+import { startGateway } from '../scripts/lib/gateway.ts'
+import { signToken } from '../test/helpers/tokens.ts'
+import { scratchDatabase } from './lib/scratch-db.ts'
+import { runLoad } from './lib/http-load.ts'
+
+// --- a synthetic curriculum: six subjects' vocabularies, seeded randomness ---------------------------
+const VOCAB: Record<string, string[]> = {
+  mathematiques: 'équation inconnue fonction dérivée limite suite intégrale primitive probabilité vecteur matrice triangle cercle polynôme racine logarithme exponentielle théorème démonstration calcul fraction nombre réel complexe géométrie'.split(' '),
+  physique: 'onde célérité force énergie vitesse accélération tension courant circuit résistance lumière mécanique électricité fréquence atome molécule réaction oscillation condensateur bobine gravitation lentille optique masse'.split(' '),
+  'sciences-naturelles': 'cellule ADN gène chromosome photosynthèse plante digestion respiration immunité écosystème neurone protéine enzyme hormone mitose méiose reproduction sang volcan séisme roche fossile évolution espèce'.split(' '),
+  'education-islamique': 'prière zakat jeûne ramadan coran hadith prophète pilier ablutions pèlerinage foi unicité mosquée aumône invocation comportement famille voisin honnêteté science patience justice savoir adoration'.split(' '),
+  arabe: 'grammaire sujet verbe complément phrase nominale verbale poésie rhétorique métaphore comparaison conjugaison déclinaison accord prose texte auteur style rime mètre lexique morphologie syntaxe discours'.split(' '),
+  histoire: 'empire almoravides colonisation indépendance guerre traité siècle royaume dynastie commerce caravane révolution nation frontière constitution état peuple économie société civilisation découverte conquête résistance'.split(' '),
+}
+const COMMON = 'le la les des une un dans pour avec sur est sont qui que par plus comme leçon exemple exercice chapitre définition propriété méthode'.split(' ')
+const SUBJECTS = Object.keys(VOCAB)
+const GRADES = ['1AS', '2AS', '3AS', '4AS', '5C', '6C', '7C']
+
+function prng(seed: number) {
+  let s = seed >>> 0
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0
+    let t = s
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+const rand = prng(42)
+const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!
+const sentence = (subject: string, words: number) => Array.from({ length: words }, () => (rand() < 0.6 ? pick(VOCAB[subject]!) : pick(COMMON))).join(' ')
+
+const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
+const fmt = (ms: number) => `${ms.toFixed(2)} ms`
+
+async function documentsFor(sql: Sql): Promise<Map<string, string>> {
+  const ids = new Map<string, string>()
+  for (const subject of SUBJECTS)
+    for (const grade of GRADES) {
+      const [d] = await sql`insert into public.documents (title, grade, subject, language, status, ingestion_ts, vectordb_namespace)
+        values (${`${subject} ${grade}`}, ${grade}, ${subject}, 'fr', 'ready', now(), ${namespaceFor(grade, subject)}) returning id`
+      ids.set(`${subject}/${grade}`, d!.id as string)
+    }
+  return ids
+}
+
+/** `n` chunks (text + vector + light metadata), in batches. */
+async function loadChunks(sql: Sql, docs: Map<string, string>, from: number, n: number, withText: boolean): Promise<void> {
+  const batch = 500
+  for (let start = from; start < from + n; start += batch) {
+    const rows = Array.from({ length: Math.min(batch, from + n - start) }, (_, j) => {
+      const i = start + j
+      const subject = SUBJECTS[i % SUBJECTS.length]!
+      const grade = GRADES[Math.floor(i / SUBJECTS.length) % GRADES.length]!
+      const text = `${sentence(subject, 40)}.`
+      return { id: `c${i}`, file: docs.get(`${subject}/${grade}`)!, subject, grade, text, page: 1 + (i % 200), vector: `[${offlineVector(text, 1536).map((x) => x.toFixed(6)).join(',')}]` }
+    })
+    if (withText)
+      await sql`insert into public.document_chunks (id, file_id, page_number, chunk_index, content)
+        select * from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.file)}::uuid[], ${rows.map((r) => r.page)}::int[], ${rows.map(() => 0)}::int[], ${rows.map((r) => r.text)}::text[])`
+    await sql`insert into public.vectors (index_name, namespace, id, file_id, embedding, metadata)
+      select 'curriculum-1536', ns, id, file, emb::extensions.vector,
+             jsonb_build_object('chunk_id', id, 'file_id', file, 'language', 'fr', 'grade', grade, 'subject', subject, 'source_url', 'https://portal.example.mr/' || subject || '.pdf', 'page_number', page, 'ingestion_ts', now())
+        from unnest(${rows.map((r) => namespaceFor(r.grade, r.subject))}::text[], ${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.file)}::uuid[],
+                    ${rows.map((r) => r.vector)}::text[], ${rows.map((r) => r.grade)}::text[], ${rows.map((r) => r.subject)}::text[], ${rows.map((r) => r.page)}::int[])
+             as t(ns, id, file, emb, grade, subject, page)`
+  }
+}
+
+async function rebuildIndex(sql: Sql, def: string): Promise<number> {
+  const started = performance.now()
+  await sql.begin(async (tx) => {
+    await tx`set local maintenance_work_mem = '1GB'`
+    await tx`drop index if exists public.vectors_embedding_hnsw_idx`
+    await tx.unsafe(def)
+  })
+  await sql`analyze public.vectors`
+  return (performance.now() - started) / 1000
+}
+
+// --- (a) turn overhead -------------------------------------------------------------------------------
+async function turnOverhead(): Promise<void> {
+  const db = await scratchDatabase('chat', { max: 8 })
+  const sql = db.sql
+  const docs = await documentsFor(sql)
+  await loadChunks(sql, docs, 0, 3000, true)
+  await sql`analyze public.vectors`
+  const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_CHAT_PER_MINUTE: '100000000', EXPIRY_INTERVAL_SECONDS: '0', AI_PROVIDER: 'offline' })
+  const gw = await startGateway({ config, sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }), sources: [] } })
+
+  const students: { id: string; token: string }[] = []
+  for (let i = 0; i < 32; i++) {
+    const id = crypto.randomUUID()
+    await sql`insert into auth.users (id, aud, role, email, raw_app_meta_data, raw_user_meta_data, created_at, updated_at)
+      values (${id}, 'authenticated', 'authenticated', ${`bench-${i}@example.mr`}, ${sql.json({ provider: 'email', role: 'student' })}, ${sql.json({ full_name: 'Bench' })}, now(), now())`
+    await sql`select * from public.top_up(${id}, 10000000, 0, 'MRU', 'cash', null, 'bench')`
+    await sql`update public.wallets set subscription_tier = 'premium' where user_id = ${id}` // unlimited turns a day
+    students.push({ id, token: await signToken({ sub: id, email: `bench-${i}@example.mr` }) })
+  }
+  const questions = Array.from({ length: 200 }, (_, i) => {
+    const subject = SUBJECTS[i % SUBJECTS.length]!
+    return { message: `${sentence(subject, 8)} ?`, subject, grade: GRADES[i % GRADES.length]! }
+  })
+
+  const bare = new Hono().post('/ping', async (c) => c.json({ ok: true, echo: (await c.req.json()) as unknown }))
+  const bareServer = await new Promise<ReturnType<typeof serve>>((resolve) => {
+    const s = serve({ fetch: bare.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
+  })
+  const bareUrl = `http://127.0.0.1:${(bareServer.address() as AddressInfo).port}/ping`
+
+  const chatUrl = `${gw.url}/functions/v1/chat`
+  const headers = students.map((st) => ({ Authorization: `Bearer ${st.token}` }))
+  async function load(url: string, concurrency: number, total: number) {
+    const r = await runLoad({ url, concurrency, total, bodies: questions, headers, collect: ['timings.generate'] })
+    if (r.failures.length > 0) throw new Error(`${r.failures.length} requests failed, e.g. ${r.failures[0]}`)
+    const sorted = [...r.latencies].sort((a, b) => a - b)
+    const generate = [...r.collected[0]!].sort((a, b) => a - b)
+    return { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), rps: total / r.seconds, generateP50: generate.length ? quantile(generate, 0.5) : 0 }
+  }
+
+  console.log(`(a) turn overhead: POST /chat (JSON, offline provider, premium tier, 3,000 chunks), ${db.label}; node ${process.version}`)
+  console.log('    students   chat p50 / p99 (turns/s)          bare Hono p50 / p99 (req/s)     p50 ratio   generate p50')
+  await load(chatUrl, 4, 300) // warm-up: JIT, connections, caches
+  await load(bareUrl, 4, 500)
+  for (const [c, total] of [[1, 300], [8, 1200], [32, 1600]] as const) {
+    const chatRun = await load(chatUrl, c, total)
+    const bareRun = await load(bareUrl, c, total * 3)
+    console.log(
+      `    ${String(c).padStart(8)}   ${fmt(chatRun.p50).padStart(9)} / ${fmt(chatRun.p99).padStart(9)} (${chatRun.rps.toFixed(0).padStart(5)})   ` +
+        `${fmt(bareRun.p50).padStart(9)} / ${fmt(bareRun.p99).padStart(9)} (${bareRun.rps.toFixed(0).padStart(6)})   ${(chatRun.p50 / bareRun.p50).toFixed(1).padStart(7)}x   ${fmt(chatRun.generateP50).padStart(9)}`,
+    )
+  }
+  const [usage] = await sql`select count(*)::int as turns, sum(charged)::int as charged from public.usage_log`
+  const [ledger] = await sql`select (select sum(token_balance) from public.wallets)::bigint as balances, (select sum(delta) from public.token_ledger)::bigint as ledger`
+  console.log(`    ${usage!.turns} turns billed, ${usage!.charged} tokens charged; Σ balances ${ledger!.balances} = Σ ledger ${ledger!.ledger}: ${ledger!.balances === ledger!.ledger ? 'ok' : 'MISMATCH'}\n`)
+  bareServer.close()
+  await gw.close()
+  await db.close()
+}
+
+// --- (b) retrieval at scale --------------------------------------------------------------------------
+async function retrieval(sizes: number[]): Promise<void> {
+  const db = await scratchDatabase('retrieval', { max: 2 })
+  const sql = db.sql
+  const deps = createDeps(loadConfig({ LOG_LEVEL: 'silent' }), { sql, logs: createLogRoot({ level: 'silent' }) })
+  const [{ indexdef }] = (await sql`select indexdef from pg_indexes where indexname = 'vectors_embedding_hnsw_idx'`) as unknown as [{ indexdef: string }]
+  await sql`drop index public.vectors_embedding_hnsw_idx`
+  const docs = await documentsFor(sql)
+  const queries = Array.from({ length: 100 }, (_, i) => {
+    const subject = SUBJECTS[i % SUBJECTS.length]!
+    return { subject, vector: offlineVector(`${sentence(subject, 10)} ?`, 1536) }
+  })
+  console.log(`(b) retrieval: top-30 with a subject prefilter (1/6 of the chunks), HNSW cosine, iterative scan; ${db.label}`)
+  console.log('        chunks   load s   index s    p50 ms    p99 ms   recall@10 vs exact   exact p50 ms   plan')
+  let loaded = 0
+  for (const size of sizes) {
+    const t0 = performance.now()
+    await loadChunks(sql, docs, loaded, size - loaded, false)
+    loaded = size
+    const loadSeconds = (performance.now() - t0) / 1000
+    const indexSeconds = await rebuildIndex(sql, indexdef)
+    for (const q of queries.slice(0, 10)) await denseSearch(deps, q.vector, 30, { subject: q.subject }) // warm-up
+    const latencies: number[] = []
+    const exactLatencies: number[] = []
+    let recall = 0
+    for (const q of queries) {
+      const t1 = performance.now()
+      const hits = await denseSearch(deps, q.vector, 30, { subject: q.subject })
+      latencies.push(performance.now() - t1)
+      const t2 = performance.now()
+      const exact = await sql.begin(async (tx) => {
+        await tx`set local enable_indexscan = off`
+        await tx`set local enable_bitmapscan = off`
+        return tx`select id from public.vectors where index_name = 'curriculum-1536' and metadata ->> 'subject' = ${q.subject}
+                   order by embedding operator(extensions.<=>) ${`[${q.vector.join(',')}]`}::extensions.vector limit 10`
+      })
+      exactLatencies.push(performance.now() - t2)
+      const top = new Set(hits.slice(0, 10).map((h) => h.chunk_id))
+      recall += exact.filter((r) => top.has(r.id as string)).length / Math.max(1, exact.length)
+    }
+    const plan = await sql.begin(async (tx) => {
+      await tx`set local hnsw.iterative_scan = relaxed_order`
+      return (await tx`explain select id from public.vectors v where v.index_name = 'curriculum-1536' and v.metadata ->> 'subject' = 'physique'
+                        order by v.embedding operator(extensions.<=>) ${`[${queries[0]!.vector.join(',')}]`}::extensions.vector limit 30`).map((r) => r['QUERY PLAN'] as string)
+    })
+    latencies.sort((a, b) => a - b)
+    exactLatencies.sort((a, b) => a - b)
+    console.log(
+      `    ${size.toLocaleString('en').padStart(10)}   ${loadSeconds.toFixed(1).padStart(6)}   ${indexSeconds.toFixed(1).padStart(7)}   ${quantile(latencies, 0.5).toFixed(2).padStart(7)}   ${quantile(latencies, 0.99).toFixed(2).padStart(7)}` +
+        `   ${(recall / queries.length).toFixed(3).padStart(18)}   ${quantile(exactLatencies, 0.5).toFixed(2).padStart(12)}   ${plan.some((l) => l.includes('vectors_embedding_hnsw_idx')) ? 'HNSW index scan' : 'no index!'}`,
+    )
+  }
+  await db.close()
+}
+
+const sizes = (process.env.BENCH_CHUNKS ?? (process.env.BENCH_DATABASE_URL ? '10000,100000' : '10000')).split(',').map(Number).sort((a, b) => a - b)
+if (process.env.BENCH_PART !== 'retrieval') await turnOverhead()
+if (process.env.BENCH_PART !== 'turns') await retrieval(sizes)
