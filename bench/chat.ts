@@ -172,6 +172,7 @@ async function retrieval(sizes: number[]): Promise<void> {
   console.log('        chunks   load s   index s    p50 ms    p99 ms   recall@10 vs exact   exact p50 ms   plan')
   let loaded = 0
   for (const size of sizes) {
+    await sql`drop index if exists public.vectors_embedding_hnsw_idx` // bulk load first, then build
     const t0 = performance.now()
     await loadChunks(sql, docs, loaded, size - loaded, false)
     loaded = size
@@ -196,8 +197,11 @@ async function retrieval(sizes: number[]): Promise<void> {
       const top = new Set(hits.slice(0, 10).map((h) => h.chunk_id))
       recall += exact.filter((r) => top.has(r.id as string)).length / Math.max(1, exact.length)
     }
+    // the plan match_chunks gets without a namespace or a document (its settings, repeated here)
     const plan = await sql.begin(async (tx) => {
       await tx`set local hnsw.iterative_scan = relaxed_order`
+      await tx`set local enable_seqscan = off`
+      await tx`set local enable_sort = off`
       return (await tx`explain select id from public.vectors v where v.index_name = 'curriculum-1536' and v.metadata ->> 'subject' = 'physique'
                         order by v.embedding operator(extensions.<=>) ${`[${queries[0]!.vector.join(',')}]`}::extensions.vector limit 30`).map((r) => r['QUERY PLAN'] as string)
     })

@@ -256,6 +256,17 @@ describe('POST /chat with the offline provider', () => {
     expect(await reservations(student.id)).toBe(0)
   })
 
+  it('counts turns in flight towards the daily limit: with one turn left, two concurrent turns get 200 and 429', async () => {
+    const student = await createUser(db.sql)
+    await db.sql`select public.get_or_create_wallet(${student.id}, 50)`
+    await db.sql`insert into public.usage_log (request_id, user_id, reservation_id, kind, estimated, actual, charged)
+                 select 'earlier-' || g, ${student.id}, gen_random_uuid(), 'clarify', 1, 1, 0 from generate_series(1, 49) g`
+    const results = await Promise.all([1, 2].map(() => chat(s, student, { message: 'Comment résoudre une équation ?' })))
+    expect(results.map((r) => r.status).sort()).toEqual([200, 429])
+    await Promise.all(results.map((r) => r.body?.cancel()))
+    expect(await reservations(student.id)).toBe(1)
+  })
+
   it('rate-limits at 10 turns a minute per user: the 11th gets 429', async () => {
     const student = await createUser(db.sql)
     await db.sql`select * from public.top_up(${student.id}, 1000, 0, 'MRU', 'cash', null, 'test')`

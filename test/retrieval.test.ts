@@ -16,6 +16,7 @@ let db: TestDatabase
 let t: TestApp
 const docs: Record<string, string> = {}
 const vec = vectorLiteral
+const sentences = (text: string) => text.split(/(?<=\.) /)
 
 async function addDocument(name: string, grade: string, subject: string, language: string, texts: string[]) {
   docs[name] = (await seedDocument(db.sql, { name, grade, subject, language, texts })).id
@@ -64,6 +65,37 @@ describe('denseSearch', () => {
         order by embedding operator(extensions.<=>) ${vec('ondes')}::extensions.vector limit 10`).map((r) => r['QUERY PLAN']).join('\n')
       await conn`rollback`
       expect(plan).toContain('vectors_embedding_hnsw_idx')
+    } finally {
+      conn.release()
+    }
+  })
+})
+
+describe('match_chunks', () => {
+  it('takes the HNSW index for metadata filters on a large table, the namespace\'s btree range with a namespace, and restores the planner settings', async () => {
+    const conn = await db.sql.reserve()
+    try {
+      await conn`begin`
+      const scans = async () => {
+        const [r] = await conn`select pg_stat_get_xact_numscans('public.vectors_embedding_hnsw_idx'::regclass)::int as hnsw,
+                                      pg_stat_get_xact_numscans('public.vectors_pkey'::regclass)::int as pkey`
+        return r as { hnsw: number; pkey: number }
+      }
+      const q = vec('les ondes mécaniques')
+      const s0 = await scans()
+      // p_exact_below 0: the HNSW path even on this small table (whose reltuples analyze has set)
+      const bySubject = await conn`select * from public.match_chunks('curriculum-1536', ${q}::extensions.vector, 5, null, null, 'physique', p_exact_below => 0)`
+      const s1 = await scans()
+      const byNamespace = await conn`select * from public.match_chunks('curriculum-1536', ${q}::extensions.vector, 5, 'grade-5as-physique')`
+      const s2 = await scans()
+      expect(await conn`select current_setting('enable_seqscan') as seq, current_setting('enable_sort') as sort`).toEqual([{ seq: 'on', sort: 'on' }])
+      await conn`rollback`
+      const physics = sentences(PHYSICS_LESSON).length
+      expect(bySubject.length).toBe(Math.min(5, physics))
+      expect(byNamespace.length).toBe(Math.min(5, physics))
+      expect(s1.hnsw).toBeGreaterThan(s0.hnsw)
+      expect(s2.hnsw).toBe(s1.hnsw)
+      expect(s2.pkey).toBeGreaterThan(s1.pkey)
     } finally {
       conn.release()
     }

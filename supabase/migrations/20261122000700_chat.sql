@@ -79,16 +79,27 @@ end;
 $$;
 
 -- why: dense retrieval in one statement: the tier's K nearest chunks of an index under the filters
--- present (only those go into the query, planned for their values: the namespace's primary-key range
--- when it is known, the HNSW index otherwise), with pgvector's iterative scan so a selective filter
--- still fills K.
+-- present (only those go into the query, planned for its values). With a namespace or one document the
+-- candidate rows are few and found by their btree index, ranked exactly; so is a table smaller than
+-- p_exact_below rows. Otherwise metadata filters go through the HNSW index (the planner, misjudging the
+-- jsonb filters, would rank every row exactly), with pgvector's iterative scan so a selective filter
+-- still fills K. The planner settings are restored before return.
 create function public.match_chunks(p_index text, p_query extensions.vector, p_k integer, p_namespace text default null,
                                     p_grade text default null, p_subject text default null, p_language text default null,
-                                    p_file uuid default null)
+                                    p_file uuid default null, p_exact_below integer default 10000)
 returns table (id text, file_id uuid, namespace text, metadata jsonb, distance double precision)
 language plpgsql set search_path = '' set hnsw.iterative_scan = 'relaxed_order' as $$
+declare
+  use_hnsw boolean := p_namespace is null and p_file is null
+                      and coalesce(p_grade, p_subject, p_language) is not null
+                      and (select c.reltuples from pg_catalog.pg_class c where c.oid = 'public.vectors'::regclass) >= p_exact_below;
+  seqscan text := current_setting('enable_seqscan');
+  sort text := current_setting('enable_sort');
 begin
   perform set_config('hnsw.ef_search', greatest(40, p_k * 2)::text, true);
+  if use_hnsw then
+    perform set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true);
+  end if;
   return query execute
     'select v.id, v.file_id, v.namespace, v.metadata, v.embedding operator(extensions.<=>) $2 as distance
        from public.vectors v where v.index_name = $1'
@@ -99,10 +110,13 @@ begin
     || case when p_file is not null then ' and v.file_id = $8' else '' end
     || ' order by distance limit $3'
     using p_index, p_query, p_k, p_namespace, p_grade, p_subject, p_language, p_file;
+  if use_hnsw then
+    perform set_config('enable_seqscan', seqscan, true), set_config('enable_sort', sort, true);
+  end if;
 end;
 $$;
 
 revoke all on function public.begin_chat_turn(uuid, text, integer[], integer[], integer, integer),
-  public.match_chunks(text, extensions.vector, integer, text, text, text, text, uuid) from public, anon, authenticated;
+  public.match_chunks(text, extensions.vector, integer, text, text, text, text, uuid, integer) from public, anon, authenticated;
 grant execute on function public.begin_chat_turn(uuid, text, integer[], integer[], integer, integer),
-  public.match_chunks(text, extensions.vector, integer, text, text, text, text, uuid) to service_role;
+  public.match_chunks(text, extensions.vector, integer, text, text, text, text, uuid, integer) to service_role;
