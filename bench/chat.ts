@@ -160,7 +160,8 @@ async function turnOverhead(): Promise<void> {
 async function retrieval(sizes: number[]): Promise<void> {
   const db = await scratchDatabase('retrieval', { max: 2 })
   const sql = db.sql
-  const deps = createDeps(loadConfig({ LOG_LEVEL: 'silent' }), { sql, logs: createLogRoot({ level: 'silent' }) })
+  const efs = (process.env.BENCH_EF ?? '60,100,200').split(',').map(Number)
+  const depsFor = (ef: number) => createDeps(loadConfig({ LOG_LEVEL: 'silent', HNSW_EF_SEARCH: String(ef) }), { sql, logs: createLogRoot({ level: 'silent' }) })
   const [{ indexdef }] = (await sql`select indexdef from pg_indexes where indexname = 'vectors_embedding_hnsw_idx'`) as unknown as [{ indexdef: string }]
   await sql`drop index public.vectors_embedding_hnsw_idx`
   const docs = await documentsFor(sql)
@@ -169,7 +170,7 @@ async function retrieval(sizes: number[]): Promise<void> {
     return { subject, vector: offlineVector(`${sentence(subject, 10)} ?`, 1536) }
   })
   console.log(`(b) retrieval: top-30 with a subject prefilter (1/6 of the chunks), HNSW cosine, iterative scan; ${db.label}`)
-  console.log('        chunks   load s   index s    p50 ms    p99 ms   recall@10 vs exact   exact p50 ms   plan')
+  console.log('        chunks   load s   index s     ef    p50 ms    p99 ms   recall@10 vs exact   exact p50 ms   plan')
   let loaded = 0
   for (const size of sizes) {
     await sql`drop index if exists public.vectors_embedding_hnsw_idx` // bulk load first, then build
@@ -178,25 +179,19 @@ async function retrieval(sizes: number[]): Promise<void> {
     loaded = size
     const loadSeconds = (performance.now() - t0) / 1000
     const indexSeconds = await rebuildIndex(sql, indexdef)
-    for (const q of queries.slice(0, 10)) await denseSearch(deps, q.vector, 30, { subject: q.subject }) // warm-up
-    const latencies: number[] = []
-    const exactLatencies: number[] = []
-    let recall = 0
+    // exact answers once (index scans off), then each ef_search
+    const exact: { ids: Set<string>; ms: number }[] = []
     for (const q of queries) {
-      const t1 = performance.now()
-      const hits = await denseSearch(deps, q.vector, 30, { subject: q.subject })
-      latencies.push(performance.now() - t1)
       const t2 = performance.now()
-      const exact = await sql.begin(async (tx) => {
+      const rows = await sql.begin(async (tx) => {
         await tx`set local enable_indexscan = off`
         await tx`set local enable_bitmapscan = off`
         return tx`select id from public.vectors where index_name = 'curriculum-1536' and metadata ->> 'subject' = ${q.subject}
                    order by embedding operator(extensions.<=>) ${`[${q.vector.join(',')}]`}::extensions.vector limit 10`
       })
-      exactLatencies.push(performance.now() - t2)
-      const top = new Set(hits.slice(0, 10).map((h) => h.chunk_id))
-      recall += exact.filter((r) => top.has(r.id as string)).length / Math.max(1, exact.length)
+      exact.push({ ids: new Set(rows.map((r) => r.id as string)), ms: performance.now() - t2 })
     }
+    const exactMs = exact.map((e) => e.ms).sort((a, b) => a - b)
     // the plan match_chunks gets without a namespace or a document (its settings, repeated here)
     const plan = await sql.begin(async (tx) => {
       await tx`set local hnsw.iterative_scan = relaxed_order`
@@ -205,12 +200,24 @@ async function retrieval(sizes: number[]): Promise<void> {
       return (await tx`explain select id from public.vectors v where v.index_name = 'curriculum-1536' and v.metadata ->> 'subject' = 'physique'
                         order by v.embedding operator(extensions.<=>) ${`[${queries[0]!.vector.join(',')}]`}::extensions.vector limit 30`).map((r) => r['QUERY PLAN'] as string)
     })
-    latencies.sort((a, b) => a - b)
-    exactLatencies.sort((a, b) => a - b)
-    console.log(
-      `    ${size.toLocaleString('en').padStart(10)}   ${loadSeconds.toFixed(1).padStart(6)}   ${indexSeconds.toFixed(1).padStart(7)}   ${quantile(latencies, 0.5).toFixed(2).padStart(7)}   ${quantile(latencies, 0.99).toFixed(2).padStart(7)}` +
-        `   ${(recall / queries.length).toFixed(3).padStart(18)}   ${quantile(exactLatencies, 0.5).toFixed(2).padStart(12)}   ${plan.some((l) => l.includes('vectors_embedding_hnsw_idx')) ? 'HNSW index scan' : 'no index!'}`,
-    )
+    for (const ef of efs) {
+      const deps = depsFor(ef)
+      for (const q of queries.slice(0, 10)) await denseSearch(deps, q.vector, 30, { subject: q.subject }) // warm-up
+      const latencies: number[] = []
+      let recall = 0
+      for (const [i, q] of queries.entries()) {
+        const t1 = performance.now()
+        const hits = await denseSearch(deps, q.vector, 30, { subject: q.subject })
+        latencies.push(performance.now() - t1)
+        const top = new Set(hits.slice(0, 10).map((h) => h.chunk_id))
+        recall += [...exact[i]!.ids].filter((id) => top.has(id)).length / Math.max(1, exact[i]!.ids.size)
+      }
+      latencies.sort((a, b) => a - b)
+      console.log(
+        `    ${size.toLocaleString('en').padStart(10)}   ${loadSeconds.toFixed(1).padStart(6)}   ${indexSeconds.toFixed(1).padStart(7)}   ${String(ef).padStart(4)}   ${quantile(latencies, 0.5).toFixed(2).padStart(7)}   ${quantile(latencies, 0.99).toFixed(2).padStart(7)}` +
+          `   ${(recall / queries.length).toFixed(3).padStart(18)}   ${quantile(exactMs, 0.5).toFixed(2).padStart(12)}   ${plan.some((l) => l.includes('vectors_embedding_hnsw_idx')) ? 'HNSW index scan' : 'no index!'}`,
+      )
+    }
   }
   await db.close()
 }

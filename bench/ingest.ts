@@ -11,7 +11,7 @@ import { claimNextJob, processJob } from '../functions-shared/ingestion/pipeline
 import { ingestionMetrics } from '../functions-shared/ingestion/metrics.ts'
 import { scratchDatabase } from './lib/scratch-db.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
-import { makePdf } from '../test/helpers/pdfs.ts'
+import { makePdf } from '../scripts/lib/pdf.ts'
 import { FR_LESSON, PHYSICS_LESSON } from '../test/helpers/portal.ts'
 
 const PAGES = Number(process.env.BENCH_PAGES ?? 200)

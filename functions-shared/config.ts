@@ -25,7 +25,7 @@ export const settings = {
   SHUTDOWN_TIMEOUT_MS: [int(10000), 'How long Ctrl-C waits for in-flight requests before closing anyway'],
   // --- database
   DATABASE_URL: [optionalUrl, 'PostgreSQL 15+ with pgvector; when unset the embedded PGlite database is used (SUPABASE_DB_URL is read too)'],
-  DATA_DIR: [str('.data'), 'Folder holding the embedded database'],
+  DATA_DIR: [str('.data'), 'Folder holding the embedded database and the demo portal\'s generated PDFs'],
   DB_PORT: [int(54322, 0).pipe(z.number().max(65535)), 'Port on which the embedded database accepts PostgreSQL clients (psql, postgres.js)'],
   DB_POOL_MAX: [int(4, 1).pipe(z.number().max(64)), 'Connections per process to a PostgreSQL server (the embedded database always uses one)'],
   DB_PREPARE: [bool(true), 'Use prepared statements; set false behind a transaction pooler (Supabase port 6543)'],
@@ -64,6 +64,7 @@ export const settings = {
   RATE_LIMIT_PROFILE_PER_MINUTE: [int(60, 1), 'Profile (/me) requests per window per user'],
   // --- scraping and downloads
   SCRAPER_SOURCES_FILE: [str('config/scraper-sources.json'), 'JSON file of scraper sources (see config/scraper-sources.json)'],
+  DEMO_PORTAL: [z.enum(['auto', 'on', 'off']).default('auto'), 'Serve the bundled demo curriculum portal at /demo-portal (local gateway): auto = on with the embedded database only; on also lets downloads reach loopback'],
   FETCH_ALLOW_LOOPBACK: [bool(false), 'Let downloads reach loopback addresses (tests and the local demo portal only); private ranges are always refused'],
   FETCH_TIMEOUT_MS: [int(30000, 1), 'Deadline of one download (listing page or PDF), redirects included'],
   PDF_PARSE_DEADLINE_MS: [int(60000, 1), 'Deadline of text extraction from one PDF'],
@@ -120,6 +121,7 @@ export const settings = {
   DUPLICATE_HAMMING_THRESHOLD: [int(3), 'SimHash Hamming distance at or below which a document is a duplicate'],
   RERANK_CACHE_TTL_SECONDS: [int(900), 'Rerank cache time-to-live'],
   CHUNK_CACHE_TTL_SECONDS: [int(3600), 'Chunk text cache time-to-live'],
+  HNSW_EF_SEARCH: [int(200, 1), 'Candidate list of an HNSW search (hnsw.ef_search; at least twice K, at most 1000): higher is more exact and slower'],
   RERANK_TIMEOUT_MS: [int(5000, 1), 'Rerank slower than this falls back to dense order'],
   CIRCUIT_FAILURE_THRESHOLD: [int(3, 1), 'Chat-model failures that open the circuit'],
   CIRCUIT_WINDOW_SECONDS: [int(60, 1), 'Window in which those failures are counted'],

@@ -1,13 +1,12 @@
 // `npm start`: the whole local stack in one process. Embedded PGlite unless DATABASE_URL is set; the
 // platform shim and migrations applied; every router served under /functions/v1 on PORT.
-import { resolve } from 'node:path'
 import { loadConfigOrExit } from './lib/load-config.ts'
-import { createDb, type Sql } from '../functions-shared/db/client.ts'
-import { apiKey } from '../functions-shared/lib/keys.ts'
+import type { Sql } from '../functions-shared/db/client.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
-import { startEmbedded, type EmbeddedDb } from './lib/embedded-db.ts'
-import { migrateRepository } from './lib/migrations.ts'
-import { FUNCTIONS_BASE, startGateway, type Gateway } from './lib/gateway.ts'
+import type { EmbeddedDb } from './lib/embedded-db.ts'
+import { FUNCTIONS_BASE, type Gateway } from './lib/gateway.ts'
+import { startStack } from './lib/stack.ts'
+import { DEMO_PORTAL_BASE } from './lib/demo-portal.ts'
 
 const config = loadConfigOrExit('curriculum-tutor')
 
@@ -32,35 +31,27 @@ async function shutdown(signal: string): Promise<void> {
 process.on('SIGINT', () => void shutdown('SIGINT'))
 process.on('SIGTERM', () => void shutdown('SIGTERM'))
 
-let databaseUrl = config.DATABASE_URL
-if (!databaseUrl) {
-  embedded = await startEmbedded({ dataDir: resolve(config.DATA_DIR), port: config.DB_PORT })
-  databaseUrl = embedded.url
-}
-sql = createDb(databaseUrl, {
-  max: embedded ? 1 : config.DB_POOL_MAX,
-  prepare: config.DB_PREPARE,
-  statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+const stack = await startStack(config, logs, {
+  onPart: (part) => {
+    sql = part.sql ?? sql
+    embedded = part.embedded ?? embedded
+    gateway = part.gateway ?? gateway
+  },
 })
-
-const migrated = await migrateRepository(sql)
-log.info({ shim_applied: migrated.shimApplied, applied: migrated.applied }, 'database migrated')
-
-const [anonKey, serviceKey] = await Promise.all([apiKey(config.JWT_SECRET, 'anon'), apiKey(config.JWT_SECRET, 'service_role')])
-gateway = await startGateway({ config, sql, deps: { logs } })
+const { databaseUrl } = stack
+const demo = stack.gateway.deps.config.FETCH_ALLOW_LOOPBACK && (config.DEMO_PORTAL === 'on' || (config.DEMO_PORTAL === 'auto' && stack.embedded))
 
 const safeDbUrl = databaseUrl.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@')
 process.stdout.write(`
-curriculum-tutor is running (${embedded ? 'embedded PGlite database' : 'PostgreSQL server'})
+curriculum-tutor is running (${stack.embedded ? 'embedded PGlite database' : 'PostgreSQL server'})
 
-  API URL        ${gateway.url}${FUNCTIONS_BASE}
-  Health         ${gateway.url}${FUNCTIONS_BASE}/health
-  API reference  ${gateway.url}${FUNCTIONS_BASE}/docs
-  Auth URL       ${gateway.deps.config.SUPABASE_URL}/auth/v1${gateway.deps.config.LOCAL_AUTH ? "" : " (external)"}
-  Database URL   ${embedded ? databaseUrl : safeDbUrl}
-  anon key       ${config.SUPABASE_ANON_KEY ?? anonKey}
-  service_role key ${config.SUPABASE_SERVICE_ROLE_KEY ?? serviceKey}
+  API URL        ${stack.gateway.url}${FUNCTIONS_BASE}
+  Health         ${stack.gateway.url}${FUNCTIONS_BASE}/health
+  API reference  ${stack.gateway.url}${FUNCTIONS_BASE}/docs
+  Auth URL       ${stack.gateway.deps.config.SUPABASE_URL}/auth/v1${stack.gateway.deps.config.LOCAL_AUTH ? "" : " (external)"}
+  Database URL   ${stack.embedded ? databaseUrl : safeDbUrl}
+  anon key       ${stack.anonKey}
+  service_role key ${stack.serviceKey}${demo ? `\n  Demo portal    ${stack.gateway.url}${DEMO_PORTAL_BASE}/programmes/page1.html (scraper source "demo"; try npm run demo)` : ''}
 
 Press Ctrl-C to stop.
 `)
-

@@ -11,7 +11,7 @@ import { roleFromClaims, createTokenVerifier } from '../functions-shared/http/au
 import { openApiDocument } from '../functions-shared/app.ts'
 import { adminSecurity } from '../functions-shared/http/router.ts'
 import { createUser } from './helpers/users.ts'
-import { makePdf } from './helpers/pdfs.ts'
+import { makePdf } from '../scripts/lib/pdf.ts'
 import { FR_LESSON } from './helpers/portal.ts'
 import { reserve } from '../functions-shared/wallet/service.ts'
 import { SourceSchema } from '../functions-shared/catalogue/sources.ts'

@@ -1,6 +1,6 @@
 // Real PDFs, generated here, through pdf.js: French and Arabic text, broken and non-PDF files.
 import { describe, expect, it } from 'vitest'
-import { makePdf } from './helpers/pdfs.ts'
+import { makePdf } from '../scripts/lib/pdf.ts'
 import { extractPdf, isPdf, PdfError } from '../functions-shared/catalogue/extract-pdf.ts'
 import { canonicalize, arabicShare } from '../functions-shared/catalogue/canonicalize.ts'
 import { tokens } from '../functions-shared/catalogue/simhash.ts'

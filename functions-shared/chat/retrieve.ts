@@ -44,7 +44,8 @@ export async function denseSearch(deps: Deps, vector: readonly number[], k: numb
   // the iterative scan on (see the chat migration)
   const rows = await deps.sql`
     select * from public.match_chunks(${deps.config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${k},
-                                      ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid)`
+                                      ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
+                                      p_ef_search => ${deps.config.HNSW_EF_SEARCH})`
   return rows
     .map((r) => {
       const meta = r.metadata as Record<string, unknown>

@@ -1,4 +1,4 @@
-// /wallet: the caller's balance and reservations (Bearer), top-ups, expenses and transactions (admin),
+// /wallet: the caller's balance, reservations and ledger (Bearer), top-ups, expenses and transactions (admin),
 // and manual reserve/finalize for testing (admin, switched off by WALLET_INTERNAL_ROUTES=false).
 import { createRoute, z } from '@hono/zod-openapi'
 import type { Deps } from '../deps.ts'
@@ -7,7 +7,7 @@ import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
 import { listQuery } from '../admin/list.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
-import { finalize, getBalance, listOwnReservations, listTransactions, logExpense, reserve, topUp } from './service.ts'
+import { finalize, getBalance, listOwnLedger, listOwnReservations, listTransactions, logExpense, reserve, topUp } from './service.ts'
 
 const Currency = z.enum(['MRU', 'USD', 'EUR'])
 const PaymentMethod = z.enum(['cash', 'bank_transfer', 'mobile_money', 'bankily', 'masrvi', 'sedad'])
@@ -113,6 +113,23 @@ export function walletRouter(deps: Deps) {
     request: { query: ListQuery.extend({ status: z.enum(['reserved', 'finalized', 'expired']).optional() }) },
     responses: { 200: jsonContent(z.object({ items: z.array(ReservationSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }), 'Newest first'), ...errorResponses.protected },
   })
+  const LedgerEntry = z
+    .object({
+      id: z.number().int(),
+      delta: z.number().int(),
+      reason: z.enum(['welcome_bonus', 'topup', 'reservation_hold', 'reservation_release', 'agent_chat', 'reservation_expired']),
+      request_id: z.string().nullable(),
+      reservation_id: z.uuid().nullable(),
+      balance_after: z.number().int(),
+      created_at: z.string(),
+    })
+    .openapi('LedgerEntry')
+  const ledger = createRoute({
+    method: 'get', path: '/ledger', tags: ['wallet'], summary: 'My ledger', security: bearerSecurity,
+    description: 'Every movement of the caller\'s balance, newest first: holds and releases of reservations, charges (agent_chat), top-ups, expiries.',
+    request: { query: ListQuery },
+    responses: { 200: jsonContent(z.object({ items: z.array(LedgerEntry), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }), 'Newest first'), ...errorResponses.protected },
+  })
   const topup = createRoute({
     method: 'post', path: '/topup', tags: ['wallet'], summary: 'Top up a student\'s wallet', security: adminSecurity,
     description: 'Adds tokens, writes a topup ledger entry and a credit/topup transaction. With an Idempotency-Key header, a retry replays the first answer; the same key with another body gives 422.',
@@ -144,7 +161,7 @@ export function walletRouter(deps: Deps) {
   })
 
   const router = createRouter()
-  for (const path of ['/balance', '/reservations']) router.use(path, user, limit('wallet'))
+  for (const path of ['/balance', '/reservations', '/ledger']) router.use(path, user, limit('wallet'))
   for (const path of ['/topup', '/transactions', '/transactions/*', '/internal/*']) router.use(path, admin, limit('wallet'))
   router.use('/internal/*', async (c, next) => {
     if (!deps.config.WALLET_INTERNAL_ROUTES) throw new ApiError(ErrorCode.NOT_FOUND, `No route for ${c.req.method} ${c.req.path}`)
@@ -155,6 +172,7 @@ export function walletRouter(deps: Deps) {
   return router
     .openapi(balance, async (c) => c.json(await getBalance({ ctx: ctx(c.get('requestId')), userId: userId(c.get('principal')) }), 200))
     .openapi(reservations, async (c) => c.json(await listOwnReservations({ ctx: ctx(c.get('requestId')), principal: c.get('principal'), input: c.req.valid('query') }), 200))
+    .openapi(ledger, async (c) => c.json(await listOwnLedger({ ctx: ctx(c.get('requestId')), principal: c.get('principal'), input: c.req.valid('query') }), 200))
     .openapi(topup, async (c) => {
       const result = await topUp({ ctx: ctx(c.get('requestId')), principal: c.get('principal'), input: c.req.valid('json'), idempotencyKey: c.req.valid('header')['idempotency-key'] })
       if (result.replayed) c.header('Idempotent-Replayed', 'true')

@@ -78,6 +78,31 @@ export async function listOwnReservations({ ctx, principal, input }: { ctx: Ctx;
   })
 }
 
+export type LedgerReason = 'welcome_bonus' | 'topup' | 'reservation_hold' | 'reservation_release' | 'agent_chat' | 'reservation_expired'
+
+/** The caller's own ledger entries, newest first, through RLS. */
+export async function listOwnLedger({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { limit: number; offset: number } }) {
+  if (principal.kind !== 'user') throw new ApiError(ErrorCode.FORBIDDEN, 'This endpoint needs a user token')
+  return asUser(ctx.deps.sql, { ...principal.claims, sub: principal.userId }, async (tx) => {
+    const [{ total }] = (await tx`select count(*)::int as total from public.token_ledger`) as unknown as [{ total: number }]
+    const rows = await tx`select * from public.token_ledger order by id desc limit ${input.limit} offset ${input.offset}`
+    return {
+      items: rows.map((r) => ({
+        id: Number(r.id),
+        delta: Number(r.delta),
+        reason: r.reason as LedgerReason,
+        request_id: (r.request_id as string | null) ?? null,
+        reservation_id: (r.reservation_id as string | null) ?? null,
+        balance_after: Number(r.balance_after),
+        created_at: iso(r.created_at)!,
+      })),
+      total,
+      limit: input.limit,
+      offset: input.offset,
+    }
+  })
+}
+
 export async function reserve({ ctx, input }: { ctx: Ctx; input: { user_id: string; estimate: number; request_id?: string | undefined } }) {
   const { config } = ctx.deps
   const m = walletMetrics(ctx.deps.metrics.registry)

@@ -1,5 +1,5 @@
-// The local gateway: one Node server that serves every router under /functions/v1 (as Supabase does)
-// and the local auth server under /auth/v1.
+// The local gateway: one Node server that serves every router under /functions/v1 (as Supabase does),
+// the local auth server under /auth/v1 and, with DEMO_PORTAL, the demo curriculum portal.
 import { serve, type ServerType } from '@hono/node-server'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../../functions-shared/config.ts'
@@ -9,6 +9,7 @@ import { createDeps, type Deps } from '../../functions-shared/deps.ts'
 import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
 import { expireReservations } from '../../functions-shared/wallet/service.ts'
 import { readAssetNode, readSourcesNode, remoteAddressNode, resolveHostNode } from './node-adapter.ts'
+import { buildDemoPortal, DEMO_PORTAL_BASE } from './demo-portal.ts'
 
 export const FUNCTIONS_BASE = '/functions/v1'
 
@@ -20,7 +21,7 @@ export interface Gateway {
   close(timeoutMs?: number): Promise<void>
 }
 
-export async function startGateway(options: { config: Config; sql: Sql; port?: number; deps?: Partial<Deps> }): Promise<Gateway> {
+export async function startGateway(options: { config: Config; sql: Sql; port?: number; deps?: Partial<Deps>; embedded?: boolean }): Promise<Gateway> {
   // Listen first: with PORT=0 the URL (which supabase-js calls for auth) is known only then.
   let handle: (request: Request, env: unknown) => Response | Promise<Response> = () => new Response('starting', { status: 503 })
   const server = await new Promise<ServerType>((resolve, reject) => {
@@ -29,16 +30,28 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
   })
   const { port } = server.address() as AddressInfo
   const url = `http://${options.config.HOST}:${port}`
-  const config: Config = { ...options.config, SUPABASE_URL: options.config.SUPABASE_URL ?? url }
+  // The demo portal lives on this loopback server, so serving it lets downloads reach loopback.
+  const demo = options.config.DEMO_PORTAL === 'on' || (options.config.DEMO_PORTAL === 'auto' && options.embedded === true)
+  const config: Config = {
+    ...options.config,
+    SUPABASE_URL: options.config.SUPABASE_URL ?? url,
+    FETCH_ALLOW_LOOPBACK: options.config.FETCH_ALLOW_LOOPBACK || demo,
+  }
+  const publicBase = (options.config.PUBLIC_URL ?? url).replace(/\/$/, '')
   const deps = createDeps(config, {
     sql: options.sql,
     remoteAddress: remoteAddressNode,
     readAsset: readAssetNode,
     resolveHost: resolveHostNode,
-    sources: options.deps?.sources ?? (await readSourcesNode(config.SCRAPER_SOURCES_FILE)),
+    sources: options.deps?.sources ?? (await readSourcesNode(config.SCRAPER_SOURCES_FILE, { PUBLIC_URL: publicBase, PUBLIC_HOST: new URL(publicBase).hostname })),
     ...options.deps,
   })
   const app = createApp(deps, { basePath: FUNCTIONS_BASE })
+  if (demo) {
+    const portal = await buildDemoPortal(config.DATA_DIR)
+    app.route(DEMO_PORTAL_BASE, portal.app)
+    deps.logs.get('start').info({ url: `${publicBase}${DEMO_PORTAL_BASE}/programmes/page1.html`, files: portal.files.length }, 'demo portal served')
+  }
   if (config.LOCAL_AUTH) app.route('/auth/v1', localAuthRouter(deps))
   handle = (request, env) => app.fetch(request, env as never)
   // The expiry job, locally (on Supabase, pg_cron runs it); every wallet RPC also expires first.

@@ -31,14 +31,23 @@ export function remoteAddressNode(c: Context): string | undefined {
 
 export const resolveHostNode: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address)
 
-/** The scraper sources file; a missing or invalid file stops the start with a message naming it. */
-export async function readSourcesNode(path: string): Promise<Source[]> {
+/**
+ * The scraper sources file; a missing or invalid file stops the start with a message naming it.
+ * `${NAME}` in it is replaced by `vars.NAME` (the local stack passes PUBLIC_URL and PUBLIC_HOST, which the
+ * demo source uses); an unknown name is an error.
+ */
+export async function readSourcesNode(path: string, vars: Record<string, string> = {}): Promise<Source[]> {
   let text: string
   try {
     text = await readFile(path, 'utf8')
   } catch (err) {
     throw new Error(`cannot read SCRAPER_SOURCES_FILE ${path}: ${(err as Error).message}`)
   }
+  text = text.replace(/\$\{([A-Z_]+)\}/g, (_, name: string) => {
+    const value = vars[name]
+    if (value === undefined) throw new Error(`invalid SCRAPER_SOURCES_FILE ${path}: \${${name}} is not known here (known: ${Object.keys(vars).join(', ') || 'none'})`)
+    return value
+  })
   try {
     return parseSources(text)
   } catch (err) {

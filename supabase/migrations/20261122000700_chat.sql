@@ -86,7 +86,8 @@ $$;
 -- still fills K. The planner settings are restored before return.
 create function public.match_chunks(p_index text, p_query extensions.vector, p_k integer, p_namespace text default null,
                                     p_grade text default null, p_subject text default null, p_language text default null,
-                                    p_file uuid default null, p_exact_below integer default 10000)
+                                    p_file uuid default null, p_exact_below integer default 10000,
+                                    p_ef_search integer default 200)
 returns table (id text, file_id uuid, namespace text, metadata jsonb, distance double precision)
 language plpgsql set search_path = '' set hnsw.iterative_scan = 'relaxed_order' as $$
 declare
@@ -96,7 +97,7 @@ declare
   seqscan text := current_setting('enable_seqscan');
   sort text := current_setting('enable_sort');
 begin
-  perform set_config('hnsw.ef_search', greatest(40, p_k * 2)::text, true);
+  perform set_config('hnsw.ef_search', least(1000, greatest(p_ef_search, p_k * 2))::text, true);
   if use_hnsw then
     perform set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true);
   end if;
@@ -117,6 +118,6 @@ end;
 $$;
 
 revoke all on function public.begin_chat_turn(uuid, text, integer[], integer[], integer, integer),
-  public.match_chunks(text, extensions.vector, integer, text, text, text, text, uuid, integer) from public, anon, authenticated;
+  public.match_chunks(text, extensions.vector, integer, text, text, text, text, uuid, integer, integer) from public, anon, authenticated;
 grant execute on function public.begin_chat_turn(uuid, text, integer[], integer[], integer, integer),
-  public.match_chunks(text, extensions.vector, integer, text, text, text, text, uuid, integer) to service_role;
+  public.match_chunks(text, extensions.vector, integer, text, text, text, text, uuid, integer, integer) to service_role;

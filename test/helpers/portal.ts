@@ -3,7 +3,7 @@
 // a 404 and a redirect to a private address.
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { makePdf } from './pdfs.ts'
+import { makePdf } from '../../scripts/lib/pdf.ts'
 
 export const FR_LESSON = [
   'Leçon 3 : les équations du premier degré à une inconnue.',

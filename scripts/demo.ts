@@ -1,0 +1,146 @@
+// `npm run demo`: the whole mission, offline, in about a minute. Against the stack at DEMO_URL (or
+// http://HOST:PORT when one answers there), else a stack started here on the embedded database: creates
+// an admin and a student, syncs the bundled demo portal, ingests every discovered reference with live
+// progress, shows the catalogue, asks the teacher a question in French and one in Arabic (streamed,
+// with sources), and prints the student's wallet and ledger. Exits non-zero on any failure.
+import { loadConfigOrExit } from './lib/load-config.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { createLogRoot } from '../functions-shared/lib/logger.ts'
+import { ApiCallError, ApiClient } from './lib/api-client.ts'
+import { startStack, type Stack } from './lib/stack.ts'
+
+const config = loadConfigOrExit('demo')
+const out = (line = '') => process.stdout.write(`${line}\n`)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const DEADLINE_MS = Number(process.env.DEMO_TIMEOUT_MS ?? 110_000)
+const started = Date.now()
+
+async function reachable(url: string): Promise<boolean> {
+  try {
+    return (await fetch(`${url}/functions/v1/health`, { signal: AbortSignal.timeout(1500) })).ok
+  } catch {
+    return false
+  }
+}
+
+/** Retries a call that hit a rate limit, after the time the server asks for. */
+async function patiently<T>(fn: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await fn()
+    } catch (err) {
+      if (err instanceof ApiCallError && err.status === 429 && err.body.error === 'rate_limited') {
+        await sleep(Number(err.body.retry_after ?? 1) * 1000)
+        continue
+      }
+      throw err
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  let stack: Stack | undefined
+  let url = process.env.DEMO_URL ?? `http://${config.HOST}:${config.PORT}`
+  if (!process.env.DEMO_URL && (config.PORT === 0 || !(await reachable(url)))) {
+    out('No stack is running: starting one on the embedded database…')
+    stack = await startStack(config, createLogRoot({ level: process.env.DEMO_LOG_LEVEL === undefined ? 'warn' : config.LOG_LEVEL }))
+    url = stack.gateway.url
+  }
+  try {
+    await run(url, stack?.serviceKey ?? process.env.SUPABASE_SERVICE_ROLE_KEY ?? config.SUPABASE_SERVICE_ROLE_KEY ?? (await apiKey(config.JWT_SECRET, 'service_role')))
+  } finally {
+    await stack?.close()
+  }
+}
+
+async function run(url: string, serviceKey: string): Promise<void> {
+  const service = new ApiClient({ url, token: serviceKey })
+  out(`\n== curriculum-tutor demo on ${url}`)
+
+  // 1. accounts
+  const stamp = Date.now().toString(36)
+  const password = `demo-${stamp}-Passw0rd`
+  const admin = await service.post('/admin/users', { email: `admin-${stamp}@demo.mr`, password, full_name: 'Admin Démo', role: 'admin' })
+  const student = await service.post('/admin/users', { email: `eleve-${stamp}@demo.mr`, password, full_name: 'Élève Démo', role: 'student' })
+  const signIn = async (email: string) => (await patiently(() => service.withToken('').post('/auth/signin', { email, password }))).data.access_token as string
+  const adminApi = service.withToken(await signIn(admin.email))
+  const studentApi = service.withToken(await signIn(student.email))
+  out(`accounts     admin ${admin.email}, student ${student.email} (signed in; the admin works with its own token)`)
+
+  // 2. sync the demo portal
+  const sync = await adminApi.post('/scraping/demo/sync')
+  out(`sync         run ${sync.run_id}: ${sync.status}; found ${sync.found_count}, new ${sync.new_count}, duplicates ${sync.duplicates}, quality failures ${sync.quality_failed}, errors ${sync.errors}, already known ${sync.known}`)
+  if (sync.status !== 'completed') throw new Error('the sync did not complete')
+
+  // 3. ingest every discovered reference, dispatch, and watch the jobs
+  const refs = (await adminApi.get('/scraping/demo/references?status=discovered&limit=200')).items as { id: string; title: string | null; pdf_source: string }[]
+  const jobIds: string[] = []
+  for (const ref of refs) {
+    const queued = await patiently(() => adminApi.post(`/admin/ingest/${ref.id}`))
+    jobIds.push(queued.job_id)
+  }
+  out(`ingest       ${jobIds.length} reference(s) queued${jobIds.length === 0 ? ' (everything was ingested by an earlier run)' : ''}`)
+  const terminal = new Set(['ready', 'failed'])
+  let last = ''
+  for (;;) {
+    if (Date.now() - started > DEADLINE_MS) throw new Error('ingestion did not finish in time')
+    const dispatched = await patiently(() => adminApi.post('/admin/jobs/dispatch'))
+    const jobs = ((await patiently(() => adminApi.get('/admin/jobs?limit=200'))).items as { id: string; status: string; progress?: number }[]).filter((j) => jobIds.includes(j.id))
+    const counts = new Map<string, number>()
+    for (const j of jobs) counts.set(j.status, (counts.get(j.status) ?? 0) + 1)
+    const done = jobs.filter((j) => terminal.has(j.status)).length
+    const bar = '#'.repeat(Math.round((done / Math.max(1, jobIds.length)) * 20)).padEnd(20, '.')
+    const line = `jobs         [${bar}] ${done}/${jobIds.length} done  ${[...counts].map(([s, n]) => `${s} ${n}`).join(', ')}`
+    if (line !== last) out(line)
+    last = line
+    if (done === jobIds.length && dispatched.status === 'idle') break
+    await sleep(dispatched.status === 'idle' ? 400 : 50)
+  }
+  const failed = ((await adminApi.get('/admin/jobs?status=failed&limit=200')).items as { id: string; error_message: string | null }[]).filter((j) => jobIds.includes(j.id))
+  if (failed.length > 0) throw new Error(`ingestion failed: ${failed.map((j) => j.error_message).join('; ')}`)
+
+  // 4. the public catalogue
+  const catalogue = await service.withToken('').get('/curriculum/textbooks?limit=50')
+  out(`\ncatalogue    ${catalogue.textbooks.length} textbook(s) ready`)
+  for (const t of catalogue.textbooks as { title: string; grade: string; subject: string; language: string; page_count: number; chunk_count: number }[]) {
+    out(`  - [${t.language}] ${t.grade} ${t.subject}: ${t.title} (${t.page_count} pages, ${t.chunk_count} chunks)`)
+  }
+
+  // 5. the teacher, in French and in Arabic
+  for (const message of ['Comment résoudre une équation du premier degré ?', 'ما هي أركان الإسلام؟']) {
+    out(`\nstudent      ${message}`)
+    let outcome = ''
+    process.stdout.write('teacher      ')
+    for await (const e of studentApi.stream('/chat', { message, stream: true })) {
+      if (e.event === 'meta') out(`(${e.data.path}, ${e.data.language}, subject ${e.data.subject ?? '-'}, ${e.data.reservation.estimated} tokens reserved)`)
+      else if (e.event === 'sources') {
+        for (const s of e.data.sources) out(`  [${s.n}] ${s.title} p.${s.page_number} (score ${s.score}) ${s.source_url}`)
+        process.stdout.write('  ')
+      } else if (e.event === 'delta') process.stdout.write(e.data.text)
+      else if (e.event === 'done') {
+        outcome = e.data.outcome
+        out(`\n  → ${e.data.outcome}${e.data.extractive ? ' (extractive: quoted from the curriculum, offline provider)' : ''}; charged ${e.data.usage.charged} tokens, balance ${e.data.usage.token_balance}`)
+      } else if (e.event === 'error') throw new Error(`chat error: ${e.data.error}: ${e.data.message}`)
+    }
+    if (outcome !== 'answered') throw new Error(`the teacher did not answer (${outcome || 'no done event'})`)
+  }
+
+  // 6. the student's wallet and ledger
+  const balance = await studentApi.get('/wallet/balance')
+  const ledger = await studentApi.get('/wallet/ledger?limit=50')
+  out(`\nwallet       ${balance.token_balance} tokens, tier ${balance.subscription_tier}, ${balance.limits.turns_today} turn(s) today`)
+  for (const e of [...ledger.items].reverse() as { delta: number; reason: string; balance_after: number; request_id: string | null }[]) {
+    out(`  ${String(e.delta).padStart(5)}  ${e.reason.padEnd(20)} balance ${String(e.balance_after).padStart(4)}  ${e.request_id ?? ''}`)
+  }
+  const sum = (ledger.items as { delta: number }[]).reduce((s, e) => s + e.delta, 0)
+  if (sum !== balance.token_balance) throw new Error(`the ledger (${sum}) does not add up to the balance (${balance.token_balance})`)
+  out(`\ndemo finished in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+}
+
+try {
+  await main()
+  process.exit(0)
+} catch (err) {
+  process.stderr.write(`\ndemo failed: ${(err as Error).message}\n`)
+  process.exit(1)
+}

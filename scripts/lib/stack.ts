@@ -1,0 +1,54 @@
+// The whole local stack in one process: the embedded PGlite (unless DATABASE_URL is set), the platform
+// shim and migrations, and the gateway on PORT. Used by `npm start` and by `npm run demo` when no stack
+// is running.
+import { resolve } from 'node:path'
+import type { Config } from '../../functions-shared/config.ts'
+import { createDb, type Sql } from '../../functions-shared/db/client.ts'
+import { apiKey } from '../../functions-shared/lib/keys.ts'
+import type { LogRoot } from '../../functions-shared/lib/logger.ts'
+import { startEmbedded, type EmbeddedDb } from './embedded-db.ts'
+import { migrateRepository } from './migrations.ts'
+import { startGateway, type Gateway } from './gateway.ts'
+
+export interface Stack {
+  gateway: Gateway
+  embedded: boolean
+  databaseUrl: string
+  anonKey: string
+  serviceKey: string
+  close(): Promise<void>
+}
+
+export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?: (part: { sql?: Sql; embedded?: EmbeddedDb; gateway?: Gateway }) => void } = {}): Promise<Stack> {
+  const log = logs.get('start')
+  let embedded: EmbeddedDb | undefined
+  let databaseUrl = config.DATABASE_URL
+  if (!databaseUrl) {
+    embedded = await startEmbedded({ dataDir: resolve(config.DATA_DIR), port: config.DB_PORT })
+    hooks.onPart?.({ embedded })
+    databaseUrl = embedded.url
+  }
+  const sql = createDb(databaseUrl, {
+    max: embedded ? 1 : config.DB_POOL_MAX,
+    prepare: config.DB_PREPARE,
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+  })
+  hooks.onPart?.({ sql })
+  const migrated = await migrateRepository(sql)
+  log.info({ shim_applied: migrated.shimApplied, applied: migrated.applied }, 'database migrated')
+  const [anonKey, serviceKey] = await Promise.all([apiKey(config.JWT_SECRET, 'anon'), apiKey(config.JWT_SECRET, 'service_role')])
+  const gateway = await startGateway({ config, sql, deps: { logs }, embedded: embedded !== undefined })
+  hooks.onPart?.({ gateway })
+  return {
+    gateway,
+    embedded: embedded !== undefined,
+    databaseUrl,
+    anonKey: config.SUPABASE_ANON_KEY ?? anonKey,
+    serviceKey: config.SUPABASE_SERVICE_ROLE_KEY ?? serviceKey,
+    async close() {
+      await gateway.close()
+      await sql.end({ timeout: 5 })
+      await embedded?.close()
+    },
+  }
+}
