@@ -12,6 +12,8 @@ import { startStack, type Stack } from './lib/stack.ts'
 const config = loadConfigOrExit('demo')
 const out = (line = '') => process.stdout.write(`${line}\n`)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+// a reader that stops early (| head) is not an error
+process.stdout.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' ? process.exit(0) : undefined))
 const DEADLINE_MS = Number(process.env.DEMO_TIMEOUT_MS ?? 110_000)
 const started = Date.now()
 
@@ -82,7 +84,7 @@ async function run(url: string, serviceKey: string): Promise<void> {
   out(`ingest       ${jobIds.length} reference(s) queued${jobIds.length === 0 ? ' (everything was ingested by an earlier run)' : ''}`)
   const terminal = new Set(['ready', 'failed'])
   let last = ''
-  for (;;) {
+  while (jobIds.length > 0) {
     if (Date.now() - started > DEADLINE_MS) throw new Error('ingestion did not finish in time')
     const dispatched = await patiently(() => adminApi.post('/admin/jobs/dispatch'))
     const jobs = ((await patiently(() => adminApi.get('/admin/jobs?limit=200'))).items as { id: string; status: string; progress?: number }[]).filter((j) => jobIds.includes(j.id))

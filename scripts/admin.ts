@@ -1,0 +1,226 @@
+// `npm run admin -- <command>`: the operator's tasks over the HTTP API, so it works against the local
+// stack and a hosted project alike. Credentials: --token (an admin's access token or the service-role
+// key; env CT_TOKEN), or --admin-key (deprecated X-Admin-Key; env ADMIN_API_KEY); against a loopback URL
+// with neither, the local service-role key (from JWT_SECRET). --json prints the API's answers as JSON.
+import { parseArgs } from 'node:util'
+import { loadConfigOrExit } from './lib/load-config.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { ApiCallError, ApiClient } from './lib/api-client.ts'
+
+const USAGE = `usage: npm run admin -- <command> [arguments] [--url URL] [--token TOKEN | --admin-key KEY] [--json]
+
+commands
+  create-admin <email> <password> [--name NAME]   create an admin account (email pre-confirmed)
+  users                                           list accounts and roles
+  set-role <user id|email> <admin|teacher|student>
+  sources                                         scraper sources
+  sync <source>                                   run the scraper on a source now
+  references [--source S] [--status S]            discovered curriculum files
+  ingest <reference id> [--force]                 queue one reference for ingestion
+  ingest --all [--source S]                       queue every discovered reference
+  dispatch [--all]                                start the oldest queued job (--all: until none is queued)
+  jobs [--status S]                               ingestion jobs
+  watch [--dispatch] [--interval MS]              live job progress until nothing is queued or running
+  requeue <job id>                                a failed job back to the queue
+  topup <user id|email> <tokens> --amount A [--currency MRU] [--method cash] [--reference R] [--idempotency-key K]
+  stats                                           dashboard statistics
+
+URL: --url, env CT_URL, default http://HOST:PORT of the local stack (http://127.0.0.1:54321).`
+
+const { values: flags, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    url: { type: 'string' },
+    token: { type: 'string' },
+    'admin-key': { type: 'string' },
+    json: { type: 'boolean', default: false },
+    name: { type: 'string' },
+    source: { type: 'string' },
+    status: { type: 'string' },
+    force: { type: 'boolean', default: false },
+    all: { type: 'boolean', default: false },
+    dispatch: { type: 'boolean', default: false },
+    interval: { type: 'string', default: '500' },
+    amount: { type: 'string' },
+    currency: { type: 'string', default: 'MRU' },
+    method: { type: 'string', default: 'cash' },
+    reference: { type: 'string' },
+    'idempotency-key': { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+})
+
+class UsageError extends Error {}
+
+const out = (line = '') => void process.stdout.write(`${line}\n`)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+// a reader that stops early (| head) is not an error
+process.stdout.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' ? process.exit(0) : undefined))
+
+async function client(): Promise<ApiClient> {
+  const config = loadConfigOrExit('admin')
+  const url = flags.url ?? process.env.CT_URL ?? `http://${config.HOST}:${config.PORT}`
+  const adminKey = flags['admin-key'] ?? (flags.token ? undefined : process.env.ADMIN_API_KEY || undefined)
+  let token = flags.token ?? process.env.CT_TOKEN
+  if (!token && !adminKey) {
+    const host = new URL(url).hostname
+    if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') throw new UsageError(`${url} is not local: give --token (an admin access token or the service-role key) or --admin-key`)
+    token = await apiKey(config.JWT_SECRET, 'service_role')
+  }
+  return new ApiClient({ url, token, adminKey })
+}
+
+function table(rows: Record<string, unknown>[], columns: string[]): void {
+  if (rows.length === 0) return out('(none)')
+  const cell = (v: unknown) => (v === null || v === undefined ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v))
+  const widths = columns.map((c) => Math.min(60, Math.max(c.length, ...rows.map((r) => cell(r[c]).length))))
+  out(columns.map((c, i) => c.padEnd(widths[i]!)).join('  '))
+  for (const r of rows) out(columns.map((c, i) => cell(r[c]).slice(0, 60).padEnd(widths[i]!)).join('  '))
+}
+
+async function userId(api: ApiClient, who: string): Promise<string> {
+  if (!who.includes('@')) return who
+  for (let offset = 0; ; offset += 200) {
+    const page = await api.get(`/admin/users?limit=200&offset=${offset}`)
+    const found = (page.items as { id: string; email: string }[]).find((u) => u.email.toLowerCase() === who.toLowerCase())
+    if (found) return found.id
+    if (offset + 200 >= page.total) throw new UsageError(`no account has the email ${who}`)
+  }
+}
+
+const need = (value: string | undefined, what: string): string => {
+  if (!value) throw new UsageError(`missing ${what}`)
+  return value
+}
+
+async function main(): Promise<void> {
+  const [command, ...args] = positionals
+  if (flags.help || !command) return out(USAGE)
+  const api = await client()
+  const print = (data: unknown, human: () => void): void => (flags.json ? out(JSON.stringify(data, null, 2)) : human())
+  const query = (params: Record<string, string | undefined>) => {
+    const q = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined))
+    return q.size > 0 ? `?${q}` : ''
+  }
+
+  switch (command) {
+    case 'create-admin': {
+      const profile = await api.post('/admin/users', { email: need(args[0], 'email'), password: need(args[1], 'password'), full_name: flags.name ?? 'Administrator', role: 'admin' })
+      return print(profile, () => out(`admin created: ${profile.email} (${profile.id})`))
+    }
+    case 'users': {
+      const page = await api.get('/admin/users?limit=200')
+      return print(page, () => {
+        table(page.items, ['id', 'email', 'full_name', 'role', 'hint_level', 'created_at'])
+        out(`${page.total} account(s)`)
+      })
+    }
+    case 'set-role': {
+      const id = await userId(api, need(args[0], 'user id or email'))
+      const profile = await api.patch(`/admin/users/${id}/role`, { role: need(args[1], 'role') })
+      return print(profile, () => out(`${profile.email} is now ${profile.role} (effective at the next token)`))
+    }
+    case 'sources': {
+      const list = await api.get('/scraping/sources')
+      return print(list, () => list.sources.forEach((s: string) => out(s)))
+    }
+    case 'sync': {
+      const run = await api.post(`/scraping/${encodeURIComponent(need(args[0], 'source'))}/sync`)
+      print(run, () => out(`run ${run.run_id}: ${run.status}; found ${run.found_count}, new ${run.new_count}, duplicates ${run.duplicates}, quality failures ${run.quality_failed}, errors ${run.errors}, already known ${run.known}`))
+      if (run.status !== 'completed') process.exitCode = 1
+      return
+    }
+    case 'references': {
+      const path = flags.source ? `/scraping/${encodeURIComponent(flags.source)}/references` : '/admin/references'
+      const page = await api.get(`${path}${query({ status: flags.status, limit: '200' })}`)
+      return print(page, () => {
+        table(page.items, ['id', 'status', 'source', 'grade', 'subject', 'language', 'title'])
+        out(`${page.total} reference(s)`)
+      })
+    }
+    case 'ingest': {
+      if (!flags.all) {
+        const job = await api.post(`/admin/ingest/${need(args[0], 'reference id (or --all)')}${flags.force ? '?force=true' : ''}`)
+        return print(job, () => out(`queued: job ${job.job_id} for reference ${job.reference_id}`))
+      }
+      const path = flags.source ? `/scraping/${encodeURIComponent(flags.source)}/references` : '/admin/references'
+      const refs = (await api.get(`${path}?status=discovered&limit=200`)).items as { id: string; title: string | null }[]
+      const jobs: Record<string, any>[] = []
+      for (const ref of refs) jobs.push(await api.post(`/admin/ingest/${ref.id}`))
+      return print({ queued: jobs }, () => out(`${jobs.length} reference(s) queued${jobs.length ? '; run `dispatch --all` or `watch --dispatch`' : ''}`))
+    }
+    case 'dispatch': {
+      const results: Record<string, any>[] = []
+      do {
+        const r = await api.post('/admin/jobs/dispatch')
+        results.push(r)
+        if (r.status === 'idle') break
+      } while (flags.all)
+      return print(flags.all ? { dispatched: results } : results[0], () => {
+        const started = results.filter((r) => r.status === 'dispatched')
+        out(started.length ? started.map((r) => `dispatched job ${r.job_id}`).join('\n') : 'idle: nothing is queued')
+      })
+    }
+    case 'jobs': {
+      const page = await api.get(`/admin/jobs${query({ status: flags.status, limit: '200' })}`)
+      return print(page, () => {
+        table(page.items, ['id', 'status', 'chunks_created', 'vectors_upserted', 'retry_count', 'error_message', 'updated_at'])
+        out(`${page.total} job(s)`)
+      })
+    }
+    case 'watch': {
+      const interval = Math.max(100, Number(flags.interval))
+      let last = ''
+      for (;;) {
+        if (flags.dispatch) await api.post('/admin/jobs/dispatch')
+        const jobs = (await api.get('/admin/jobs?limit=200')).items as { id: string; status: string; chunks_created: number; vectors_upserted: number; error_message: string | null }[]
+        const counts = new Map<string, number>()
+        for (const j of jobs) counts.set(j.status, (counts.get(j.status) ?? 0) + 1)
+        const active = jobs.filter((j) => j.status !== 'ready' && j.status !== 'failed')
+        const summary = { at: new Date().toISOString(), counts: Object.fromEntries(counts), active: active.map((j) => ({ id: j.id, status: j.status, chunks_created: j.chunks_created, vectors_upserted: j.vectors_upserted })) }
+        const line = flags.json ? JSON.stringify(summary) : `${[...counts].map(([s, n]) => `${s} ${n}`).join(', ') || 'no jobs'}${active.length ? ` | ${active.map((j) => `${j.id.slice(0, 8)} ${j.status} ${j.vectors_upserted}/${j.chunks_created}`).join('; ')}` : ''}`
+        if (line.replace(/"at":"[^"]+",/, '') !== last) out(line)
+        last = line.replace(/"at":"[^"]+",/, '')
+        if (active.length === 0) return
+        await sleep(interval)
+      }
+    }
+    case 'requeue': {
+      const job = await api.post(`/admin/jobs/${need(args[0], 'job id')}/requeue`)
+      return print(job, () => out(`job ${job.id} is ${job.status} (retry ${job.retry_count})`))
+    }
+    case 'topup': {
+      const id = await userId(api, need(args[0], 'user id or email'))
+      const tokens = Number(need(args[1], 'tokens'))
+      const body = { user_id: id, tokens, amount: Number(need(flags.amount, '--amount')), currency: flags.currency, payment_method: flags.method, ...(flags.reference ? { reference: flags.reference } : {}) }
+      const tx = await api.post('/wallet/topup', body, flags['idempotency-key'] ? { 'idempotency-key': flags['idempotency-key'] } : {})
+      return print(tx, () => out(`${tx.replayed ? 'already done (same idempotency key): ' : ''}+${tx.tokens} tokens for ${id}; balance ${tx.new_balance}; transaction ${tx.transaction_id}`))
+    }
+    case 'stats': {
+      const stats = await api.get('/admin/stats')
+      return print(stats, () => {
+        for (const [group, values] of Object.entries(stats)) out(`${group.padEnd(14)} ${typeof values === 'object' && values !== null ? Object.entries(values).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : v}`).join(', ') : String(values)}`)
+      })
+    }
+    default:
+      throw new UsageError(`unknown command ${command}`)
+  }
+}
+
+try {
+  await main()
+} catch (err) {
+  if (err instanceof UsageError) {
+    process.stderr.write(`admin: ${err.message}\n\n${USAGE}\n`)
+    process.exit(2)
+  }
+  if (err instanceof ApiCallError) {
+    process.stderr.write(`admin: ${err.message}\n`)
+    process.exit(1)
+  }
+  if (err instanceof TypeError && /fetch failed/.test(err.message)) {
+    process.stderr.write(`admin: cannot reach the API (${(err.cause as Error | undefined)?.message ?? err.message}); is the stack running (npm start)?\n`)
+    process.exit(1)
+  }
+  throw err
+}

@@ -1,0 +1,156 @@
+// The newcomer's first hour: `npm run demo` as a process (starting its own stack on the embedded
+// database, twice on the same data), the demo portal as the gateway serves it, and the operator CLI
+// (`npm run admin -- ...`) as processes against a gateway on loopback.
+import { spawn } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { testConfig } from './helpers/app.ts'
+import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { createLogRoot } from '../functions-shared/lib/logger.ts'
+import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
+
+const root = new URL('..', import.meta.url).pathname
+const dirs: string[] = []
+afterAll(async () => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))))
+const tempDir = async () => {
+  const d = await mkdtemp(join(tmpdir(), 'ct-demo-'))
+  dirs.push(d)
+  return d
+}
+
+function run(script: string, args: string[], env: Record<string, string>, timeoutMs = 110_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(`${root}node_modules/.bin/node`, [script, ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d) => (stdout += d))
+  child.stderr.on('data', (d) => (stderr += d))
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+describe('npm run demo', () => {
+  it('runs the whole mission on a stack of its own, and again on the same data', async () => {
+    const dataDir = await tempDir()
+    const env = { DATA_DIR: dataDir, PORT: '0', DB_PORT: '0', LOG_LEVEL: 'warn' }
+    const first = await run('scripts/demo.ts', [], env)
+    expect(first.code, `${first.stdout}\n${first.stderr}`).toBe(0)
+    const out = first.stdout
+    expect(out).toContain('No stack is running: starting one on the embedded database')
+    expect(out).toMatch(/sync {9}run [0-9a-f-]+: completed; found 9, new 7, duplicates 1, quality failures 1, errors 0/)
+    expect(out).toContain('ingest       7 reference(s) queued')
+    expect(out).toContain('[####################] 7/7 done  ready 7')
+    expect(out).toContain('catalogue    7 textbook(s) ready')
+    expect(out).toContain('[ar] 4AS education-islamique')
+    // the French and the Arabic question, answered from the right textbooks with page links
+    expect(out).toMatch(/\(answer, fr, subject mathematiques, 15 tokens reserved\)\n {2}\[1\] Mathématiques 4AS — Équations du premier degré p\.\d .*equations-premier-degre\.pdf#page=\d/)
+    expect(out).toMatch(/\(answer, ar, subject education-islamique, 15 tokens reserved\)\n {2}\[1\] التربية الإسلامية 4AS — أركان الإسلام/)
+    expect(out).toContain('الاسلام مبني على خمسة اركان') // extracted in reading order
+    expect(out.match(/→ answered \(extractive/g)).toHaveLength(2)
+    expect(out).toMatch(/wallet {7}\d+ tokens, tier free, 2 turn\(s\) today/)
+    expect(out).toMatch(/ -15  reservation_hold/)
+    expect(out).toMatch(/agent_chat/)
+    const seconds = Number(/demo finished in ([\d.]+) s/.exec(out)![1])
+    expect(seconds).toBeLessThan(120)
+
+    // a second run on the same data: nothing new (the portal is on another port this time, so its URLs
+    // are new and the documents are recognised by their content), the questions are answered again
+    const second = await run('scripts/demo.ts', [], env)
+    expect(second.code, `${second.stdout}\n${second.stderr}`).toBe(0)
+    expect(second.stdout).toMatch(/found 9, new 0, duplicates 8, quality failures 1, errors 0/)
+    expect(second.stdout).toContain('ingest       0 reference(s) queued (everything was ingested by an earlier run)')
+    expect(second.stdout.match(/→ answered/g)).toHaveLength(2)
+  }, 240_000)
+
+  it('exits non-zero with the reason when the stack it is pointed at is not there', async () => {
+    const r = await run('scripts/demo.ts', [], { DEMO_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'warn' }, 30_000)
+    expect(r.code).toBe(1)
+    expect(r.stderr).toContain('demo failed:')
+  }, 40_000)
+})
+
+describe('the demo portal and the operator CLI against a running gateway', () => {
+  let db: TestDatabase
+  let gw: Gateway
+  let env: Record<string, string>
+  const admin = (...args: string[]) => run('scripts/admin.ts', args, env, 60_000)
+  const json = async (...args: string[]) => {
+    const r = await admin(...args, '--json')
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0)
+    return JSON.parse(r.stdout) as Record<string, any>
+  }
+  beforeAll(async () => {
+    db = await createTestDatabase()
+    const config = testConfig({ LOG_LEVEL: 'silent', DEMO_PORTAL: 'on', DATA_DIR: await tempDir(), EXPIRY_INTERVAL_SECONDS: '0', PORT: '0' })
+    gw = await startGateway({ config, sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }) } })
+    env = { CT_URL: gw.url, LOG_LEVEL: 'warn' }
+  })
+  afterAll(async () => {
+    await gw?.close()
+    await db?.close()
+  })
+
+  it('serves paginated listings and real PDFs generated from demo/curriculum.json', async () => {
+    const page1 = await (await fetch(`${gw.url}/demo-portal/programmes/page1.html`)).text()
+    expect(page1).toContain('rel="next" href="page2.html"')
+    const links = [...page1.matchAll(/href="(\/demo-portal\/fichiers\/[^"]+)"/g)].map((m) => m[1]!)
+    expect(links).toHaveLength(5)
+    const pdf = await fetch(`${gw.url}${links[0]}`)
+    expect(pdf.headers.get('content-type')).toBe('application/pdf')
+    const extracted = await extractPdf(new Uint8Array(await pdf.arrayBuffer()), { deadlineMs: 30_000 })
+    expect(extracted.pages[0]!.text).toContain('les équations du premier degré')
+    expect((await fetch(`${gw.url}/demo-portal/fichiers/absent.pdf`)).status).toBe(404)
+    expect((await fetch(`${gw.url}/demo-portal/programmes/page9.html`)).status).toBe(404)
+  })
+
+  it('runs the operator commands: sync, references, ingest, watch, jobs, users, roles, top-up, requeue, stats', async () => {
+    expect((await json('sources')).sources).toContain('demo')
+    const sync = await json('sync', 'demo')
+    expect(sync).toMatchObject({ status: 'completed', found_count: 9, new_count: 7, duplicates: 1, quality_failed: 1 })
+    const refs = await json('references', '--source', 'demo', '--status', 'discovered')
+    expect(refs.total).toBe(7)
+    const queued = await json('ingest', '--all', '--source', 'demo')
+    expect(queued.queued).toHaveLength(7)
+    const watch = await admin('watch', '--dispatch', '--interval', '100', '--json')
+    expect(watch.code, watch.stderr).toBe(0)
+    const last = JSON.parse(watch.stdout.trim().split('\n').at(-1)!)
+    expect(last).toMatchObject({ counts: { ready: 7 }, active: [] })
+    expect((await json('jobs', '--status', 'ready')).total).toBe(7)
+    expect((await json('dispatch')).status).toBe('idle')
+
+    const created = await json('create-admin', 'chef@demo.mr', 'Tr3s-secret!', '--name', 'Chef')
+    expect(created).toMatchObject({ email: 'chef@demo.mr', role: 'admin' })
+    const human = await admin('users')
+    expect(human.stdout).toMatch(/chef@demo\.mr +Chef +admin/)
+    expect((await json('set-role', 'chef@demo.mr', 'teacher')).role).toBe('teacher')
+    const top = await json('topup', 'chef@demo.mr', '100', '--amount', '250', '--method', 'bankily', '--idempotency-key', 'cli-1')
+    expect(top).toMatchObject({ tokens: 100, new_balance: 150, replayed: false, payment_method: 'bankily' })
+    expect(await json('topup', 'chef@demo.mr', '100', '--amount', '250', '--method', 'bankily', '--idempotency-key', 'cli-1')).toMatchObject({ replayed: true, new_balance: 150 })
+    const stats = await json('stats')
+    expect(stats.documents).toMatchObject({ ready: 7 })
+
+    const missing = await admin('requeue', crypto.randomUUID())
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toMatch(/404 not_found: .*\(request [0-9a-f-]+\)/)
+    const unknown = await admin('frobnicate')
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toContain('unknown command frobnicate')
+    const remote = await run('scripts/admin.ts', ['stats'], { CT_URL: 'https://example.supabase.co' }, 30_000)
+    expect(remote.code).toBe(2)
+    expect(remote.stderr).toContain('give --token')
+    const badToken = await run('scripts/admin.ts', ['stats', '--token', 'nope'], { CT_URL: gw.url }, 30_000)
+    expect(badToken.code).toBe(1)
+    expect(badToken.stderr).toContain('401')
+  }, 120_000)
+})
