@@ -154,3 +154,19 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     expect(badToken.stderr).toContain('401')
   }, 120_000)
 })
+
+describe('the example sources file', () => {
+  it('has the real portal and the demo portal; the demo source only where PUBLIC_URL is known', async () => {
+    const { readFile } = await import('node:fs/promises')
+    const { parseSources } = await import('../functions-shared/catalogue/sources.ts')
+    const text = await readFile(`${root}config/scraper-sources.json`, 'utf8')
+    const local = parseSources(text, { PUBLIC_URL: 'http://127.0.0.1:54321', PUBLIC_HOST: '127.0.0.1' })
+    expect(local.map((s) => s.name)).toEqual(['education-mr', 'demo'])
+    expect(local[1]).toMatchObject({ index_urls: ['http://127.0.0.1:54321/demo-portal/programmes/page1.html'], allowed_hosts: ['127.0.0.1'] })
+    const skipped: string[] = []
+    const hosted = parseSources(text, {}, (name, reason) => skipped.push(`${name}: ${reason}`))
+    expect(hosted.map((s) => s.name)).toEqual(['education-mr'])
+    expect(skipped).toEqual(['demo: uses ${PUBLIC_URL}, which is not known here'])
+    expect(() => parseSources(JSON.stringify({ sources: [{ ...JSON.parse(text).sources[0], pdf_pattern: '(' }] }))).toThrow(/invalid regular expression/)
+  })
+})

@@ -40,8 +40,26 @@ export const SourcesFileSchema = z.object({ sources: z.array(SourceSchema) }).su
   }
 })
 
-export function parseSources(text: string): Source[] {
-  return SourcesFileSchema.parse(JSON.parse(text)).sources
+/**
+ * The sources of a sources file. `${NAME}` inside a source is replaced by `vars.NAME`; a source that
+ * names a variable this runtime does not know is left out and reported through `onSkip` (the local
+ * stack knows PUBLIC_URL and PUBLIC_HOST, which the demo portal's source uses; Supabase knows none, so
+ * the demo source is not served there).
+ */
+export function parseSources(text: string, vars: Record<string, string> = {}, onSkip?: (name: string, reason: string) => void): Source[] {
+  const file = JSON.parse(text) as { sources?: unknown }
+  if (Array.isArray(file.sources)) {
+    file.sources = file.sources.flatMap((source: unknown) => {
+      const json = JSON.stringify(source)
+      const unknown = [...json.matchAll(/\$\{([A-Z_]+)\}/g)].map((m) => m[1]!).filter((n) => vars[n] === undefined)
+      if (unknown.length > 0) {
+        onSkip?.(String((source as { name?: unknown }).name ?? '?'), `uses \${${unknown[0]}}, which is not known here`)
+        return []
+      }
+      return [JSON.parse(json.replace(/\$\{([A-Z_]+)\}/g, (_, n: string) => JSON.stringify(vars[n]!).slice(1, -1)))]
+    })
+  }
+  return SourcesFileSchema.parse(file).sources
 }
 
 export function allowedHosts(source: Source): string[] {

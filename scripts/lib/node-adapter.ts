@@ -33,23 +33,18 @@ export const resolveHostNode: Resolver = async (hostname) => (await lookup(hostn
 
 /**
  * The scraper sources file; a missing or invalid file stops the start with a message naming it.
- * `${NAME}` in it is replaced by `vars.NAME` (the local stack passes PUBLIC_URL and PUBLIC_HOST, which the
- * demo source uses); an unknown name is an error.
+ * `${NAME}` in a source is replaced by `vars.NAME` (the local stack passes PUBLIC_URL and PUBLIC_HOST,
+ * which the demo source uses); a source naming another variable is left out, with a warning.
  */
-export async function readSourcesNode(path: string, vars: Record<string, string> = {}): Promise<Source[]> {
+export async function readSourcesNode(path: string, vars: Record<string, string> = {}, warn: (message: string) => void = () => {}): Promise<Source[]> {
   let text: string
   try {
     text = await readFile(path, 'utf8')
   } catch (err) {
     throw new Error(`cannot read SCRAPER_SOURCES_FILE ${path}: ${(err as Error).message}`)
   }
-  text = text.replace(/\$\{([A-Z_]+)\}/g, (_, name: string) => {
-    const value = vars[name]
-    if (value === undefined) throw new Error(`invalid SCRAPER_SOURCES_FILE ${path}: \${${name}} is not known here (known: ${Object.keys(vars).join(', ') || 'none'})`)
-    return value
-  })
   try {
-    return parseSources(text)
+    return parseSources(text, vars, (name, reason) => warn(`scraper source ${name} left out: ${reason}`))
   } catch (err) {
     throw new Error(`invalid SCRAPER_SOURCES_FILE ${path}: ${(err as Error).message}`)
   }

@@ -37,6 +37,7 @@ export async function serveFunction(name: RouterName): Promise<void> {
       return answers.flatMap((a) => (a.status === 'fulfilled' ? a.value : []))
     },
     background: new BackgroundTasks(typeof EdgeRuntime === 'undefined' ? undefined : (p) => EdgeRuntime!.waitUntil(p)),
+    // sources naming ${PUBLIC_URL} (the local demo portal) are left out here
     sources: name === 'scraping' || name === 'admin' ? parseSources(await Deno.readTextFile(config.SCRAPER_SOURCES_FILE)) : [],
     remoteAddress: (c) => {
       try {
