@@ -448,6 +448,20 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(row!.details.outcome).toBe('model_unavailable')
   })
 
+  it('ends an SSE turn whose model fails with an error event, and releases the reservation', async () => {
+    const student = await createUser(db.sql)
+    script.chat = () => ({ status: 502 })
+    const res = await chat(s, student, { message: 'Comment résoudre une équation ?', stream: true })
+    expect(res.status).toBe(200)
+    const items = events(await readSse(res).rest())
+    expect(items.map((e) => e.event)).toEqual(['meta', 'sources', 'error'])
+    expect(items[2]!.data).toEqual({ error: 'service_unavailable', message: 'Service temporarily unavailable, please retry', request_id: res.headers.get('x-request-id') })
+    await s.gw.deps.background.idle()
+    expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
+    const [row] = await usageRows(student.id)
+    expect(row).toMatchObject({ kind: 'released', charged: 0 })
+  })
+
   it('sends a heartbeat comment while it waits for the model', async () => {
     const student = await createUser(db.sql)
     script.chat = () => ({ content: 'Voici [1].', delayMs: 400 })
