@@ -25,6 +25,28 @@ const call = async (method: string, path: string, body?: unknown, headers: Recor
 }
 const topupBody = (userId: string, extra: Record<string, unknown> = {}) => ({ user_id: userId, tokens: 100, amount: 250, currency: 'MRU', payment_method: 'masrvi', reference: 'MSV-1', ...extra })
 
+describe('GET /wallet/ledger', () => {
+  it('lists the caller\'s own movements, newest first, adding up to the balance', async () => {
+    const [a, b] = [await createUser(db.sql), await createUser(db.sql)]
+    await call('GET', '/wallet/balance', undefined, bearer(b.token))
+    expect((await call('POST', '/wallet/topup', topupBody(a.id), service)).status).toBe(201)
+    const [r] = await db.sql`select * from public.reserve_tokens(${a.id}, 7, 'ledger-test', 300, 50)`
+    await db.sql`select * from public.finalize_reservation(${r!.id}, 4, 'ledger-test', 'manual', 2)`
+    const res = await call('GET', '/wallet/ledger?limit=2', undefined, bearer(a.token))
+    expect(res.status).toBe(200)
+    expect(res.body.total).toBe(5)
+    expect(res.body.items.map((e: { reason: string; delta: number }) => [e.reason, e.delta])).toEqual([['agent_chat', -4], ['reservation_release', 7]])
+    const all = (await call('GET', '/wallet/ledger', undefined, bearer(a.token))).body.items as { delta: number; balance_after: number; reason: string }[]
+    expect(all.map((e) => e.reason)).toEqual(['agent_chat', 'reservation_release', 'reservation_hold', 'topup', 'welcome_bonus'])
+    expect(all.reduce((sum, e) => sum + e.delta, 0)).toBe(146)
+    expect(all[0]!.balance_after).toBe(146)
+    // b sees only b's bonus
+    const other = await call('GET', '/wallet/ledger', undefined, bearer(b.token))
+    expect(other.body.items.map((e: { reason: string }) => e.reason)).toEqual(['welcome_bonus'])
+    expect((await call('GET', '/wallet/ledger', undefined, service)).status).toBe(403)
+  })
+})
+
 describe('GET /wallet/balance', () => {
   it('creates the wallet with the welcome bonus on the first fetch, and reports tier, holds and limits', async () => {
     const res = await call('GET', '/wallet/balance', undefined, bearer(student.token))
