@@ -464,15 +464,21 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
 
   it('sends a heartbeat comment while it waits for the model', async () => {
     const student = await createUser(db.sql)
-    script.chat = () => ({ content: 'Voici [1].', delayMs: 400 })
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    script.chat = () => ({ content: 'Voici [1].', gate }) // the model answers once the heartbeat was seen
     const res = await chat(s, student, { message: 'Comment résoudre une équation ?', stream: true })
     const reader = readSse(res)
     const seen: string[] = []
     for (let item = await reader.next(); item; item = await reader.next()) {
       seen.push(item.kind === 'event' ? item.event : `:${item.text}`)
-      if (item.kind === 'event' && item.event === 'sources') s.clock.advance(15_000)
+      if (item.kind === 'event' && item.event === 'sources') {
+        s.clock.advance(15_000) // CHAT_HEARTBEAT_SECONDS without output
+      }
+      if (item.kind === 'comment') release()
     }
     expect(seen.slice(0, 3)).toEqual(['meta', 'sources', ':heartbeat'])
+    expect(seen.filter((x) => x === ':heartbeat')).toHaveLength(1)
     expect(seen.at(-1)).toBe('done')
   })
 })

@@ -14,6 +14,8 @@ export interface Scripted {
   delayMs?: number
   /** when streaming, wait this long between pieces */
   pieceDelayMs?: number
+  /** answer only once this settles */
+  gate?: Promise<unknown>
 }
 
 export interface OpenAiServer {
@@ -41,6 +43,7 @@ export async function startOpenAiServer(): Promise<OpenAiServer> {
     state.calls.push({ path, body })
     const script = path.endsWith('/embeddings') ? state.embeddings(body) : state.chat(body)
     if (script.delayMs) await new Promise((r) => setTimeout(r, script.delayMs))
+    if (script.gate) await script.gate
     if (res.destroyed) return
     if (script.status) {
       res.writeHead(script.status, { 'content-type': 'application/json', ...script.headers })
