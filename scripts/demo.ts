@@ -143,6 +143,8 @@ try {
   await main()
   process.exit(0)
 } catch (err) {
-  process.stderr.write(`\ndemo failed: ${(err as Error).message}\n`)
+  const message = (err as Error).message
+  const hint = /EADDRINUSE/.test(message) ? '\n(a port of the local stack is taken: is `npm start` still starting? wait for it, or run with PORT=0 DB_PORT=0)' : ''
+  process.stderr.write(`\ndemo failed: ${message}${hint}\n`)
   process.exit(1)
 }
