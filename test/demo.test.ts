@@ -92,7 +92,7 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
   }
   beforeAll(async () => {
     db = await createTestDatabase()
-    const config = testConfig({ LOG_LEVEL: 'silent', DEMO_PORTAL: 'on', DATA_DIR: await tempDir(), EXPIRY_INTERVAL_SECONDS: '0', PORT: '0' })
+    const config = testConfig({ LOG_LEVEL: 'silent', DEMO_PORTAL: 'on', DATA_DIR: await tempDir(), EXPIRY_INTERVAL_SECONDS: '0', PORT: '0', ADMIN_API_KEY: 'cli-admin-key' })
     gw = await startGateway({ config, sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }) } })
     env = { CT_URL: gw.url, LOG_LEVEL: 'warn' }
   })
@@ -149,6 +149,13 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     const remote = await run('scripts/admin.ts', ['stats'], { CT_URL: 'https://example.supabase.co' }, 30_000)
     expect(remote.code).toBe(2)
     expect(remote.stderr).toContain('give --token')
+    // the deprecated admin key works too, and a wrong one is refused
+    const byKey = await run('scripts/admin.ts', ['stats', '--json', '--admin-key', 'cli-admin-key'], { CT_URL: gw.url }, 30_000)
+    expect(byKey.code, byKey.stderr).toBe(0)
+    expect(JSON.parse(byKey.stdout).documents.ready).toBe(7)
+    const wrongKey = await run('scripts/admin.ts', ['stats'], { CT_URL: gw.url, ADMIN_API_KEY: 'wrong' }, 30_000)
+    expect(wrongKey.code).toBe(1)
+    expect(wrongKey.stderr).toContain('401')
     const badToken = await run('scripts/admin.ts', ['stats', '--token', 'nope'], { CT_URL: gw.url }, 30_000)
     expect(badToken.code).toBe(1)
     expect(badToken.stderr).toContain('401')
