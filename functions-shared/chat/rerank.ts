@@ -2,6 +2,8 @@
 // translated; on failure the original), dense top-K of the tier, chunk text, then rerank to the tier's N
 // by the provider, falling back to dense order on error or after RERANK_TIMEOUT_MS. Rerank results are
 // cached under sha256(query + namespace + tier) for RERANK_CACHE_TTL_SECONDS, as chunk ids.
+import { sha256 } from '@noble/hashes/sha2.js'
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import type { Deps } from '../deps.ts'
 import type { Tier } from '../config.ts'
 import { tierLimits } from '../config.ts'
@@ -23,10 +25,8 @@ export interface RetrievalResult {
   rerank: 'model' | 'cache' | 'fallback_error' | 'fallback_timeout'
 }
 
-async function sha256(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('')
-}
+/** Synchronous (no trip to the crypto thread pool on the turn's path). */
+const sha256Hex = (text: string): string => bytesToHex(sha256(utf8ToBytes(text)))
 
 class RerankTimeout extends Error {}
 
@@ -84,7 +84,7 @@ export async function retrieveAndRerank(
   }
   const chunks = await timed('chunks', () => chunkTexts(deps, candidates, caches.chunks))
   const namespace = rerankScope(filters)
-  const key = await sha256(`${query}${namespace}${input.tier}`)
+  const key = sha256Hex(`${query}${namespace}${input.tier}`)
   const byId = new Map(chunks.map((c) => [c.chunk_id, c]))
   const dense = chunks.slice(0, limits.rerankN)
 

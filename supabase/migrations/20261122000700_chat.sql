@@ -46,8 +46,11 @@ declare
   daily integer;
   res public.reservations;
 begin
-  perform private.ensure_wallet(p_user, p_bonus);
   select * into w from public.wallets wl where wl.user_id = p_user for update;
+  if not found then
+    perform private.ensure_wallet(p_user, p_bonus); -- the first turn creates the wallet (welcome bonus)
+    select * into w from public.wallets wl where wl.user_id = p_user for update;
+  end if;
   tier := w.subscription_tier;
   i := case w.subscription_tier when 'free' then 1 when 'standard' then 2 else 3 end;
   estimated := p_estimates[i];
