@@ -47,18 +47,15 @@ export async function denseSearch(deps: Deps, vector: readonly number[], k: numb
                                       ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
                                       p_ef_search => ${deps.config.HNSW_EF_SEARCH})`
   return rows
-    .map((r) => {
-      const meta = r.metadata as Record<string, unknown>
-      return {
-        chunk_id: r.id as string,
-        file_id: r.file_id as string,
-        namespace: r.namespace as string,
-        distance: Number(r.distance),
-        page_number: Number(meta.page_number ?? 0),
-        source_url: (meta.source_url as string | null) ?? null,
-        ingestion_ts: (meta.ingestion_ts as string | null) ?? null,
-      }
-    })
+    .map((r) => ({
+      chunk_id: r.id as string,
+      file_id: r.file_id as string,
+      namespace: r.namespace as string,
+      distance: Number(r.distance),
+      page_number: Number(r.page_number ?? 0),
+      source_url: (r.source_url as string | null) ?? null,
+      ingestion_ts: (r.ingestion_ts as string | null) ?? null,
+    }))
     .sort((a, b) => a.distance - b.distance)
 }
 

@@ -86,12 +86,13 @@ $$;
 -- candidate rows are few and found by their btree index, ranked exactly; so is a table smaller than
 -- p_exact_below rows. Otherwise metadata filters go through the HNSW index (the planner, misjudging the
 -- jsonb filters, would rank every row exactly), with pgvector's iterative scan so a selective filter
--- still fills K. The planner settings are restored before return.
+-- still fills K. The planner settings are restored before return. Of the metadata only what a source
+-- cites is returned (the whole jsonb cost more than the search to send and parse).
 create function public.match_chunks(p_index text, p_query extensions.vector, p_k integer, p_namespace text default null,
                                     p_grade text default null, p_subject text default null, p_language text default null,
                                     p_file uuid default null, p_exact_below integer default 10000,
                                     p_ef_search integer default 200)
-returns table (id text, file_id uuid, namespace text, metadata jsonb, distance double precision)
+returns table (id text, file_id uuid, namespace text, page_number integer, source_url text, ingestion_ts text, distance double precision)
 language plpgsql set search_path = '' set hnsw.iterative_scan = 'relaxed_order' as $$
 declare
   use_hnsw boolean := p_namespace is null and p_file is null
@@ -105,7 +106,8 @@ begin
     perform set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true);
   end if;
   return query execute
-    'select v.id, v.file_id, v.namespace, v.metadata, v.embedding operator(extensions.<=>) $2 as distance
+    'select v.id, v.file_id, v.namespace, (v.metadata ->> ''page_number'')::integer, v.metadata ->> ''source_url'',
+            v.metadata ->> ''ingestion_ts'', v.embedding operator(extensions.<=>) $2 as distance
        from public.vectors v where v.index_name = $1'
     || case when p_namespace is not null then ' and v.namespace = $4' else '' end
     || case when p_grade is not null then ' and lower(v.metadata ->> ''grade'') = lower($5)' else '' end
