@@ -11,7 +11,7 @@ import { ApiError, ErrorCode } from '../http/errors.ts'
 import { asService } from '../db/tx.ts'
 import { CircuitOpenError } from '../lib/circuit-breaker.ts'
 import { finalize } from '../wallet/service.ts'
-import { walletMetrics } from '../wallet/metrics.ts'
+import { countReservation } from '../wallet/metrics.ts'
 import { iso } from '../lib/time.ts'
 import { detectLanguage, type ChatLanguage } from './language.ts'
 import { inferSubject } from './subjects.ts'
@@ -180,7 +180,6 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
     const tier = row!.tier as Tier
     const turns = Number(row!.turns)
     const { estimated, maxChars } = estimateFor(deps, decision.path, tier)
-    const wallet = walletMetrics(deps.metrics.registry)
     if (row!.refused === 'daily_limit') {
       const limit = tierLimits(deps.config, tier).dailyLimit
       const retryAfter = untilUtcMidnight(deps.clock.now())
@@ -190,13 +189,12 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
       })
     }
     if (row!.refused === 'insufficient_balance') {
-      wallet.reservations.inc({ outcome: 'insufficient' })
+      countReservation(deps.metrics.registry, 'insufficient')
       throw new ApiError(ErrorCode.INSUFFICIENT_BALANCE, `This answer needs ${estimated} tokens reserved; the balance is ${Number(row!.token_balance)}`, {
         details: { estimated, token_balance: Number(row!.token_balance) },
       })
     }
-    wallet.reservations.inc({ outcome: 'reserved' })
-    wallet.tokens.inc({ movement: 'reserved' }, estimated)
+    countReservation(deps.metrics.registry, 'reserved', estimated)
     const reservation = { id: row!.reservation_id as string, estimated: Number(row!.estimated), expires_at: iso(row!.expires_at)! }
     const hold: Hold = { tier, hintLevel: Number(row!.hint_level) as HintLevel, estimated, maxChars, reservation }
     ctx.log.info({ step: 'check_wallet', tier, estimated, reservation_id: reservation.id, turns_today: turns }, 'check_wallet')
@@ -246,7 +244,6 @@ export async function retrieveStep(ctx: TurnContext, decision: Decision, hold: H
 }
 
 interface Generated {
-  text: string
   characters: number
   model: string | null
   extractive: boolean
@@ -257,7 +254,7 @@ interface Generated {
 export async function generate(ctx: TurnContext, decision: Decision, hold: Hold, input: ChatInput, snippets: RetrievalResult['snippets'], signal: AbortSignal, onDelta: (text: string) => void): Promise<Generated> {
   return timed(ctx, 'generate', async () => {
     const { deps } = ctx
-    const out: Generated = { text: '', characters: 0, model: null, extractive: false, aborted: false }
+    const out: Generated = { characters: 0, model: null, extractive: false, aborted: false }
     const controller = new AbortController()
     const stop = () => controller.abort()
     signal.addEventListener('abort', stop)
@@ -270,7 +267,6 @@ export async function generate(ctx: TurnContext, decision: Decision, hold: Hold,
             { messages, snippets: snippets.map((s, i) => ({ n: i + 1, text: s.text, title: s.title, page_number: s.page_number })), language: decision.language, maxTokens: tierLimits(deps.config, hold.tier).maxTokens, signal: controller.signal },
             (text) => {
               if (controller.signal.aborted) return
-              out.text += text
               out.characters += codePoints(text)
               onDelta(text)
             },

@@ -136,23 +136,18 @@ function sseTurn(c: Context, deps: Deps, ctx: TurnContext, input: ChatInput, pre
     heartbeatMs: deps.config.CHAT_HEARTBEAT_SECONDS * 1000,
     onCancel: () => left.abort(),
     // the turn outlives a client that leaves: it still settles the reservation (awaited on shutdown)
-    run: (send) =>
-      new Promise<void>((resolve) => {
-        deps.background.run(async () => {
-          const sink: TurnSink = {
-            meta: (d) => send('meta', d),
-            sources: (d) => send('sources', d),
-            delta: (text) => send('delta', { text }),
-            done: (d) => send('done', d),
-            error: (d) => send('error', d),
-          }
-          try {
-            await completeTurn(ctx, input, prepared, sink, left.signal)
-          } finally {
-            resolve()
-          }
-        })
-      }),
+    run: (send) => {
+      const sink: TurnSink = {
+        meta: (d) => send('meta', d),
+        sources: (d) => send('sources', d),
+        delta: (text) => send('delta', { text }),
+        done: (d) => send('done', d),
+        error: (d) => send('error', d),
+      }
+      const turn = completeTurn(ctx, input, prepared, sink, left.signal).then(() => {})
+      deps.background.run(() => turn)
+      return turn
+    },
   })
 }
 

@@ -19,3 +19,10 @@ export function walletMetrics(registry: Registry): WalletMetrics {
   }
   return m
 }
+
+/** A reservation made (with the tokens it holds) or refused for want of balance. */
+export function countReservation(registry: Registry, outcome: 'reserved' | 'insufficient', tokens = 0): void {
+  const m = walletMetrics(registry)
+  m.reservations.inc({ outcome })
+  if (outcome === 'reserved') m.tokens.inc({ movement: 'reserved' }, tokens)
+}

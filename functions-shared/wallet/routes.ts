@@ -7,7 +7,7 @@ import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
 import { listQuery } from '../admin/list.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
-import { finalize, getBalance, listOwnLedger, listOwnReservations, listTransactions, logExpense, reserve, topUp } from './service.ts'
+import { finalize, getBalance, LEDGER_REASONS, listOwnLedger, listOwnReservations, listTransactions, logExpense, reserve, topUp } from './service.ts'
 
 const Currency = z.enum(['MRU', 'USD', 'EUR'])
 const PaymentMethod = z.enum(['cash', 'bank_transfer', 'mobile_money', 'bankily', 'masrvi', 'sedad'])
@@ -117,7 +117,7 @@ export function walletRouter(deps: Deps) {
     .object({
       id: z.number().int(),
       delta: z.number().int(),
-      reason: z.enum(['welcome_bonus', 'topup', 'reservation_hold', 'reservation_release', 'agent_chat', 'reservation_expired']),
+      reason: z.enum(LEDGER_REASONS),
       request_id: z.string().nullable(),
       reservation_id: z.uuid().nullable(),
       balance_after: z.number().int(),

@@ -6,7 +6,7 @@ import { ApiError, ErrorCode } from '../http/errors.ts'
 import { asService, asUser, fromRpcError } from '../db/tx.ts'
 import type { Sql } from '../db/client.ts'
 import { tierLimits, type Tier } from '../config.ts'
-import { walletMetrics } from './metrics.ts'
+import { countReservation, walletMetrics } from './metrics.ts'
 import { iso } from '../lib/time.ts'
 
 export interface Ctx {
@@ -78,7 +78,9 @@ export async function listOwnReservations({ ctx, principal, input }: { ctx: Ctx;
   })
 }
 
-export type LedgerReason = 'welcome_bonus' | 'topup' | 'reservation_hold' | 'reservation_release' | 'agent_chat' | 'reservation_expired'
+/** The reasons the ledger's check constraint allows (wallet migration). */
+export const LEDGER_REASONS = ['welcome_bonus', 'topup', 'reservation_hold', 'reservation_release', 'agent_chat', 'reservation_expired'] as const
+export type LedgerReason = (typeof LEDGER_REASONS)[number]
 
 /** The caller's own ledger entries, newest first, through RLS. */
 export async function listOwnLedger({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { limit: number; offset: number } }) {
@@ -105,18 +107,16 @@ export async function listOwnLedger({ ctx, principal, input }: { ctx: Ctx; princ
 
 export async function reserve({ ctx, input }: { ctx: Ctx; input: { user_id: string; estimate: number; request_id?: string | undefined } }) {
   const { config } = ctx.deps
-  const m = walletMetrics(ctx.deps.metrics.registry)
   try {
     const row = await rpc(ctx, async (tx) => {
       const [r] = await tx`select * from public.reserve_tokens(${input.user_id}, ${input.estimate}, ${input.request_id ?? ctx.requestId},
                                                               ${config.RESERVATION_TTL_SECONDS}, ${config.WELCOME_BONUS_TOKENS})`
       return r!
     })
-    m.reservations.inc({ outcome: 'reserved' })
-    m.tokens.inc({ movement: 'reserved' }, input.estimate)
+    countReservation(ctx.deps.metrics.registry, 'reserved', input.estimate)
     return reservationJson(row)
   } catch (err) {
-    if (err instanceof ApiError && err.code === ErrorCode.INSUFFICIENT_BALANCE) m.reservations.inc({ outcome: 'insufficient' })
+    if (err instanceof ApiError && err.code === ErrorCode.INSUFFICIENT_BALANCE) countReservation(ctx.deps.metrics.registry, 'insufficient')
     throw err
   }
 }
