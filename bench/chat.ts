@@ -17,7 +17,7 @@ import { denseSearch } from '../functions-shared/chat/retrieve.ts'
 import { namespaceFor } from '../functions-shared/ingestion/pipeline.ts'
 import type { Sql } from '../functions-shared/db/client.ts'
 import { startGateway } from '../scripts/lib/gateway.ts'
-import { signToken } from '../test/helpers/tokens.ts'
+import { createUser } from '../test/helpers/users.ts'
 import { scratchDatabase } from './lib/scratch-db.ts'
 import { runLoad } from './lib/http-load.ts'
 
@@ -108,12 +108,10 @@ async function turnOverhead(): Promise<void> {
 
   const students: { id: string; token: string }[] = []
   for (let i = 0; i < 32; i++) {
-    const id = crypto.randomUUID()
-    await sql`insert into auth.users (id, aud, role, email, raw_app_meta_data, raw_user_meta_data, created_at, updated_at)
-      values (${id}, 'authenticated', 'authenticated', ${`bench-${i}@example.mr`}, ${sql.json({ provider: 'email', role: 'student' })}, ${sql.json({ full_name: 'Bench' })}, now(), now())`
+    const { id, token } = await createUser(sql, { email: `bench-${i}@example.mr` })
     await sql`select * from public.top_up(${id}, 10000000, 0, 'MRU', 'cash', null, 'bench')`
     await sql`update public.wallets set subscription_tier = 'premium' where user_id = ${id}` // unlimited turns a day
-    students.push({ id, token: await signToken({ sub: id, email: `bench-${i}@example.mr` }) })
+    students.push({ id, token })
   }
   const questions = Array.from({ length: 200 }, (_, i) => {
     const subject = SUBJECTS[i % SUBJECTS.length]!

@@ -6,7 +6,7 @@
 import { loadConfigOrExit } from './lib/load-config.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
-import { ApiCallError, ApiClient } from './lib/api-client.ts'
+import { ApiClient } from './lib/api-client.ts'
 import { startStack, type Stack } from './lib/stack.ts'
 
 const config = loadConfigOrExit('demo')
@@ -22,21 +22,6 @@ async function reachable(url: string): Promise<boolean> {
     return (await fetch(`${url}/functions/v1/health`, { signal: AbortSignal.timeout(1500) })).ok
   } catch {
     return false
-  }
-}
-
-/** Retries a call that hit a rate limit, after the time the server asks for. */
-async function patiently<T>(fn: () => Promise<T>): Promise<T> {
-  for (;;) {
-    try {
-      return await fn()
-    } catch (err) {
-      if (err instanceof ApiCallError && err.status === 429 && err.body.error === 'rate_limited') {
-        await sleep(Number(err.body.retry_after ?? 1) * 1000)
-        continue
-      }
-      throw err
-    }
   }
 }
 
@@ -64,7 +49,7 @@ async function run(url: string, serviceKey: string): Promise<void> {
   const password = `demo-${stamp}-Passw0rd`
   const admin = await service.post('/admin/users', { email: `admin-${stamp}@demo.mr`, password, full_name: 'Admin Démo', role: 'admin' })
   const student = await service.post('/admin/users', { email: `eleve-${stamp}@demo.mr`, password, full_name: 'Élève Démo', role: 'student' })
-  const signIn = async (email: string) => (await patiently(() => service.withToken('').post('/auth/signin', { email, password }))).data.access_token as string
+  const signIn = async (email: string) => (await service.withToken('').post('/auth/signin', { email, password })).data.access_token as string
   const adminApi = service.withToken(await signIn(admin.email))
   const studentApi = service.withToken(await signIn(student.email))
   out(`accounts     admin ${admin.email}, student ${student.email} (signed in; the admin works with its own token)`)
@@ -78,7 +63,7 @@ async function run(url: string, serviceKey: string): Promise<void> {
   const refs = (await adminApi.get('/scraping/demo/references?status=discovered&limit=200')).items as { id: string; title: string | null; pdf_source: string }[]
   const jobIds: string[] = []
   for (const ref of refs) {
-    const queued = await patiently(() => adminApi.post(`/admin/ingest/${ref.id}`))
+    const queued = await adminApi.post(`/admin/ingest/${ref.id}`)
     jobIds.push(queued.job_id)
   }
   out(`ingest       ${jobIds.length} reference(s) queued${jobIds.length === 0 ? ' (everything was ingested by an earlier run)' : ''}`)
@@ -86,8 +71,8 @@ async function run(url: string, serviceKey: string): Promise<void> {
   let last = ''
   while (jobIds.length > 0) {
     if (Date.now() - started > DEADLINE_MS) throw new Error('ingestion did not finish in time')
-    const dispatched = await patiently(() => adminApi.post('/admin/jobs/dispatch'))
-    const jobs = ((await patiently(() => adminApi.get('/admin/jobs?limit=200'))).items as { id: string; status: string; progress?: number }[]).filter((j) => jobIds.includes(j.id))
+    const dispatched = await adminApi.post('/admin/jobs/dispatch')
+    const jobs = ((await adminApi.get('/admin/jobs?limit=200')).items as { id: string; status: string; progress?: number }[]).filter((j) => jobIds.includes(j.id))
     const counts = new Map<string, number>()
     for (const j of jobs) counts.set(j.status, (counts.get(j.status) ?? 0) + 1)
     const done = jobs.filter((j) => terminal.has(j.status)).length

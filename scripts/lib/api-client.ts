@@ -1,6 +1,6 @@
 // A small client of the service's HTTP API for the operator CLI and the demo: JSON calls with a bearer
-// token (or the deprecated X-Admin-Key), errors that carry the status, error code and request id, and
-// an SSE reader for the chat.
+// token (or the deprecated X-Admin-Key), rate-limited calls retried when the server says, errors that
+// carry the status, error code and request id, and an SSE reader for the chat.
 export class ApiCallError extends Error {
   override name = 'ApiCallError'
   readonly status: number
@@ -51,7 +51,19 @@ export class ApiClient {
     return `${this.url}${path.startsWith('/auth/v1') ? '' : '/functions/v1'}${path}`
   }
 
+  /** One call; a 429 `rate_limited` is retried (up to 5 times) after the `retry_after` the server gives. */
   async call<T = Record<string, any>>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#once<T>(method, path, body, headers)
+      } catch (err) {
+        if (!(err instanceof ApiCallError && err.status === 429 && err.body.error === 'rate_limited' && attempt < 5)) throw err
+        await new Promise((r) => setTimeout(r, Number(err.body.retry_after ?? 1) * 1000))
+      }
+    }
+  }
+
+  async #once<T>(method: string, path: string, body: unknown, headers: Record<string, string>): Promise<T> {
     const res = await fetch(this.#full(path), {
       method,
       headers: this.#headers({ ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers }),
