@@ -13,6 +13,7 @@ import { CircuitOpenError } from '../lib/circuit-breaker.ts'
 import { finalize } from '../wallet/service.ts'
 import { countReservation } from '../wallet/metrics.ts'
 import { iso } from '../lib/time.ts'
+import { storable, storableText } from '../lib/text.ts'
 import { detectLanguage, type ChatLanguage } from './language.ts'
 import { inferSubject } from './subjects.ts'
 import { buildMessages, clarifyingQuestion, noSourcesAnswer, type HintLevel } from './prompt.ts'
@@ -81,7 +82,7 @@ export interface Usage {
   token_balance: number
 }
 
-export type Outcome = 'answered' | 'clarified' | 'no_sources' | 'disconnected' | 'model_unavailable' | 'failed'
+export type Outcome = 'answered' | 'clarified' | 'no_sources' | 'disconnected' | 'model_unavailable' | 'unsettled' | 'failed'
 
 /** Where a turn's output goes: SSE events, or one JSON body. */
 export interface TurnSink {
@@ -289,27 +290,45 @@ export async function generate(ctx: TurnContext, decision: Decision, hold: Hold,
   })
 }
 
-/** Step 5. Settles the reservation (actual 0 releases it) and writes the usage row. */
+/** A turn whose reservation could not be settled: its answer is not delivered (nothing is charged). */
+export class SettlementError extends Error {
+  override name = 'SettlementError'
+}
+
+/**
+ * Step 5. Settles the reservation (actual 0 releases it) and writes the usage row. What the turn writes
+ * is made storable first, so no text (the question, the model's output, an error message) can make the
+ * settlement fail; if the write fails anyway, the money is settled again with only the charge's facts.
+ * Null when the reservation cannot be settled (it outlived its TTL and the expiry refunded it, or the
+ * database is out).
+ */
 export async function finalizeTurn(ctx: TurnContext, decision: Decision, hold: Hold, settle: { actual: number; kind: 'chat' | 'clarify' | 'released'; characters: number; model: string | null; outcome: Outcome; extra?: Record<string, unknown> }): Promise<Usage | null> {
   return timed(ctx, 'finalize', async () => {
-    try {
-      const r = await finalize({
+    const attempt = (details: Record<string, unknown>, model: string | null) =>
+      finalize({
         ctx: { deps: ctx.deps, requestId: ctx.requestId },
         input: { reservation_id: hold.reservation.id, actual: settle.actual, kind: settle.kind, request_id: ctx.requestId },
-        usage: {
-          characters: settle.characters,
-          model: settle.model,
-          details: { path: decision.path, reason: decision.reason, outcome: settle.outcome, language: decision.language, subject: decision.subject, grade: decision.grade, tier: hold.tier, hint_level: hold.hintLevel, timings: ctx.timings, ...settle.extra },
-        },
+        usage: { characters: settle.characters, model: model === null ? null : storableText(model), details: storable(details) },
       })
-      ctx.rt.metrics.tokensCharged.inc(r.charged)
-      ctx.log.info({ step: 'finalize', actual: r.actual, charged: r.charged, refunded: r.refunded, uncovered: r.uncovered, kind: settle.kind, outcome: settle.outcome }, 'finalize')
-      return { estimated: r.estimated, actual: r.actual, charged: r.charged, refunded: r.refunded, uncovered: r.uncovered, characters: settle.characters, token_balance: r.token_balance }
+    const details = { path: decision.path, reason: decision.reason, outcome: settle.outcome, language: decision.language, subject: decision.subject, grade: decision.grade, tier: hold.tier, hint_level: hold.hintLevel, timings: ctx.timings, ...settle.extra }
+    let r: Awaited<ReturnType<typeof finalize>>
+    try {
+      r = await attempt(details, settle.model)
     } catch (err) {
-      // e.g. the turn outlived its reservation and the expiry job refunded it: nothing is charged
+      const conflict = err instanceof ApiError && err.code === ErrorCode.CONFLICT
       ctx.log.error({ step: 'finalize', err: { message: (err as Error).message }, reservation_id: hold.reservation.id }, 'finalize failed')
-      return null
+      // e.g. the turn outlived its reservation and the expiry job refunded it: nothing is charged
+      if (conflict) return null
+      try {
+        r = await attempt({ path: decision.path, outcome: settle.outcome, tier: hold.tier, settle_retry: (err as Error).message }, null)
+      } catch (again) {
+        ctx.log.error({ step: 'finalize', err: { message: (again as Error).message }, reservation_id: hold.reservation.id }, 'finalize failed again')
+        return null
+      }
     }
+    ctx.rt.metrics.tokensCharged.inc(r.charged)
+    ctx.log.info({ step: 'finalize', actual: r.actual, charged: r.charged, refunded: r.refunded, uncovered: r.uncovered, kind: settle.kind, outcome: settle.outcome }, 'finalize')
+    return { estimated: r.estimated, actual: r.actual, charged: r.charged, refunded: r.refunded, uncovered: r.uncovered, characters: settle.characters, token_balance: r.token_balance }
   })
 }
 
@@ -353,6 +372,7 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       sink.delta(question)
       outcome = 'clarified'
       usage = await finalizeTurn(ctx, decision, hold, { actual: ctx.deps.config.BILLING_CLARIFY_COST, kind: 'clarify', characters: codePoints(question), model: null, outcome })
+      if (!usage) throw new SettlementError('the clarifying answer could not be settled')
       sink.done({ outcome, usage, model: null, extractive: false, timings: ctx.timings })
       return outcome
     }
@@ -380,12 +400,15 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       outcome,
       extra: { retrieval: retrievalInfo, sources: retrieval.snippets.map((s) => s.chunk_id), extractive: generated?.extractive ?? false },
     })
+    // an answer is delivered settled or not at all (JSON: no answer; SSE: an error event, not done)
+    if (billed && !usage) throw new SettlementError('the answer could not be settled')
     if (billed) m.characters.inc(characters)
     sink.done({ outcome, usage, model: generated?.model ?? null, extractive: generated?.extractive ?? false, timings: ctx.timings })
     return outcome
   } catch (err) {
-    const unavailable = err instanceof CircuitOpenError || (err as { name?: string }).name === 'ProviderError'
-    outcome = unavailable ? 'model_unavailable' : 'failed'
+    const unsettled = err instanceof SettlementError
+    const unavailable = unsettled || err instanceof CircuitOpenError || (err as { name?: string }).name === 'ProviderError'
+    outcome = unsettled ? 'unsettled' : unavailable ? 'model_unavailable' : 'failed'
     ctx.log.error({ err: { name: (err as Error).name, message: (err as Error).message }, outcome }, 'chat turn failed')
     // nothing is charged for a turn that failed, whatever it produced before failing
     if (!usage) {
@@ -399,7 +422,9 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       })
     }
     sink.error(
-      unavailable
+      unsettled
+        ? { error: ErrorCode.SERVICE_UNAVAILABLE, message: 'The answer could not be settled, so it is not delivered; nothing was charged, please retry', request_id: ctx.requestId }
+        : unavailable
         ? { error: ErrorCode.SERVICE_UNAVAILABLE, message: UNAVAILABLE_MESSAGE, request_id: ctx.requestId }
         : { error: ErrorCode.INTERNAL_ERROR, message: 'The answer failed; nothing was charged', request_id: ctx.requestId },
     )

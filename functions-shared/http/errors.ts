@@ -89,6 +89,12 @@ export function handleError(err: Error, c: Context): Response {
     if (err.status >= 500) c.get('log')?.error({ err: { code: err.code, message: err.message } }, 'request failed')
     return c.json(errorBody(c, err.code, err.message, err.details), err.status)
   }
+  if (isDataException(err)) {
+    // a value the database refused (class 22: bad text, out-of-range number, malformed uuid...) that no
+    // check caught first: still the client's input, so a 400, logged so that the missing check is added
+    c.get('log')?.warn({ err: { code: err.code, message: err.message } }, 'input refused by the database')
+    return c.json(errorBody(c, ErrorCode.VALIDATION_FAILED, 'A value in the request cannot be stored'), 400)
+  }
   if (err instanceof HTTPException) {
     const status = err.status
     const code = status === 413 ? ErrorCode.PAYLOAD_TOO_LARGE : status === 401 ? ErrorCode.UNAUTHORIZED : status === 404 ? ErrorCode.NOT_FOUND : status < 500 ? ErrorCode.BAD_REQUEST : ErrorCode.INTERNAL_ERROR
@@ -97,6 +103,12 @@ export function handleError(err: Error, c: Context): Response {
   }
   c.get('log')?.error({ err: { name: err.name, message: err.message, stack: err.stack } }, 'unexpected error')
   return c.json(errorBody(c, ErrorCode.INTERNAL_ERROR, 'Internal server error'), 500)
+}
+
+/** PostgreSQL's class 22 (data exception), raised by a value rather than by the service's state. */
+function isDataException(err: Error): err is Error & { code: string } {
+  const code = (err as { code?: unknown }).code
+  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code) && err.name === 'PostgresError'
 }
 
 export function notFound(c: Context): Response {

@@ -1,19 +1,31 @@
 // Every router is an OpenAPIHono whose zod validation failures become our 400 body with the fields.
+// Input that passed its schema is also checked for text PostgreSQL cannot store (NUL, unpaired
+// surrogates) in any string of any target (body, query, path, form), so that every route refuses it with
+// a 400 naming the field instead of failing later in the database.
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Hook } from '@hono/zod-openapi'
 import { ApiError, ErrorCode } from './errors.ts'
+import { findUnstorable, type UnstorableField } from '../lib/text.ts'
+
+function invalid(target: string, fields: UnstorableField[]): ApiError {
+  return new ApiError(ErrorCode.VALIDATION_FAILED, `Invalid ${target}: ${fields.map((f) => `${f.field}: ${f.message}`).join('; ')}`, {
+    details: { fields },
+  })
+}
 
 export const validationHook: Hook<unknown, any, any, unknown> = (result) => {
-  if (result.success) return
+  if (result.success) {
+    const bad = findUnstorable(result.data)
+    if (bad) throw invalid(result.target, [bad])
+    return
+  }
   const fields = result.error.issues.flatMap((issue) => {
     const at = issue.path.map(String).join('.')
     // an unknown key is reported on the key itself, so clients see which field was refused
     if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => ({ field: at ? `${at}.${k}` : k, message: 'is not allowed' }))
     return [{ field: at || '(body)', message: issue.message }]
   })
-  throw new ApiError(ErrorCode.VALIDATION_FAILED, `Invalid ${result.target}: ${fields.map((f) => `${f.field}: ${f.message}`).join('; ')}`, {
-    details: { fields },
-  })
+  throw invalid(result.target, fields)
 }
 
 export function createRouter(): OpenAPIHono {

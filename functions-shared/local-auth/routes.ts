@@ -11,6 +11,7 @@ import { isPgError } from '../db/tx.ts'
 import { GoTrueError, errors, goTrueErrorResponse } from './errors.ts'
 import { findUser, findUserByEmail, mergeMetadata, normalizeEmail, userWithIdentities, UUID, type UserRow } from './users.ts'
 import { issuer, randomToken, sessionResponse, startSession } from './sessions.ts'
+import { findUnstorable } from '../lib/text.ts'
 
 type Body = Record<string, unknown>
 
@@ -20,10 +21,18 @@ async function readBody(c: Context): Promise<Body> {
   try {
     const body = JSON.parse(text) as unknown
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw new Error('not an object')
-    return body as Body
-  } catch {
+    return checkText(body as Body)
+  } catch (err) {
+    if (err instanceof GoTrueError) throw err
     throw errors.badJson()
   }
+}
+
+/** Text PostgreSQL cannot store (NUL, unpaired surrogates) is bad input here too, not a database error. */
+function checkText<T>(value: T): T {
+  const bad = findUnstorable(value)
+  if (bad) throw errors.validation(`${bad.field} ${bad.message}`)
+  return value
 }
 
 const asObject = (v: unknown, field: string): Record<string, unknown> | undefined => {
@@ -37,6 +46,10 @@ export function localAuthRouter(deps: Deps): Hono {
   const app = new Hono()
   const secret = new TextEncoder().encode(config.JWT_SECRET)
   const log = (c: Context) => c.get('log') ?? deps.logs.get('local-auth')
+  app.use('*', async function queryText(c, next) {
+    checkText(c.req.queries())
+    await next()
+  })
 
   function checkPassword(password: unknown): string {
     if (typeof password !== 'string' || password === '') throw errors.validation('Signup requires a valid password')

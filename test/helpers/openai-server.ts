@@ -16,6 +16,12 @@ export interface Scripted {
   pieceDelayMs?: number
   /** answer only once this settles */
   gate?: Promise<unknown>
+  /** the model name the server reports (default: the requested one + "-served") */
+  model?: string
+  /** the error message of an HTTP error */
+  errorMessage?: string
+  /** when streaming, fail the connection after this many pieces */
+  breakAfter?: number
 }
 
 export interface OpenAiServer {
@@ -47,7 +53,7 @@ export async function startOpenAiServer(): Promise<OpenAiServer> {
     if (res.destroyed) return
     if (script.status) {
       res.writeHead(script.status, { 'content-type': 'application/json', ...script.headers })
-      return res.end(JSON.stringify({ error: { message: `scripted ${script.status}`, type: 'server_error', code: null } }))
+      return res.end(JSON.stringify({ error: { message: script.errorMessage ?? `scripted ${script.status}`, type: 'server_error', code: null } }))
     }
     if (path.endsWith('/embeddings')) {
       const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input]
@@ -66,12 +72,13 @@ export async function startOpenAiServer(): Promise<OpenAiServer> {
       )
     }
     const content = script.content ?? ''
-    const base = { id: 'chatcmpl-test', created: 1_790_000_000, model: `${body.model}-served` }
+    const base = { id: 'chatcmpl-test', created: 1_790_000_000, model: script.model ?? `${body.model}-served` }
     if (body.stream) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
       const pieces = content.match(/\S+\s*/g) ?? []
-      for (const piece of pieces) {
+      for (const [i, piece] of pieces.entries()) {
         if (res.destroyed) return
+        if (script.breakAfter !== undefined && i >= script.breakAfter) return void res.destroy()
         res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] })}\n\n`)
         if (script.pieceDelayMs) await new Promise((r) => setTimeout(r, script.pieceDelayMs))
       }
