@@ -8,6 +8,7 @@ import { apiKey } from '../functions-shared/lib/keys.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { ApiClient } from './lib/api-client.ts'
 import { startStack, type Stack } from './lib/stack.ts'
+import { explainStartup } from './lib/startup-error.ts'
 
 const config = loadConfigOrExit('demo')
 const out = (line = '') => process.stdout.write(`${line}\n`)
@@ -25,13 +26,15 @@ async function reachable(url: string): Promise<boolean> {
   }
 }
 
+let targetUrl = process.env.DEMO_URL ?? `http://${config.HOST}:${config.PORT}`
+
 async function main(): Promise<void> {
   let stack: Stack | undefined
-  let url = process.env.DEMO_URL ?? `http://${config.HOST}:${config.PORT}`
+  let url = targetUrl
   if (!process.env.DEMO_URL && (config.PORT === 0 || !(await reachable(url)))) {
     out('No stack is running: starting one on the embedded database…')
     stack = await startStack(config, createLogRoot({ level: process.env.DEMO_LOG_LEVEL === undefined ? 'warn' : config.LOG_LEVEL }))
-    url = stack.gateway.url
+    url = targetUrl = stack.gateway.url
   }
   try {
     await run(url, stack?.serviceKey ?? process.env.SUPABASE_SERVICE_ROLE_KEY ?? config.SUPABASE_SERVICE_ROLE_KEY ?? (await apiKey(config.JWT_SECRET, 'service_role')))
@@ -128,8 +131,14 @@ try {
   await main()
   process.exit(0)
 } catch (err) {
-  const message = (err as Error).message
-  const hint = /EADDRINUSE/.test(message) ? '\n(a port of the local stack is taken: is `npm start` still starting? wait for it, or run with PORT=0 DB_PORT=0)' : ''
-  process.stderr.write(`\ndemo failed: ${message}${hint}\n`)
+  const sentence = explainStartup(err) ?? unreachable(err) ?? (err as Error).message
+  process.stderr.write(`\ndemo failed: ${sentence}\n`)
   process.exit(1)
+}
+
+/** fetch's bare "fetch failed", with the URL it could not reach and what to do. */
+function unreachable(err: unknown): string | null {
+  if (!(err instanceof TypeError && /fetch failed/.test(err.message))) return null
+  const cause = (err.cause as { code?: string; message?: string } | undefined) ?? {}
+  return `cannot reach the stack at ${targetUrl} (${cause.code ?? cause.message ?? 'no answer'}); start it with npm start, or set DEMO_URL to a running stack`
 }

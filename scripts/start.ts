@@ -7,6 +7,7 @@ import type { EmbeddedDb } from './lib/embedded-db.ts'
 import { FUNCTIONS_BASE, type Gateway } from './lib/gateway.ts'
 import { startStack } from './lib/stack.ts'
 import { DEMO_PORTAL_BASE } from './lib/demo-portal.ts'
+import { exitWithStartupError, safeDbUrl } from './lib/startup-error.ts'
 
 const config = loadConfigOrExit('curriculum-tutor')
 
@@ -18,13 +19,16 @@ let stopping = false
 let gateway: Gateway | undefined
 let sql: Sql | undefined
 let embedded: EmbeddedDb | undefined
+async function closeParts(): Promise<void> {
+  await gateway?.close()
+  await sql?.end({ timeout: 5 })
+  await embedded?.close()
+}
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return
   stopping = true
   log.info({ signal }, 'shutting down: finishing in-flight requests')
-  await gateway?.close()
-  await sql?.end({ timeout: 5 })
-  await embedded?.close()
+  await closeParts()
   log.info('stopped')
   process.exit(0)
 }
@@ -37,11 +41,16 @@ const stack = await startStack(config, logs, {
     embedded = part.embedded ?? embedded
     gateway = part.gateway ?? gateway
   },
+}).catch(async (err: unknown) => {
+  // one sentence for what an operator can fix (a taken port, an unreachable database, a locked
+  // DATA_DIR); whatever was opened is closed, so the data directory is left as it was
+  stopping = true
+  await closeParts().catch(() => {})
+  exitWithStartupError('curriculum-tutor', err)
 })
 const { databaseUrl } = stack
 const demo = stack.gateway.deps.config.FETCH_ALLOW_LOOPBACK && (config.DEMO_PORTAL === 'on' || (config.DEMO_PORTAL === 'auto' && stack.embedded))
 
-const safeDbUrl = databaseUrl.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@')
 process.stdout.write(`
 curriculum-tutor is running (${stack.embedded ? 'embedded PGlite database' : 'PostgreSQL server'})
 
@@ -49,7 +58,7 @@ curriculum-tutor is running (${stack.embedded ? 'embedded PGlite database' : 'Po
   Health         ${stack.gateway.url}${FUNCTIONS_BASE}/health
   API reference  ${stack.gateway.url}${FUNCTIONS_BASE}/docs
   Auth URL       ${stack.gateway.deps.config.SUPABASE_URL}/auth/v1${stack.gateway.deps.config.LOCAL_AUTH ? "" : " (external)"}
-  Database URL   ${stack.embedded ? databaseUrl : safeDbUrl}
+  Database URL   ${stack.embedded ? databaseUrl : safeDbUrl(databaseUrl)}
   anon key       ${stack.anonKey}
   service_role key ${stack.serviceKey}${demo ? `\n  Demo portal    ${stack.gateway.url}${DEMO_PORTAL_BASE}/programmes/page1.html (scraper source "demo"; try npm run demo)` : ''}
 

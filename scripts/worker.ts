@@ -8,6 +8,7 @@ import { createDeps } from '../functions-shared/deps.ts'
 import { asService } from '../functions-shared/db/tx.ts'
 import { claimNextJob, processJob } from '../functions-shared/ingestion/pipeline.ts'
 import { readSourcesNode, resolveHostNode } from './lib/node-adapter.ts'
+import { exitWithStartupError, unreachableDatabase } from './lib/startup-error.ts'
 
 const config = loadConfigOrExit('curriculum-tutor worker')
 const once = process.argv.includes('--once')
@@ -22,6 +23,15 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     log.info({ signal }, 'stopping after the current job')
     stopping = true
   })
+}
+
+// the database first: without one there is nothing to do, and the operator gets one sentence
+try {
+  await sql`select 1`
+} catch (err) {
+  const fix = config.DATABASE_URL ? 'check DATABASE_URL' : `start the stack first (npm start), or set DATABASE_URL (or DB_PORT, now ${config.DB_PORT})`
+  await sql.end({ timeout: 1 }).catch(() => {})
+  exitWithStartupError('curriculum-tutor worker', unreachableDatabase(err, url, fix) ?? err)
 }
 
 let processed = 0

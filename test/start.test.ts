@@ -1,10 +1,13 @@
 // `npm start` end to end: the real process, the embedded database on disk, the printed URLs and keys.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { hostname } from 'node:os'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, describe, expect, it } from 'vitest'
+import { DataDirLockedError, LOCK_FILE, lockDataDir } from '../scripts/lib/data-dir-lock.ts'
 
 const root = new URL('..', import.meta.url).pathname
 const node = `${root}node_modules/.bin/node`
@@ -101,4 +104,121 @@ describe('npm start (embedded mode)', () => {
     expect(code).toBe(2)
     expect(err).toContain('RATE_LIMIT_CHAT_PER_MINUTE')
   })
+})
+
+/** Runs a program of the stack to its end; its exit code and everything it printed. */
+async function run(script: string, env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn(node, [script, ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (d) => (out += d))
+  child.stderr.on('data', (d) => (err += d))
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  return { code, out, err }
+}
+
+/** A port that something is listening on (for the taken-port cases). */
+async function takenPort(): Promise<{ port: number; close: () => void }> {
+  const server = createServer()
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return { port: (server.address() as { port: number }).port, close: () => server.close() }
+}
+
+/** One line naming the problem, no stack trace. */
+function expectSentence(err: string, ...parts: (string | RegExp)[]) {
+  const lines = err.trim().split('\n')
+  expect(lines, err).toHaveLength(1)
+  expect(err).not.toMatch(/^\s+at /m)
+  for (const p of parts) expect(err).toMatch(p)
+}
+
+describe('the data directory lock', () => {
+  it('lets one process have a folder: a second start exits 1 naming the folder and the PID, touching nothing', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'ct-lock-'))
+    dirs.push(dataDir)
+    const first = await start({ DATA_DIR: dataDir })
+    try {
+      const before = (await readdir(dataDir)).sort()
+      const lock = await readFile(join(dataDir, LOCK_FILE), 'utf8')
+      expect(lock.split('\n')[0]).toBe(String(first.child.pid))
+      const second = await run('scripts/start.ts', { DATA_DIR: dataDir, PORT: '0', DB_PORT: '0' })
+      expect(second.code).toBe(1)
+      expectSentence(second.err, dataDir, `process ${first.child.pid}`, /DATA_DIR/)
+      expect(second.out).not.toContain('database migrated')
+      expect((await readdir(dataDir)).sort()).toEqual(before)
+      expect(await readFile(join(dataDir, LOCK_FILE), 'utf8')).toBe(lock)
+      // the first is unharmed
+      expect((await fetch(`${first.apiUrl}/health`)).status).toBe(200)
+    } finally {
+      expect(await stop(first)).toBe(0)
+    }
+    // released on a clean stop
+    expect(await readdir(dataDir)).not.toContain(LOCK_FILE)
+  }, 120_000)
+
+  it('takes over a stale lock: its process is gone, or its PID now belongs to another process', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'ct-lock-'))
+    dirs.push(dataDir)
+    const gone = spawn(node, ['-e', '0'])
+    await new Promise((r) => gone.once('exit', r))
+    await writeFile(join(dataDir, LOCK_FILE), `${gone.pid}\n123\n${hostname()}\n`)
+    const lock = await lockDataDir(dataDir)
+    await lock.release()
+    // a live PID whose start time is not the recorded one: reused
+    await writeFile(join(dataDir, LOCK_FILE), `${process.ppid}\n1\n${hostname()}\n`)
+    const again = await lockDataDir(dataDir)
+    // the same folder twice in one process is refused
+    await expect(lockDataDir(dataDir)).rejects.toBeInstanceOf(DataDirLockedError)
+    await again.release()
+    // a live process's lock is respected
+    const live = spawn(node, ['-e', 'setTimeout(() => {}, 30000)'])
+    try {
+      const stat = (await readFile(`/proc/${live.pid}/stat`, 'utf8')).split(') ')[1]!.split(' ')[19]
+      await writeFile(join(dataDir, LOCK_FILE), `${live.pid}\n${stat}\n${hostname()}\n`)
+      await expect(lockDataDir(dataDir)).rejects.toThrow(`in use by process ${live.pid}`)
+    } finally {
+      live.kill()
+    }
+  })
+})
+
+describe('startup failures are one sentence and exit 1', () => {
+  it('a taken PORT or DB_PORT', async () => {
+    const taken = await takenPort()
+    try {
+      const dataDir = await mkdtemp(join(tmpdir(), 'ct-port-'))
+      dirs.push(dataDir)
+      const gateway = await run('scripts/start.ts', { DATA_DIR: dataDir, PORT: String(taken.port), DB_PORT: '0' })
+      expect(gateway.code).toBe(1)
+      expectSentence(gateway.err, `port ${taken.port}`, /already in use/, /set PORT/)
+      const db = await run('scripts/start.ts', { DATA_DIR: dataDir, PORT: '0', DB_PORT: String(taken.port) })
+      expect(db.code).toBe(1)
+      expectSentence(db.err, `port ${taken.port}`, /embedded database/, /set DB_PORT/)
+      // both released the folder
+      expect(await readdir(dataDir)).not.toContain(LOCK_FILE)
+    } finally {
+      taken.close()
+    }
+  }, 60_000)
+
+  it('an unreachable DATABASE_URL, for the stack and the worker; the worker with no stack running', async () => {
+    const closed = await takenPort()
+    closed.close()
+    const url = `postgres://app:s3cret@127.0.0.1:${closed.port}/db`
+    const stack = await run('scripts/start.ts', { DATABASE_URL: url, PORT: '0' })
+    expect(stack.code).toBe(1)
+    expectSentence(stack.err, `postgres://app:***@127.0.0.1:${closed.port}/db`, /connection refused/, /DATABASE_URL/)
+    expect(stack.err).not.toContain('s3cret')
+    const worker = await run('scripts/worker.ts', { DB_PORT: String(closed.port) }, ['--once'])
+    expect(worker.code).toBe(1)
+    expectSentence(worker.err, /connection refused/, /npm start/)
+  }, 60_000)
+
+  it('npm run demo against a DEMO_URL where nothing answers names the URL', async () => {
+    const closed = await takenPort()
+    closed.close()
+    const demo = await run('scripts/demo.ts', { DEMO_URL: `http://127.0.0.1:${closed.port}` })
+    expect(demo.code).toBe(1)
+    expectSentence(demo.err, `http://127.0.0.1:${closed.port}`, /npm start/)
+  }, 60_000)
 })

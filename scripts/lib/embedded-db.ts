@@ -5,6 +5,7 @@ import { PGlite, type Extensions } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+import { lockDataDir, type DataDirLock } from './data-dir-lock.ts'
 
 export interface EmbeddedDb {
   db: PGlite
@@ -26,17 +27,29 @@ export interface EmbeddedOptions {
 }
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedDb> {
-  if (options.dataDir) await mkdir(options.dataDir, { recursive: true })
-  const db = await PGlite.create({
-    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
-    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-    extensions: { vector, pgcrypto, ...options.extensions },
-  })
+  // the folder is locked before anything reads or writes it: a second process stops here (DataDirLockedError)
+  let lock: DataDirLock | undefined
+  if (options.dataDir) {
+    await mkdir(options.dataDir, { recursive: true })
+    lock = await lockDataDir(options.dataDir)
+  }
+  let db: PGlite
+  try {
+    db = await PGlite.create({
+      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+      extensions: { vector, pgcrypto, ...options.extensions },
+    })
+  } catch (err) {
+    await lock?.release()
+    throw err
+  }
   const server = new PGLiteSocketServer({ db, port: options.port, host: options.host ?? '127.0.0.1', maxConnections: options.maxConnections ?? 4 })
   try {
     await server.start()
   } catch (err) {
     await db.close()
+    await lock?.release()
     throw err
   }
   const url = `postgres://postgres:postgres@${server.getServerConn()}/postgres`
@@ -49,6 +62,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedD
       closed = true
       await server.stop()
       await db.close()
+      await lock?.release()
     },
   }
 }

@@ -9,6 +9,7 @@ import type { LogRoot } from '../../functions-shared/lib/logger.ts'
 import { startEmbedded, type EmbeddedDb } from './embedded-db.ts'
 import { migrateRepository } from './migrations.ts'
 import { startGateway, type Gateway } from './gateway.ts'
+import { portProblem, unreachableDatabase } from './startup-error.ts'
 
 export interface Stack {
   gateway: Gateway
@@ -24,7 +25,9 @@ export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?
   let embedded: EmbeddedDb | undefined
   let databaseUrl = config.DATABASE_URL
   if (!databaseUrl) {
-    embedded = await startEmbedded({ dataDir: resolve(config.DATA_DIR), port: config.DB_PORT })
+    embedded = await startEmbedded({ dataDir: resolve(config.DATA_DIR), port: config.DB_PORT }).catch((err: unknown) => {
+      throw portProblem(err, 'the embedded database', 'DB_PORT', '127.0.0.1', config.DB_PORT) ?? err
+    })
     hooks.onPart?.({ embedded })
     databaseUrl = embedded.url
   }
@@ -34,10 +37,15 @@ export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
   })
   hooks.onPart?.({ sql })
-  const migrated = await migrateRepository(sql)
+  const url = databaseUrl
+  const migrated = await migrateRepository(sql).catch((err: unknown) => {
+    throw unreachableDatabase(err, url, 'start PostgreSQL or fix DATABASE_URL (unset it to use the embedded database)') ?? err
+  })
   log.info({ shim_applied: migrated.shimApplied, applied: migrated.applied }, 'database migrated')
   const [anonKey, serviceKey] = await Promise.all([apiKey(config.JWT_SECRET, 'anon'), apiKey(config.JWT_SECRET, 'service_role')])
-  const gateway = await startGateway({ config, sql, deps: { logs }, embedded: embedded !== undefined })
+  const gateway = await startGateway({ config, sql, deps: { logs }, embedded: embedded !== undefined }).catch((err: unknown) => {
+    throw portProblem(err, 'the API gateway', 'PORT', config.HOST, config.PORT) ?? err
+  })
   hooks.onPart?.({ gateway })
   return {
     gateway,
