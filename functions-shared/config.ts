@@ -1,6 +1,7 @@
 // Every setting of the service, parsed once from the environment with zod. The defaults make the
 // embedded mode work with no .env at all; every constant of the spec (§8) is a named setting here.
 import { z } from 'zod'
+import { parseHostEntry, parseHostList } from './net/host-entry.ts'
 
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def)
 const num = (def: number, min = 0, max = Number.MAX_VALUE) => z.coerce.number().min(min).max(max).default(def)
@@ -65,6 +66,10 @@ export const settings = {
   // --- scraping and downloads
   SCRAPER_SOURCES_FILE: [str('config/scraper-sources.json'), 'JSON file of scraper sources (see config/scraper-sources.json)'],
   DEMO_PORTAL: [z.enum(['auto', 'on', 'off']).default('auto'), 'Serve the bundled demo curriculum portal at /demo-portal (local gateway): auto = on with the embedded database only; on also lets downloads reach loopback'],
+  FETCH_ALLOWED_HOSTS: [
+    z.string().default('').refine((v) => parseHostList(v).every((e) => parseHostEntry(e) !== null), 'comma-separated host, host:port or *.domain entries'),
+    'Comma-separated hosts (host, host:port, *.domain) that downloads of a reference whose source is not configured may reach; empty: such downloads are refused',
+  ],
   FETCH_ALLOW_LOOPBACK: [bool(false), 'Let downloads reach loopback addresses (tests and the local demo portal only); private ranges are always refused'],
   FETCH_TIMEOUT_MS: [int(30000, 1), 'Deadline of one download (listing page or PDF), redirects included'],
   PDF_PARSE_DEADLINE_MS: [int(60000, 1), 'Deadline of text extraction from one PDF'],

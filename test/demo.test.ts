@@ -167,9 +167,9 @@ describe('the example sources file', () => {
     const { readFile } = await import('node:fs/promises')
     const { parseSources } = await import('../functions-shared/catalogue/sources.ts')
     const text = await readFile(`${root}config/scraper-sources.json`, 'utf8')
-    const local = parseSources(text, { PUBLIC_URL: 'http://127.0.0.1:54321', PUBLIC_HOST: '127.0.0.1' })
+    const local = parseSources(text, { PUBLIC_URL: 'http://127.0.0.1:54321', PUBLIC_HOST: '127.0.0.1:54321' })
     expect(local.map((s) => s.name)).toEqual(['education-mr', 'demo'])
-    expect(local[1]).toMatchObject({ index_urls: ['http://127.0.0.1:54321/demo-portal/programmes/page1.html'], allowed_hosts: ['127.0.0.1'] })
+    expect(local[1]).toMatchObject({ index_urls: ['http://127.0.0.1:54321/demo-portal/programmes/page1.html'], allowed_hosts: ['127.0.0.1:54321'] })
     const skipped: string[] = []
     const hosted = parseSources(text, {}, (name, reason) => skipped.push(`${name}: ${reason}`))
     expect(hosted.map((s) => s.name)).toEqual(['education-mr'])

@@ -3,7 +3,9 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { addressAllowed, FetchError, safeFetch, USER_AGENT, type SafeFetchOptions } from '../functions-shared/net/safe-fetch.ts'
+import { addressAllowed, FetchError, hostAllowed, safeFetch, USER_AGENT, type SafeFetchOptions } from '../functions-shared/net/safe-fetch.ts'
+import { allowedHosts, parseSources, SourceSchema } from '../functions-shared/catalogue/sources.ts'
+import { readFile } from 'node:fs/promises'
 
 let server: Server
 let base: string
@@ -49,7 +51,7 @@ afterAll(() => {
 })
 
 const loopbackResolver = async () => ['127.0.0.1']
-const opts = (o: Partial<SafeFetchOptions> = {}): SafeFetchOptions => ({ maxBytes: 1000, timeoutMs: 2000, resolve: loopbackResolver, allowLoopback: true, ...o })
+const opts = (o: Partial<SafeFetchOptions> = {}): SafeFetchOptions => ({ allowedHosts: '*', maxBytes: 1000, timeoutMs: 2000, resolve: loopbackResolver, allowLoopback: true, ...o })
 const fails = async (p: Promise<unknown>) => {
   const err = await p.then(() => null, (e: unknown) => e)
   expect(err).toBeInstanceOf(FetchError)
@@ -69,10 +71,43 @@ describe('safeFetch', () => {
 
   it('refuses hosts outside the source allowlist, and accepts subdomains of a "*." rule', async () => {
     expect((await fails(safeFetch('http://evil.example.com/a.pdf', opts({ allowedHosts: ['portal.example.mr'] })))).message).toMatch(/not allowed/)
-    const ok = await safeFetch(`${base}/ok`, opts({ allowedHosts: ['127.0.0.1'] }))
+    const ok = await safeFetch(`${base}/ok`, opts({ allowedHosts: [new URL(base).host] }))
     expect(ok.status).toBe(200)
     const sub = await fails(safeFetch('http://files.portal.example.mr/x', opts({ allowedHosts: ['*.portal.example.mr'], resolve: async () => ['10.0.0.1'], allowLoopback: false })))
     expect(sub.message).toMatch(/non-public/) // allowed by the list, refused for its address
+  })
+
+  it('matches the port of an allowlist entry: without one, only the scheme\'s default port', async () => {
+    const port = new URL(base).port
+    const before = canaryHits
+    expect((await fails(safeFetch(`${base}/canary`, opts({ allowedHosts: ['127.0.0.1'] })))).message).toMatch(/not allowed/)
+    expect((await fails(safeFetch(`${base}/canary`, opts({ allowedHosts: ['127.0.0.1:1'] })))).message).toMatch(/not allowed/)
+    expect(canaryHits).toBe(before)
+    expect((await safeFetch(`${base}/ok`, opts({ allowedHosts: [`127.0.0.1:${port}`] }))).status).toBe(200)
+    const allow = (url: string, list: string[]) => hostAllowed(new URL(url), list)
+    expect(allow('https://portal.example.mr/a.pdf', ['portal.example.mr'])).toBe(true)
+    expect(allow('http://portal.example.mr/a.pdf', ['portal.example.mr'])).toBe(true)
+    expect(allow('https://portal.example.mr:443/a.pdf', ['portal.example.mr'])).toBe(true)
+    expect(allow('https://portal.example.mr:8443/a.pdf', ['portal.example.mr'])).toBe(false)
+    expect(allow('https://portal.example.mr:8443/a.pdf', ['portal.example.mr:8443'])).toBe(true)
+    expect(allow('https://cdn.portal.example.mr:8443/a.pdf', ['*.portal.example.mr:8443'])).toBe(true)
+    expect(allow('https://cdn.portal.example.mr/a.pdf', ['*.portal.example.mr:8443'])).toBe(false)
+    expect(allow('https://evilportal.example.mr/a.pdf', ['*.portal.example.mr'])).toBe(false)
+    expect(allow('http://[2001:db8::1]:8080/a.pdf', ['[2001:db8::1]:8080'])).toBe(true)
+    expect(allow('http://[2001:db8::1]/a.pdf', ['[2001:db8::1]:8080'])).toBe(false)
+    expect(allow('http://portal.example.mr/a.pdf', [])).toBe(false)
+    expect(() => SourceSchema.parse({ name: 'x', index_urls: ['https://a.mr/'], allowed_hosts: [] })).toThrow()
+    expect(() => SourceSchema.parse({ name: 'x', index_urls: ['https://a.mr/'], allowed_hosts: ['a.mr/path'] })).toThrow()
+  })
+
+  it('keeps the demo source to the gateway\'s own port: the database port next to it is refused', async () => {
+    const text = await readFile(new URL('../config/scraper-sources.json', import.meta.url), 'utf8')
+    const demo = parseSources(text, { PUBLIC_URL: 'http://127.0.0.1:54321', PUBLIC_HOST: '127.0.0.1:54321' }).find((s) => s.name === 'demo')!
+    expect(hostAllowed(new URL('http://127.0.0.1:54321/demo-portal/fichiers/a.pdf'), allowedHosts(demo))).toBe(true)
+    expect(hostAllowed(new URL('http://127.0.0.1:54322/'), allowedHosts(demo))).toBe(false)
+    // a source without allowed_hosts: its index URLs' hosts with their ports
+    const plain = SourceSchema.parse({ name: 'p', index_urls: ['http://127.0.0.1:8080/list.html', 'https://portal.example.mr/x'] })
+    expect(allowedHosts(plain)).toEqual(['127.0.0.1:8080', 'portal.example.mr'])
   })
 
   it('refuses loopback unless allowed, and never contacts it', async () => {
@@ -143,6 +178,29 @@ describe('addressAllowed', () => {
     '100.64.0.1', 'fd00::1', 'fe80::1', '64:ff9b::a9fe:a9fe', '0.0.0.0', '::', '224.0.0.1', '255.255.255.255', 'not-an-ip']
   it.each(refused)('refuses %s', (a) => expect(addressAllowed(a, false)).toBe(false))
   it.each(['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:5db8:d822'])('accepts the public %s', (a) => expect(addressAllowed(a, false)).toBe(true))
+
+  // IPv6 forms that carry an IPv4 address are judged by it (a review found ::a9fe:a9fe accepted)
+  const carriers = [
+    ['IPv4-compatible', '::a9fe:a9fe', '::5db8:d822'],
+    ['IPv4-compatible, dotted', '::169.254.169.254', '::93.184.216.34'],
+    ['IPv4-compatible loopback', '::7f00:1', null],
+    ['IPv4-mapped', '::ffff:10.0.0.1', '::ffff:93.184.216.34'],
+    ['IPv4-translated', '::ffff:0:a9fe:a9fe', '::ffff:0:5db8:d822'],
+    ['NAT64', '64:ff9b::10.0.0.1', '64:ff9b::93.184.216.34'],
+    ['NAT64 local use', '64:ff9b:1::5db8:d822', null],
+    ['6to4', '2002:a9fe:a9fe::1', '2002:5db8:d822::1'],
+    ['6to4 loopback', '2002:7f00:1::', null],
+    // Teredo: server 65.54.227.120; the client is stored inverted (10.0.0.1 -> f5ff:fffe)
+    ['Teredo, private client', '2001:0:4136:e378:8000:63bf:f5ff:fffe', '2001:0:4136:e378:8000:63bf:a247:2dcb'],
+    ['Teredo, private server', '2001:0:a00:1:8000:63bf:a247:2dcb', null],
+    ['ISATAP', 'fe80::5efe:a9fe:a9fe', null],
+    ['ISATAP, global prefix', '2001:db8::200:5efe:a9fe:a9fe', null],
+  ] as const
+  it.each(carriers)('judges %s by the IPv4 address it carries', (_, bad, good) => {
+    expect(addressAllowed(bad, false), bad).toBe(false)
+    expect(addressAllowed(bad, true), bad).toBe(false)
+    if (good) expect(addressAllowed(good, false), good).toBe(true)
+  })
 
   it('sees through decimal, octal and hex IPv4 forms (the URL parser normalizes them)', async () => {
     for (const host of ['2130706433', '0177.0.0.1', '0x7f.1', '[::ffff:7f00:1]', '[::1]', '0.0.0.0']) {

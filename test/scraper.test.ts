@@ -23,7 +23,7 @@ beforeAll(async () => {
     SourceSchema.parse({
       name,
       index_urls: [`${portal.url}/programmes/page1.html`],
-      allowed_hosts: ['127.0.0.1'],
+      allowed_hosts: [new URL(portal.url).host],
       boilerplate: ['Document retiré'],
       rules: [
         { field: 'grade', from: 'url', pattern: '/fichiers/(\\d+AS)/' },

@@ -1,14 +1,17 @@
 // Scraper sources as configuration: where to look, which links are curriculum PDFs, how to read their
 // metadata, what boilerplate to strip, which hosts downloads may reach.
 import { z } from 'zod'
+import { parseHostEntry, parseHostList } from '../net/host-entry.ts'
+
+const HostEntry = z.string().refine((v) => parseHostEntry(v) !== null, 'a host, host:port, or *.domain entry')
 
 const Field = z.enum(['title', 'major', 'category', 'grade', 'subject', 'language', 'weight'])
 
 export const SourceSchema = z.object({
   name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a lower-case slug'),
   index_urls: z.array(z.url()).min(1),
-  /** hosts downloads may reach; default: the hosts of the index URLs */
-  allowed_hosts: z.array(z.string().min(1)).optional(),
+  /** hosts (host or host:port; "*.domain" for subdomains) downloads may reach; default: the index URLs' host:port */
+  allowed_hosts: z.array(HostEntry).min(1).optional(),
   /** CSS selector of candidate links (default every link) and a regex their URL must match */
   link_selector: z.string().default('a[href]'),
   pdf_pattern: z.string().default('\\.pdf($|[?#])'),
@@ -62,9 +65,13 @@ export function parseSources(text: string, vars: Record<string, string> = {}, on
   return SourcesFileSchema.parse(file).sources
 }
 
+/** What downloads of this source may reach: its allowed_hosts, else the index URLs' hosts with their ports. */
 export function allowedHosts(source: Source): string[] {
-  return source.allowed_hosts ?? [...new Set(source.index_urls.map((u) => new URL(u).hostname))]
+  return source.allowed_hosts ?? [...new Set(source.index_urls.map((u) => new URL(u).host))]
 }
+
+/** FETCH_ALLOWED_HOSTS as a list: what downloads of a reference whose source is not configured may reach. */
+export const globalAllowlist = parseHostList
 
 export interface LinkMetadata {
   title: string | null

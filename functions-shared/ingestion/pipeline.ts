@@ -8,7 +8,7 @@ import { asService, isPgError } from '../db/tx.ts'
 import { FetchError, safeFetch } from '../net/safe-fetch.ts'
 import { extractPdf, PdfError } from '../catalogue/extract-pdf.ts'
 import { canonicalize } from '../catalogue/canonicalize.ts'
-import { allowedHosts } from '../catalogue/sources.ts'
+import { allowedHosts, globalAllowlist } from '../catalogue/sources.ts'
 import { retry } from '../lib/retry.ts'
 import { chunkId, chunkPages, tokenWindows, type TextChunk } from './chunk.ts'
 import { defaultTokenizer } from './tokenizer.ts'
@@ -99,12 +99,18 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     const source = deps.sources.find((s) => s.name === reference.source)
     const namespace = namespaceFor(reference.grade as string, reference.subject as string)
     const language = (reference.language as string | null) ?? 'fr'
+    // a source's own allowlist; for a reference whose source is not configured, only FETCH_ALLOWED_HOSTS
+    // (never the URL's own host, which would let any stored URL reach anywhere)
+    const allowlist = source ? allowedHosts(source) : globalAllowlist(config.FETCH_ALLOWED_HOSTS)
+    if (allowlist.length === 0) {
+      throw new PipelineError(`download refused: the source "${String(reference.source)}" of this reference is not configured, and FETCH_ALLOWED_HOSTS allows no host`)
+    }
 
     // 2-3. download and pages (transient download failures retried with backoff)
     const file = await retry(
       () =>
         safeFetch(reference.pdf_source as string, {
-          allowedHosts: source ? allowedHosts(source) : [new URL(reference.pdf_source as string).hostname],
+          allowedHosts: allowlist,
           allowLoopback: config.FETCH_ALLOW_LOOPBACK,
           maxBytes: config.UPLOAD_MAX_BYTES,
           timeoutMs: config.FETCH_TIMEOUT_MS,

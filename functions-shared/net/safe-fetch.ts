@@ -7,12 +7,17 @@
 // caught; the host allowlist is the first line of defence.
 import ipaddr from 'ipaddr.js'
 import { VERSION } from '../version.ts'
+import { parseHostEntry } from './host-entry.ts'
 
 export type Resolver = (hostname: string) => Promise<string[]>
 
 export interface SafeFetchOptions {
-  /** hosts (exact names, or "*.example.mr" for subdomains) this download may reach; empty = any public host */
-  allowedHosts?: readonly string[]
+  /**
+   * What this download may reach: entries "host" or "host:port" ("*.example.mr" for the subdomains,
+   * "[2001:db8::1]:8443" for an IPv6 literal); an entry without a port allows the URL scheme's default
+   * port only. '*' means any host (tests); the address checks apply whatever the list says.
+   */
+  allowedHosts: readonly string[] | '*'
   /** allow loopback addresses (tests and the local demo only); private ranges are refused always */
   allowLoopback?: boolean
   maxBytes: number
@@ -51,21 +56,58 @@ export interface SafeResponse {
 
 export const USER_AGENT = `curriculum-tutor/${VERSION} (+curriculum scraper)`
 
-function hostAllowed(hostname: string, allowed: readonly string[]): boolean {
-  if (allowed.length === 0) return true
-  const host = hostname.toLowerCase()
-  return allowed.some((a) => {
-    const rule = a.toLowerCase()
-    return rule.startsWith('*.') ? host.endsWith(rule.slice(1)) && host.length > rule.length - 1 : host === rule
+const DEFAULT_PORT: Record<string, string> = { 'http:': '80', 'https:': '443' }
+
+/** Whether the URL's host and port are on the list (an entry without a port: the scheme's default port). */
+export function hostAllowed(url: URL, allowed: readonly string[] | '*'): boolean {
+  if (allowed === '*') return true
+  const host = url.hostname.toLowerCase().replace(/^\[|\]$/g, '')
+  const port = url.port || DEFAULT_PORT[url.protocol] || ''
+  return allowed.some((raw) => {
+    const entry = parseHostEntry(raw)
+    if (!entry) return false
+    if ((entry.port ?? DEFAULT_PORT[url.protocol]) !== port) return false
+    return entry.subdomains ? host.endsWith(`.${entry.host}`) : host === entry.host
   })
 }
 
-/** Whether an address may be contacted: only global unicast, plus loopback when allowed. */
+/**
+ * The IPv4 addresses an IPv6 address carries and would reach: IPv4-compatible ::a.b.c.d, mapped
+ * ::ffff:a.b.c.d, translated ::ffff:0:a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo 2001::/32 (its
+ * server and its obfuscated client) and ISATAP interface identifiers. Empty when it carries none.
+ */
+export function embeddedIpv4(address: ipaddr.IPv6): ipaddr.IPv4[] {
+  const p = address.parts
+  const b = address.toByteArray()
+  const v4 = (bytes: number[]) => new ipaddr.IPv4(bytes)
+  const tail = v4(b.slice(12, 16))
+  const zero = (from: number, to: number) => p.slice(from, to).every((x) => x === 0)
+  if (zero(0, 5) && (p[5] === 0 || p[5] === 0xffff) && !(p[6] === 0 && p[7]! <= 1)) return [tail] // compatible, mapped
+  if (zero(0, 4) && p[4] === 0xffff && p[5] === 0) return [tail] // translated
+  if (p[0] === 0x64 && p[1] === 0xff9b && zero(2, 6)) return [tail] // NAT64 well-known prefix
+  if (p[0] === 0x2002) return [v4(b.slice(2, 6))] // 6to4
+  if (p[0] === 0x2001 && p[1] === 0) return [v4(b.slice(4, 8)), v4(b.slice(12, 16).map((x) => x ^ 0xff))] // Teredo
+  if ((p[4] === 0 || p[4] === 0x200) && p[5] === 0x5efe) return [tail] // ISATAP
+  return []
+}
+
+/** Whether an address may be contacted: only global unicast, plus loopback when allowed; an IPv6 address that carries an IPv4 one is judged by it. */
 export function addressAllowed(address: string, allowLoopback: boolean): boolean {
   if (!ipaddr.isValid(address)) return false
-  const parsed = ipaddr.process(address) // IPv4-mapped IPv6 becomes IPv4
-  const range = parsed.range()
-  return range === 'unicast' || (allowLoopback && range === 'loopback')
+  const parsed = ipaddr.parse(address)
+  const okRange = (range: string) => range === 'unicast' || (allowLoopback && range === 'loopback')
+  if (parsed.kind() === 'ipv4') return okRange(parsed.range())
+  const v6 = parsed as ipaddr.IPv6
+  // a mapped address is the IPv4 one on a dual-stack socket (loopback included)
+  if (v6.isIPv4MappedAddress()) return okRange(v6.toIPv4Address().range())
+  const range = v6.range()
+  if (range === 'loopback' || range === 'unspecified') return okRange(range)
+  // the NAT64 local-use prefix (RFC 8215) is never public
+  if (v6.parts[0] === 0x64 && v6.parts[1] === 0xff9b && v6.parts[2] === 1) return false
+  const carried = embeddedIpv4(v6)
+  // tunnelled or translated: only to public addresses (the loopback allowance is for loopback itself)
+  if (carried.length > 0) return carried.every((a) => a.range() === 'unicast')
+  return okRange(range)
 }
 
 async function checkUrl(raw: string, options: SafeFetchOptions): Promise<URL> {
@@ -78,7 +120,7 @@ async function checkUrl(raw: string, options: SafeFetchOptions): Promise<URL> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new FetchError('blocked', `blocked destination: scheme ${url.protocol} is not allowed`)
   if (url.username || url.password) throw new FetchError('blocked', 'blocked destination: credentials in the URL')
   const hostname = url.hostname.replace(/^\[|\]$/g, '')
-  if (!hostAllowed(hostname, options.allowedHosts ?? [])) throw new FetchError('blocked', `blocked destination: host ${hostname} is not allowed for this source`)
+  if (!hostAllowed(url, options.allowedHosts)) throw new FetchError('blocked', `blocked destination: ${url.host} is not allowed for this source`)
   // The WHATWG parser has already turned decimal, octal and hex IPv4 forms into dotted quads.
   const addresses = ipaddr.isValid(hostname) ? [hostname] : await options.resolve(hostname).catch((err: unknown) => {
     throw new FetchError('network', `cannot resolve ${hostname}`, { cause: err })

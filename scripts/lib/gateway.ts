@@ -43,7 +43,7 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
     remoteAddress: remoteAddressNode,
     readAsset: readAssetNode,
     resolveHost: resolveHostNode,
-    sources: options.deps?.sources ?? (await readSourcesNode(config.SCRAPER_SOURCES_FILE, { PUBLIC_URL: publicBase, PUBLIC_HOST: new URL(publicBase).hostname })),
+    sources: options.deps?.sources ?? (await readSourcesNode(config.SCRAPER_SOURCES_FILE, { PUBLIC_URL: publicBase, PUBLIC_HOST: new URL(publicBase).host })),
     ...options.deps,
   })
   const app = createApp(deps, { basePath: FUNCTIONS_BASE })
