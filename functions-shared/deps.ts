@@ -46,6 +46,8 @@ export interface Deps {
   sleep: (ms: number) => Promise<void>
   /** work that outlives its request (ingestion after dispatch), awaited on shutdown */
   background: BackgroundTasks
+  /** told each state an ingestion job enters, once committed (progress displays; tests pause a run here) */
+  onJobTransition?: (event: { job_id: string; attempt: number; status: string }) => void | Promise<void>
 }
 
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {

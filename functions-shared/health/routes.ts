@@ -1,16 +1,23 @@
-// GET /health: the service's status, version and whether the database answers.
+// GET /health: the service's status, version, whether the database answers, and whether the service can
+// run a query as each of its own roles (service_role, and authenticated with a user's claims), as every
+// request does: a database whose session was tampered with answers, but not as it should.
 import { createRoute, z } from '@hono/zod-openapi'
 import type { Deps } from '../deps.ts'
 import { createRouter } from '../http/router.ts'
 import { jsonContent } from '../http/schemas.ts'
 import { VERSION } from '../version.ts'
+import { asService, asUser } from '../db/tx.ts'
 
 const HealthSchema = z
   .object({
     status: z.enum(['ok', 'degraded']).openapi({ description: 'ok when every dependency answers' }),
     version: z.string(),
     time: z.string().openapi({ format: 'date-time' }),
-    database: z.object({ reachable: z.boolean(), latency_ms: z.number().nullable() }),
+    database: z.object({
+      reachable: z.boolean(),
+      roles: z.boolean().openapi({ description: 'a query runs as service_role, and as authenticated with a user\'s claims' }),
+      latency_ms: z.number().nullable(),
+    }),
   })
   .openapi('Health')
 
@@ -21,19 +28,30 @@ const route = createRoute({
   summary: 'Service health',
   responses: {
     200: jsonContent(HealthSchema, 'The service and its database are up'),
-    503: jsonContent(HealthSchema, 'The database does not answer'),
+    503: jsonContent(HealthSchema, 'The database does not answer, or not as the service\'s roles'),
   },
 })
 
-async function databaseReachable(deps: Deps, timeoutMs: number): Promise<{ reachable: boolean; latency_ms: number | null }> {
+const PROBE_USER = '00000000-0000-4000-8000-000000000000'
+
+/** One query as each role the service uses; true when each ran as that role with those claims. */
+async function runsAsOwnRoles(deps: Deps): Promise<boolean> {
+  const [service] = await asService(deps.sql, (tx) => tx`select current_user as role`)
+  const [user] = await asUser(deps.sql, { sub: PROBE_USER }, (tx) => tx`select current_user as role, auth.uid() as uid`)
+  return service?.role === 'service_role' && user?.role === 'authenticated' && user?.uid === PROBE_USER
+}
+
+async function checkDatabase(deps: Deps, timeoutMs: number): Promise<{ reachable: boolean; roles: boolean; latency_ms: number | null }> {
   const started = performance.now()
   let timer: ReturnType<typeof setTimeout> | undefined
   const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)))
   try {
     await Promise.race([deps.sql`select 1`, timeout])
-    return { reachable: true, latency_ms: Math.round((performance.now() - started) * 10) / 10 }
+    const latency = Math.round((performance.now() - started) * 10) / 10
+    const roles = await Promise.race([runsAsOwnRoles(deps), timeout]).catch(() => false)
+    return { reachable: true, roles, latency_ms: latency }
   } catch {
-    return { reachable: false, latency_ms: null }
+    return { reachable: false, roles: false, latency_ms: null }
   } finally {
     clearTimeout(timer)
   }
@@ -41,9 +59,10 @@ async function databaseReachable(deps: Deps, timeoutMs: number): Promise<{ reach
 
 export function healthRouter(deps: Deps) {
   return createRouter().openapi(route, async (c) => {
-    const database = await databaseReachable(deps, 2000)
-    const body = { status: database.reachable ? ('ok' as const) : ('degraded' as const), version: VERSION, time: new Date(deps.clock.now()).toISOString(), database }
-    if (!database.reachable) c.get('log').warn({ database }, 'health check: database unreachable')
-    return database.reachable ? c.json(body, 200) : c.json(body, 503)
+    const database = await checkDatabase(deps, 2000)
+    const ok = database.reachable && database.roles
+    const body = { status: ok ? ('ok' as const) : ('degraded' as const), version: VERSION, time: new Date(deps.clock.now()).toISOString(), database }
+    if (!ok) c.get('log').warn({ database }, database.reachable ? 'health check: queries do not run as the service\'s roles' : 'health check: database unreachable')
+    return ok ? c.json(body, 200) : c.json(body, 503)
   })
 }

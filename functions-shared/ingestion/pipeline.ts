@@ -1,9 +1,10 @@
 // The background pipeline of one claimed job (spec §4.8 steps 1-10): download, pages, chunks,
-// embeddings, then chunks and vectors stored, the document and the reference synced and the job ready,
-// all in one transaction. Every transition goes through public.transition_job (audit included) with the
-// job's attempt number, so a stale worker cannot overwrite a newer attempt.
+// embeddings staged batch by batch, then the version published, the document and the reference synced
+// and the job ready, all in one transaction (public.complete_ingestion). Every transition and every
+// write carries the job's attempt number and is refused once the attempt is not the job's current one
+// or the job not its reference's newest (cancelled by a forced re-ingestion), so a stale worker can
+// change nothing.
 import type { Deps } from '../deps.ts'
-import type { Tx } from '../db/client.ts'
 import { asService, isPgError } from '../db/tx.ts'
 import { FetchError, safeFetch } from '../net/safe-fetch.ts'
 import { extractPdf, PdfError } from '../catalogue/extract-pdf.ts'
@@ -42,9 +43,9 @@ export function namespaceFor(grade: string, subject: string): string {
 
 const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => (Number.isFinite(x) ? x.toFixed(7) : '0')).join(',')}]`
 
-async function transition(deps: Deps, job: ClaimedJob, to: string, details: Record<string, unknown> = {}, tx?: Tx) {
-  const run = (t: Tx) => t`select id from public.transition_job(${job.id}, ${to}, ${job.attempt}, ${null}, ${t.json(details as never)})`
-  return tx ? run(tx) : asService(deps.sql, run)
+async function transition(deps: Deps, job: ClaimedJob, to: string, details: Record<string, unknown> = {}) {
+  await asService(deps.sql, (t) => t`select id from public.transition_job(${job.id}, ${to}, ${job.attempt}, ${null}, ${t.json(details as never)})`)
+  await deps.onJobTransition?.({ job_id: job.id, attempt: job.attempt, status: to })
 }
 
 async function fail(deps: Deps, job: ClaimedJob, message: string, details: Record<string, unknown>): Promise<JobOutcome> {
@@ -81,6 +82,7 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     },
   }
   try {
+    await deps.onJobTransition?.({ job_id: job.id, attempt: job.attempt, status: 'parsing' }) // claimed
     // 1. the job, its reference, its document (created now for jobs the scraper queued)
     const { reference, fileId } = await asService(deps.sql, async (tx) => {
       const [ref] = await tx`select * from public.curriculum_references where id = ${job.reference_id}`
@@ -145,10 +147,10 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     const chunks = chunkPages(pages, (text) => tokenWindows(text, defaultTokenizer, size, overlap))
     await transition(deps, job, 'embedding_request_sent', { chunks: chunks.length })
 
-    // 5. embeddings, batch by batch (transient failures retried)
-    // 5-7. embeddings batch by batch, each batch stored as soon as it is embedded (chunk text and vector),
-    // so memory holds one batch of vectors, not the whole book. Ids are deterministic: a re-ingestion
-    // upserts the same rows; what an earlier, longer run left is removed at the end.
+    // 5-7. embeddings batch by batch, each batch staged as soon as it is embedded (chunk text and vector),
+    // so memory holds one batch of vectors, not the whole book. Every staged write first checks that this
+    // attempt is still the job's and the job still the reference's current one: a cancelled, reclaimed or
+    // superseded run stops at its next write and cannot touch what is served.
     stage.next('embed')
     const ids = await Promise.all(chunks.map((c) => chunkId(fileId, c.page_number, c.chunk_index)))
     const ingestionTs = new Date(deps.clock.now()).toISOString()
@@ -170,38 +172,31 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
         throw new PipelineError(`the embedder returned ${vectors.length} vectors for ${batch.length} chunks, or vectors not of dimension ${config.VECTOR_DIMENSION}`)
       }
       await asService(deps.sql, async (tx) => {
-        await tx`insert into public.document_chunks ${tx(batch.map((c: TextChunk, k) => ({ id: ids[i + k]!, file_id: fileId, page_number: c.page_number, chunk_index: c.chunk_index, content: c.text, token_count: c.token_count ?? null })))}
-                 on conflict (id) do update set content = excluded.content, token_count = excluded.token_count`
+        await tx`select public.check_job_attempt(${job.id}, ${job.attempt})`
         const rows = batch.map((c: TextChunk, k) => ({
-          index_name: config.VECTOR_INDEX_NAME,
-          namespace,
+          job_id: job.id,
           id: ids[i + k]!,
           file_id: fileId,
+          page_number: c.page_number,
+          chunk_index: c.chunk_index,
+          content: c.text,
+          token_count: c.token_count ?? null,
           embedding: vectorLiteral(vectors[k]!),
           // only the light fields of spec §1.4; the text stays in document_chunks
           metadata: { chunk_id: ids[i + k], file_id: fileId, language, grade: reference.grade, subject: reference.subject, source_url: reference.source_url, page_number: c.page_number, ingestion_ts: ingestionTs },
         }))
-        await tx`insert into public.vectors ${tx(rows as never[])}
-                 on conflict (index_name, namespace, id) do update set embedding = excluded.embedding, metadata = excluded.metadata, file_id = excluded.file_id, updated_at = now()`
+        await tx`insert into public.ingestion_staging ${tx(rows as never[])}
+                 on conflict (job_id, id) do update set content = excluded.content, token_count = excluded.token_count, embedding = excluded.embedding, metadata = excluded.metadata`
       })
     }
-    await transition(deps, job, 'embedding_upserted', { vectors: chunks.length, embedder: deps.embedder.name })
 
-    // 8-9. in one transaction: what an earlier run left removed, the document and the reference synced,
-    // the job ready
+    // 8-9. in one transaction: embedding_upserted, the staged version published in place of the previous
+    // one, the document and the reference synced, the job ready (public.complete_ingestion)
     stage.next('store')
-    await asService(deps.sql, async (tx) => {
-      await tx`delete from public.vectors where file_id = ${fileId} and (index_name <> ${config.VECTOR_INDEX_NAME} or namespace <> ${namespace} or id <> all(${ids}))`
-      await tx`delete from public.document_chunks where file_id = ${fileId} and id <> all(${ids})`
-      await tx`update public.documents set title = ${reference.title}, major = ${reference.major}, weight = ${reference.weight}, category = ${reference.category},
-                 grade = ${reference.grade}, subject = ${reference.subject}, language = ${language}, vectordb_index = ${config.VECTOR_INDEX_NAME},
-                 vectordb_namespace = ${namespace}, vectordb_vector_count = ${chunks.length}, page_count = ${extracted.pageCount}, chunk_count = ${chunks.length}, updated_at = now()
-               where id = ${fileId}`
-      await tx`update public.curriculum_references set vectordb_index = ${config.VECTOR_INDEX_NAME}, vectordb_namespace = ${namespace}, vectordb_vector_count = ${chunks.length}
-               where id = ${job.reference_id}`
-      await tx`update public.ingestion_jobs set chunks_created = ${chunks.length}, vectors_upserted = ${chunks.length} where id = ${job.id}`
-      await transition(deps, job, 'ready', { pages: pages.length, chunks: chunks.length, vectors: chunks.length, ms: Math.round(performance.now() - started) }, tx)
-    })
+    await asService(deps.sql, (tx) => tx`
+      select id from public.complete_ingestion(${job.id}, ${job.attempt}, ${config.VECTOR_INDEX_NAME}, ${namespace}, ${extracted.pageCount},
+                                               ${tx.json({ pages: pages.length, chunks: chunks.length, vectors: chunks.length, embedder: deps.embedder.name, ms: Math.round(performance.now() - started) })})`)
+    await deps.onJobTransition?.({ job_id: job.id, attempt: job.attempt, status: 'ready' })
     stage.next('done')
     m.pages.inc(pages.length)
     m.chunks.inc(chunks.length)

@@ -1,10 +1,10 @@
 // The embedded database: PGlite (Postgres in WASM) with pgvector, persisted under DATA_DIR and exposed
-// on a local port through pglite-socket, so postgres.js and psql connect to it like to any server.
+// on a local port (scripts/lib/pglite-server.ts), so postgres.js and psql connect to it like to any server.
 import { mkdir } from 'node:fs/promises'
 import { PGlite, type Extensions } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto'
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+import { PgliteServer } from './pglite-server.ts'
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts'
 
 export interface EmbeddedDb {
@@ -22,8 +22,10 @@ export interface EmbeddedOptions {
   host?: string
   /** extra extensions (tests add pgTAP) */
   extensions?: Extensions
-  /** clients that may be connected at once; their queries are queued, transactions kept apart */
+  /** clients that may be connected at once; each has the session to itself for a whole exchange or transaction */
   maxConnections?: number
+  /** a client idle in a transaction this long while another waits is disconnected (0: never) */
+  idleInTransactionMs?: number
 }
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedDb> {
@@ -44,7 +46,12 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedD
     await lock?.release()
     throw err
   }
-  const server = new PGLiteSocketServer({ db, port: options.port, host: options.host ?? '127.0.0.1', maxConnections: options.maxConnections ?? 4 })
+  const server = new PgliteServer(db, {
+    port: options.port,
+    host: options.host ?? '127.0.0.1',
+    maxConnections: options.maxConnections ?? 8,
+    ...(options.idleInTransactionMs !== undefined ? { idleInTransactionMs: options.idleInTransactionMs } : {}),
+  })
   try {
     await server.start()
   } catch (err) {
@@ -52,7 +59,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedD
     await lock?.release()
     throw err
   }
-  const url = `postgres://postgres:postgres@${server.getServerConn()}/postgres`
+  const url = server.url
   let closed = false
   return {
     db,
