@@ -13,7 +13,8 @@ const V = { 'X-Supabase-Api-Version': '2024-01-01' }
 
 beforeAll(async () => {
   db = await createTestDatabase()
-  t = createTestApp({ sql: db.sql })
+  // GoTrue's behaviour, not its rate limits (local-auth.security.test.ts): one client makes every call here
+  t = createTestApp({ sql: db.sql, env: { AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000', AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS: '100000' } })
   service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
 })
 afterAll(async () => db?.close())

@@ -1,6 +1,8 @@
 // POST /auth/signup, /auth/signin, /auth/logout, /auth/reset-password: 5 requests per minute per IP.
 import { createRoute, z } from '@hono/zod-openapi'
+import type { Context } from 'hono'
 import type { Deps } from '../deps.ts'
+import { clientIp } from '../deps.ts'
 import { createRouter } from '../http/router.ts'
 import { errorResponses, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
@@ -73,17 +75,19 @@ export function authRouter(deps: Deps) {
     responses: { 200: jsonContent(z.object({ success: z.literal(true), message: z.string() }), 'Accepted'), ...errors },
   })
 
+  // the client's address goes to Auth (Sb-Forwarded-For), which limits per client rather than per service
+  const ctxOf = (c: Context) => ({ deps, requestId: c.get('requestId') as string, clientIp: clientIp(deps, c) })
   const router = createRouter()
   router.use('*', limit('auth'))
   return router
-    .openapi(signup, async (c) => c.json({ success: true as const, data: await signUp({ ctx: { deps, requestId: c.get('requestId') }, input: c.req.valid('json') }) }, 201))
-    .openapi(signin, async (c) => c.json({ success: true as const, data: await signIn({ ctx: { deps, requestId: c.get('requestId') }, input: c.req.valid('json') }) }, 200))
+    .openapi(signup, async (c) => c.json({ success: true as const, data: await signUp({ ctx: ctxOf(c), input: c.req.valid('json') }) }, 201))
+    .openapi(signin, async (c) => c.json({ success: true as const, data: await signIn({ ctx: ctxOf(c), input: c.req.valid('json') }) }, 200))
     .openapi(logout, async (c) => {
       const token = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? null
       return c.json({ success: true as const, data: await signOut({ ctx: { deps, requestId: c.get('requestId') }, input: { accessToken: token } }) }, 200)
     })
     .openapi(reset, async (c) => {
-      await requestPasswordReset({ ctx: { deps, requestId: c.get('requestId') }, input: c.req.valid('json') })
+      await requestPasswordReset({ ctx: ctxOf(c), input: c.req.valid('json') })
       return c.json({ success: true as const, message: 'If an account exists for this email, a reset link has been sent.' }, 200)
     })
 }

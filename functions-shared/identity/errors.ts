@@ -8,7 +8,8 @@ interface AuthErrorLike {
   code?: string
 }
 
-export function fromAuthError(error: AuthErrorLike, context: string): ApiError {
+/** `limits`: Auth's configured limits, named in a 429 (sign-ins and sign-ups per 5 minutes, emails per hour). */
+export function fromAuthError(error: AuthErrorLike, context: string, limits: { perFiveMinutes: number; emailsPerHour: number } = { perFiveMinutes: 30, emailsPerHour: 30 }): ApiError {
   const code = error.code ?? ''
   switch (code) {
     case 'user_already_exists':
@@ -29,7 +30,16 @@ export function fromAuthError(error: AuthErrorLike, context: string): ApiError {
       return new ApiError(ErrorCode.NOT_FOUND, 'User not found')
   }
   const status = error.status ?? 0
-  if (error.name === 'AuthRetryableFetchError' || status === 0 || status >= 500 || status === 429) {
+  if (status === 429) {
+    // Auth's own per-client limit (its window is five minutes, or an hour for emails)
+    const email = code === 'over_email_send_rate_limit'
+    const retryAfter = email ? 3600 : 60
+    return new ApiError(ErrorCode.RATE_LIMITED, `Too many ${context} attempts from this address; retry later`, {
+      details: { retry_after: retryAfter, limit: email ? limits.emailsPerHour : limits.perFiveMinutes, window: email ? '1h' : '5m', auth_error: code },
+      headers: { 'Retry-After': String(retryAfter) },
+    })
+  }
+  if (error.name === 'AuthRetryableFetchError' || status === 0 || status >= 500) {
     return new ApiError(ErrorCode.SERVICE_UNAVAILABLE, `Authentication service unavailable (${context}), please retry`, { headers: { 'Retry-After': '5' } })
   }
   return new ApiError(ErrorCode.BAD_REQUEST, error.message || `${context} failed`)

@@ -5,11 +5,13 @@ import type { Deps } from '../deps.ts'
 import type { Principal, Role } from '../http/auth.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { asService, asUser } from '../db/tx.ts'
-import { fromAuthError } from './errors.ts'
+import { fromAuthError as toApiError } from './errors.ts'
 
 export interface Ctx {
   deps: Deps
   requestId: string
+  /** the caller's address, forwarded to Auth (Sb-Forwarded-For) for its per-IP rate limits */
+  clientIp?: string | undefined
 }
 
 export interface Profile {
@@ -38,18 +40,22 @@ function toProfile(row: Record<string, unknown>): Profile {
 
 // ---- accounts
 
+/** Auth's error as ours, naming the configured Auth limits when it is a 429. */
+const fromAuthError = (error: Parameters<typeof toApiError>[0], context: string, ctx?: Ctx) =>
+  toApiError(error, context, ctx ? { perFiveMinutes: ctx.deps.config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS, emailsPerHour: ctx.deps.config.AUTH_RATE_LIMIT_EMAIL_SENT } : undefined)
+
 export async function signUp({ ctx, input }: { ctx: Ctx; input: { email: string; password: string; full_name: string } }) {
-  const client = await ctx.deps.supabase.anon(ctx.requestId)
+  const client = await ctx.deps.supabase.anon(ctx.requestId, ctx.clientIp)
   const { data, error } = await client.auth.signUp({ email: input.email, password: input.password, options: { data: { full_name: input.full_name } } })
-  if (error) throw fromAuthError(error, 'sign-up')
+  if (error) throw fromAuthError(error, 'sign-up', ctx)
   if (!data.user) throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, 'Authentication service returned no user')
   return { user_id: data.user.id, email: data.user.email ?? input.email }
 }
 
 export async function signIn({ ctx, input }: { ctx: Ctx; input: { email: string; password: string } }) {
-  const client = await ctx.deps.supabase.anon(ctx.requestId)
+  const client = await ctx.deps.supabase.anon(ctx.requestId, ctx.clientIp)
   const { data, error } = await client.auth.signInWithPassword({ email: input.email, password: input.password })
-  if (error) throw fromAuthError(error, 'sign-in')
+  if (error) throw fromAuthError(error, 'sign-in', ctx)
   const { session, user } = data
   return {
     access_token: session.access_token,
@@ -72,11 +78,12 @@ export async function signOut({ ctx, input }: { ctx: Ctx; input: { accessToken: 
 
 /** The same answer whether or not the email has an account. */
 export async function requestPasswordReset({ ctx, input }: { ctx: Ctx; input: { email: string; redirect_to?: string | undefined } }) {
-  const client = await ctx.deps.supabase.anon(ctx.requestId)
+  const client = await ctx.deps.supabase.anon(ctx.requestId, ctx.clientIp)
   const { error } = await client.auth.resetPasswordForEmail(input.email, input.redirect_to ? { redirectTo: input.redirect_to } : {})
   if (error) {
-    const mapped = fromAuthError(error, 'password reset')
-    if (mapped.status >= 500) throw mapped
+    const mapped = fromAuthError(error, 'password reset', ctx)
+    // a per-client limit is said; the email limit is not (it is reached only for an existing account)
+    if (mapped.status >= 500 || (mapped.status === 429 && error.code !== 'over_email_send_rate_limit')) throw mapped
     ctx.deps.logs.forRequest('identity', ctx.requestId).info({ code: error.code }, 'password reset not sent')
   }
 }

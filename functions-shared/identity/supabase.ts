@@ -7,7 +7,9 @@ import { publicUrl } from '../config.ts'
 import { apiKey } from '../lib/keys.ts'
 
 export interface SupabaseClients {
-  anon(requestId: string): Promise<SupabaseClient>
+  /** `clientIp`: the address of the client the call is made for, sent as Sb-Forwarded-For so that Auth
+   *  rate-limits that client rather than this service */
+  anon(requestId: string, clientIp?: string): Promise<SupabaseClient>
   admin(requestId: string): Promise<SupabaseClient>
 }
 
@@ -17,13 +19,13 @@ export function createSupabaseClients(config: Config, fetchImpl?: typeof fetch):
     anon: config.SUPABASE_ANON_KEY ? Promise.resolve(config.SUPABASE_ANON_KEY) : apiKey(config.JWT_SECRET, 'anon'),
     admin: config.SUPABASE_SERVICE_ROLE_KEY ? Promise.resolve(config.SUPABASE_SERVICE_ROLE_KEY) : apiKey(config.JWT_SECRET, 'service_role'),
   }
-  const make = async (key: Promise<string>, requestId: string) =>
+  const make = async (key: Promise<string>, requestId: string, clientIp?: string) =>
     createClient(url, await key, {
       auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
-      global: { headers: { 'X-Request-ID': requestId }, ...(fetchImpl ? { fetch: fetchImpl } : {}) },
+      global: { headers: { 'X-Request-ID': requestId, ...(clientIp ? { 'Sb-Forwarded-For': clientIp } : {}) }, ...(fetchImpl ? { fetch: fetchImpl } : {}) },
     })
   return {
-    anon: (requestId) => make(keys.anon, requestId),
+    anon: (requestId, clientIp) => make(keys.anon, requestId, clientIp),
     admin: (requestId) => make(keys.admin, requestId),
   }
 }

@@ -8,11 +8,13 @@ export class GoTrueError extends Error {
   readonly status: number
   readonly code: string
   readonly extra: Record<string, unknown>
-  constructor(status: number, code: string, message: string, extra: Record<string, unknown> = {}) {
+  readonly headers: Record<string, string>
+  constructor(status: number, code: string, message: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
     super(message)
     this.status = status
     this.code = code
     this.extra = extra
+    this.headers = headers
   }
 }
 
@@ -25,7 +27,7 @@ export function goTrueErrorResponse(err: Error, c: Context): Response {
   const code = known ? err.code : 'unexpected_failure'
   const message = known ? err.message : 'Unexpected failure, please check server logs for more information'
   const extra = known ? err.extra : {}
-  const headers: Record<string, string> = { 'x-sb-error-code': code }
+  const headers: Record<string, string> = { 'x-sb-error-code': code, ...(known ? err.headers : {}) }
   const version = c.req.header('x-supabase-api-version')
   if (version && version >= API_VERSION) {
     headers['X-Supabase-Api-Version'] = API_VERSION

@@ -12,6 +12,8 @@ import { GoTrueError, errors, goTrueErrorResponse } from './errors.ts'
 import { findUser, findUserByEmail, mergeMetadata, normalizeEmail, userWithIdentities, UUID, type UserRow } from './users.ts'
 import { issuer, randomToken, sessionResponse, startSession } from './sessions.ts'
 import { findUnstorable } from '../lib/text.ts'
+import { redirectPolicy, redirectTarget } from './redirects.ts'
+import { authRateLimits } from './rate-limits.ts'
 
 type Body = Record<string, unknown>
 
@@ -46,6 +48,8 @@ export function localAuthRouter(deps: Deps): Hono {
   const app = new Hono()
   const secret = new TextEncoder().encode(config.JWT_SECRET)
   const log = (c: Context) => c.get('log') ?? deps.logs.get('local-auth')
+  const limits = authRateLimits(deps)
+  const redirects = redirectPolicy(config.AUTH_SITE_URL, config.AUTH_ADDITIONAL_REDIRECT_URLS.split(',').map((u) => u.trim()).filter((u) => u !== ''))
   app.use('*', async function queryText(c, next) {
     checkText(c.req.queries())
     await next()
@@ -111,6 +115,7 @@ export function localAuthRouter(deps: Deps): Hono {
   app.get('/.well-known/jwks.json', (c) => c.json({ keys: [] }, 200, { 'Cache-Control': 'public, max-age=600' }))
 
   app.post('/signup', async (c) => {
+    limits.check(c, 'sign_in_sign_ups')
     const body = await readBody(c)
     const email = emailOrFail(body.email)
     const password = checkPassword(body.password)
@@ -143,6 +148,7 @@ export function localAuthRouter(deps: Deps): Hono {
 
   app.post('/token', async (c) => {
     const grant = c.req.query('grant_type')
+    limits.check(c, grant === 'refresh_token' ? 'token_refresh' : 'sign_in_sign_ups')
     const body = await readBody(c)
     if (grant === 'password') {
       const email = normalizeEmail(body.email)
@@ -209,6 +215,7 @@ export function localAuthRouter(deps: Deps): Hono {
   })
 
   app.put('/user', async (c) => {
+    limits.check(c, 'sign_in_sign_ups')
     const { user, sessionId } = await requireUser(c)
     const body = await readBody(c)
     if (body.app_metadata !== undefined) throw errors.notAdmin()
@@ -248,13 +255,16 @@ export function localAuthRouter(deps: Deps): Hono {
   })
 
   app.post('/recover', async (c) => {
+    limits.check(c, 'sign_in_sign_ups')
     const body = await readBody(c)
     const email = emailOrFail(body.email)
     const user = await findUserByEmail(sql, email)
     if (user) {
+      limits.check(c, 'email_sent')
       const token = randomToken(56)
       await sql`update auth.users set recovery_token = encode(extensions.digest(${token}, 'sha224'), 'hex'), recovery_sent_at = now() where id = ${user.id}`
-      const redirect = c.req.query('redirect_to') ?? config.AUTH_SITE_URL
+      // as GoTrue: a redirect_to that is not the site, loopback or an allowed pattern becomes SITE_URL
+      const redirect = redirectTarget(redirects, c.req.query('redirect_to'))
       const link = `${issuer(deps)}/verify?token=${token}&type=recovery&redirect_to=${encodeURIComponent(redirect)}`
       // No mail leaves the local stack: the link goes to the log, never into the response.
       log(c).info({ recovery_link: link, user_id: user.id }, 'local auth: password recovery link (open it to sign in and set a new password)')
@@ -263,9 +273,11 @@ export function localAuthRouter(deps: Deps): Hono {
   })
 
   app.get('/verify', async (c) => {
+    limits.check(c, 'token_verifications')
     const token = c.req.query('token') ?? ''
     if (c.req.query('type') !== 'recovery' || token.length < 12) throw errors.validation('Only recovery links are verified by the local auth server')
-    const redirect = c.req.query('redirect_to') ?? config.AUTH_SITE_URL
+    // checked again here: the link may have been edited, and the tokens go in its fragment
+    const redirect = redirectTarget(redirects, c.req.query('redirect_to'))
     const session = await sql.begin(async (tx) => {
       const [row] = await tx`select id from auth.users where recovery_token = encode(extensions.digest(${token}, 'sha224'), 'hex')
                                and recovery_sent_at > now() - interval '1 hour' for update`

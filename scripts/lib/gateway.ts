@@ -7,6 +7,8 @@ import type { Sql } from '../../functions-shared/db/client.ts'
 import { createApp } from '../../functions-shared/app.ts'
 import { createDeps, type Deps } from '../../functions-shared/deps.ts'
 import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
+import { TRUSTED_CALLER } from '../../functions-shared/local-auth/rate-limits.ts'
+import { createSupabaseClients } from '../../functions-shared/identity/supabase.ts'
 import { expireReservations } from '../../functions-shared/wallet/service.ts'
 import { readAssetNode, readSourcesNode, remoteAddressNode, resolveHostNode } from './node-adapter.ts'
 import { buildDemoPortal, DEMO_PORTAL_BASE } from './demo-portal.ts'
@@ -38,7 +40,17 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
     FETCH_ALLOW_LOOPBACK: options.config.FETCH_ALLOW_LOOPBACK || demo,
   }
   const publicBase = (options.config.PUBLIC_URL ?? url).replace(/\/$/, '')
+  // The identity endpoints reach the local auth server in process: no loopback round trip, and the
+  // Sb-Forwarded-For they send (their client's address) is believed, which it never is from the network.
+  let app: ReturnType<typeof createApp> | undefined
+  const authBase = `${config.SUPABASE_URL}/auth/v1/`
+  const authFetch: typeof fetch = async (input, init) => {
+    const request = new Request(input, init)
+    if (config.LOCAL_AUTH && app && request.url.startsWith(authBase)) return app.fetch(request, { [TRUSTED_CALLER]: true })
+    return fetch(request)
+  }
   const deps = createDeps(config, {
+    supabase: createSupabaseClients(config, authFetch),
     sql: options.sql,
     remoteAddress: remoteAddressNode,
     readAsset: readAssetNode,
@@ -46,7 +58,7 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
     sources: options.deps?.sources ?? (await readSourcesNode(config.SCRAPER_SOURCES_FILE, { PUBLIC_URL: publicBase, PUBLIC_HOST: new URL(publicBase).host })),
     ...options.deps,
   })
-  const app = createApp(deps, { basePath: FUNCTIONS_BASE })
+  app = createApp(deps, { basePath: FUNCTIONS_BASE })
   if (demo) {
     const portal = await buildDemoPortal(config.DATA_DIR)
     app.route(DEMO_PORTAL_BASE, portal.app)

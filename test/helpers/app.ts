@@ -3,6 +3,7 @@ import { loadConfig, type Config } from '../../functions-shared/config.ts'
 import { OpenAPIHono } from '@hono/zod-openapi'
 import { createApp, withCommonMiddleware, type AppOptions } from '../../functions-shared/app.ts'
 import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
+import { TRUSTED_CALLER } from '../../functions-shared/local-auth/rate-limits.ts'
 import { createSupabaseClients } from '../../functions-shared/identity/supabase.ts'
 import { createDeps, type Deps } from '../../functions-shared/deps.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
@@ -45,7 +46,7 @@ export function createTestApp(options: { sql: Sql; env?: Record<string, string>;
   const config = testConfig({ AUTH_BCRYPT_COST: '4', ...options.env })
   // The local auth server, in process: supabase-js (the real client) reaches it through this fetch.
   let auth: OpenAPIHono | undefined
-  const authFetch: typeof fetch = async (input, init) => auth!.fetch(new Request(input, init))
+  const authFetch: typeof fetch = async (input, init) => auth!.fetch(new Request(input, init), { [TRUSTED_CALLER]: true })
   const deps = createDeps(config, {
     supabase: createSupabaseClients({ ...config, SUPABASE_URL: 'http://127.0.0.1:54321' }, authFetch),
     sql: options.sql,

@@ -1,0 +1,76 @@
+// The local auth server's rate limits, as GoTrue applies them: a token bucket per client IP for each kind
+// of request (sign-in and sign-up, token refresh, verification), refilled at the configured number per
+// five minutes with a burst of 30, and one bucket for the emails sent per hour. The client IP is the
+// socket's (or X-Forwarded-For's with TRUST_PROXY); GoTrue's Sb-Forwarded-For is believed only from the
+// service's own identity endpoints, which call in process and forward their client's address.
+import type { Context } from 'hono'
+import { LRUCache } from 'lru-cache'
+import type { Deps } from '../deps.ts'
+import { clientIp } from '../deps.ts'
+import { GoTrueError } from './errors.ts'
+
+export type AuthLimit = 'sign_in_sign_ups' | 'token_refresh' | 'token_verifications' | 'email_sent'
+
+/** The Hono env of a request made in process by the service itself (see scripts/lib/gateway.ts). */
+export const TRUSTED_CALLER = 'curriculumTutorTrustedCaller'
+
+interface Bucket {
+  tokens: number
+  at: number
+}
+
+const FIVE_MINUTES = 300_000
+const HOUR = 3_600_000
+/** GoTrue's burst for the per-five-minute limiters */
+const BURST = 30
+
+function parseIp(value: string | undefined): string | null {
+  const first = value?.split(',')[0]?.trim()
+  return first && /^[0-9a-fA-F:.]+$/.test(first) ? first : null
+}
+
+/** The address a request is limited by. */
+export function authClientIp(deps: Deps, c: Context): string {
+  const trusted = (c.env as Record<string, unknown> | undefined)?.[TRUSTED_CALLER] === true
+  return (trusted && parseIp(c.req.header('sb-forwarded-for'))) || clientIp(deps, c)
+}
+
+export function authRateLimits(deps: Deps) {
+  const { config, clock } = deps
+  const rules: Record<AuthLimit, { perWindow: number; windowMs: number; burst: number }> = {
+    sign_in_sign_ups: { perWindow: config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS, windowMs: FIVE_MINUTES, burst: Math.min(BURST, config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS) },
+    token_refresh: { perWindow: config.AUTH_RATE_LIMIT_TOKEN_REFRESH, windowMs: FIVE_MINUTES, burst: Math.min(BURST, config.AUTH_RATE_LIMIT_TOKEN_REFRESH) },
+    token_verifications: { perWindow: config.AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS, windowMs: FIVE_MINUTES, burst: Math.min(BURST, config.AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS) },
+    email_sent: { perWindow: config.AUTH_RATE_LIMIT_EMAIL_SENT, windowMs: HOUR, burst: config.AUTH_RATE_LIMIT_EMAIL_SENT },
+  }
+  // idle buckets are forgotten after an hour (they are full by then), as GoTrue's limiters expire
+  const buckets = new LRUCache<string, Bucket>({ max: 100_000, ttl: HOUR })
+
+  /** Takes one token for `key` under `limit`; the seconds until one is back when there is none. */
+  function take(limit: AuthLimit, key: string): number | null {
+    const rule = rules[limit]
+    const now = clock.now()
+    const id = `${limit}:${key}`
+    const rate = rule.perWindow / rule.windowMs // tokens per ms
+    const b = buckets.get(id) ?? { tokens: rule.burst, at: now }
+    b.tokens = Math.min(rule.burst, b.tokens + (now - b.at) * rate)
+    b.at = now
+    if (b.tokens < 1) {
+      buckets.set(id, b)
+      return Math.max(1, Math.ceil((1 - b.tokens) / rate / 1000))
+    }
+    b.tokens -= 1
+    buckets.set(id, b)
+    return null
+  }
+
+  return {
+    /** Refuses the request (GoTrue's 429) when the client's bucket for `limit` is empty. */
+    check(c: Context, limit: AuthLimit): void {
+      const retryAfter = take(limit, limit === 'email_sent' ? 'all' : authClientIp(deps, c))
+      if (retryAfter === null) return
+      if (limit === 'email_sent') throw new GoTrueError(429, 'over_email_send_rate_limit', 'Email rate limit exceeded', {}, { 'Retry-After': String(retryAfter) })
+      throw new GoTrueError(429, 'over_request_rate_limit', 'Request rate limit reached', {}, { 'Retry-After': String(retryAfter) })
+    },
+  }
+}
