@@ -3,7 +3,8 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import { cors } from 'hono/cors'
 import { bodyLimit } from 'hono/body-limit'
-import type { MiddlewareHandler } from 'hono'
+import type { Context, MiddlewareHandler } from 'hono'
+import { GoTrueError, goTrueErrorResponse } from './local-auth/errors.ts'
 import type { Deps } from './deps.ts'
 import { publicUrl } from './config.ts'
 import { requestContext } from './http/request-context.ts'
@@ -44,7 +45,9 @@ export const ROUTER_NAMES = Object.keys(ROUTERS) as RouterName[]
 const UPLOAD_PATHS = ['/admin/upload-curriculum']
 
 function bodyLimits(deps: Deps): MiddlewareHandler {
-  const onError = (): never => {
+  const onError = (c: Context): Response => {
+    // the local auth server answers in GoTrue's shape
+    if (c.req.path.startsWith('/auth/v1/')) return goTrueErrorResponse(new GoTrueError(413, 'request_too_large', 'Request body is too large'), c)
     throw new ApiError(ErrorCode.PAYLOAD_TOO_LARGE, 'Request body is too large')
   }
   const small = bodyLimit({ maxSize: deps.config.BODY_LIMIT_BYTES, onError })

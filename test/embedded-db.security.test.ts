@@ -147,6 +147,16 @@ describe('a client that poisons the shared session', () => {
     await serviceWorks()
   })
 
+  it('set session authorization (the session user itself): the service still runs as its own roles', async () => {
+    const psql = other()
+    await psql`set session authorization anon`
+    expect((await psql`select session_user as s`)[0]!.s).toBe('anon')
+    await serviceWorks()
+    const [row] = await app`select session_user as s, current_user as u`
+    expect(row).toEqual({ s: 'postgres', u: 'postgres' })
+    await psql.end()
+  })
+
   it('a client that disconnects leaves a clean session to the next one', async () => {
     const psql = other()
     await psql`set role anon`

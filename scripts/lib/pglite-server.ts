@@ -15,6 +15,9 @@
 // - A client idle in a transaction while others wait is disconnected after `idleInTransactionMs`
 //   (SQLSTATE 25P03, as PostgreSQL's idle_in_transaction_session_timeout), so an abandoned psql
 //   `begin` cannot stall the service.
+// - Temporary tables, session advisory locks and LISTEN belong to the one session: they are dropped
+//   when the last client leaves (DISCARD ALL). In-process use of the PGlite instance (db.query) is not
+//   kept out of a client's transaction; the stack reaches its database through this socket only.
 import { createServer, type Server, type Socket } from 'node:net'
 import type { PGlite } from '@electric-sql/pglite'
 
@@ -51,6 +54,13 @@ interface Client {
 }
 
 const encoder = new TextEncoder()
+
+/**
+ * A clean session. On PGlite, SET SESSION AUTHORIZATION DEFAULT (and DISCARD ALL) do not undo a
+ * `set session authorization x` (its default is empty), and RESET ALL does not reset the role: the
+ * login user is named, then the role and every setting reset.
+ */
+const RESET_SESSION = 'set session authorization postgres; reset role; reset all;'
 
 function cstring(s: string): Buffer {
   return Buffer.concat([Buffer.from(encoder.encode(s)), Buffer.from([0])])
@@ -324,7 +334,7 @@ export class PgliteServer {
   #switchSql(client: Client): string {
     const quote = (s: string) => `'${s.replaceAll("'", "''")}'`
     const apply = client.params.map(([k, v]) => `select pg_catalog.set_config(${quote(k)}, ${quote(v)}, false);`).join(' ')
-    return `reset all; set session authorization default; ${apply}`
+    return `${RESET_SESSION} ${apply}`
   }
 
   #armIdleTimer(): void {
@@ -354,10 +364,17 @@ export class PgliteServer {
             if (this.#db.isInTransaction()) await this.#exec('rollback')
             this.#owner = null
           }
-          for (const name of client.statements) await this.#exec(`deallocate "${name.replaceAll('"', '""')}"`)
-          if (this.#sessionOf === client) {
-            await this.#exec('reset all; set session authorization default')
+          if (this.#clients.size <= 1) {
+            // the last client: everything a session holds goes (temporary tables, advisory locks, LISTEN too)
+            await this.#exec('discard all')
+            await this.#exec(RESET_SESSION)
             this.#sessionOf = null
+          } else {
+            for (const name of client.statements) await this.#exec(`deallocate "${name.replaceAll('"', '""')}"`)
+            if (this.#sessionOf === client) {
+              await this.#exec(RESET_SESSION)
+              this.#sessionOf = null
+            }
           }
         })
         await this.#db.syncToFs()
