@@ -28,6 +28,7 @@ export const settings = {
   DATABASE_URL: [optionalUrl, 'PostgreSQL 15+ with pgvector; when unset the embedded PGlite database is used (SUPABASE_DB_URL is read too)'],
   DATA_DIR: [str('.data'), 'Folder holding the embedded database and the demo portal\'s generated PDFs'],
   DB_PORT: [int(54322, 0).pipe(z.number().max(65535)), 'Port on which the embedded database accepts PostgreSQL clients (psql, postgres.js)'],
+  DB_IDLE_IN_TRANSACTION_MS: [int(10000), 'Embedded database: a client (psql, a worker) idle in a transaction this long while another waits for the one session is disconnected, its transaction rolled back (0: never)'],
   DB_POOL_MAX: [int(4, 1).pipe(z.number().max(64)), 'Connections per process to a PostgreSQL server (the embedded database always uses one)'],
   DB_PREPARE: [bool(true), 'Use prepared statements; set false behind a transaction pooler (Supabase port 6543)'],
   DB_STATEMENT_TIMEOUT_MS: [int(15000), 'Statement timeout for the service connection, 0 for none'],

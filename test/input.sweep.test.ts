@@ -250,6 +250,33 @@ describe('the input sweep over every route of the OpenAPI document', () => {
     await t.deps.background.idle()
   }, 300_000)
 
+  it('answers broken bodies (not JSON, the wrong type, a JSON array or scalar, none) with a 4xx on every route that takes one', async () => {
+    const broken: [string, Record<string, string>, BodyInit | undefined][] = [
+      ['truncated JSON', { 'content-type': 'application/json' }, '{"message": "x'],
+      ['JSON array', { 'content-type': 'application/json' }, '[1, 2]'],
+      ['JSON scalar', { 'content-type': 'application/json' }, '"x"'],
+      ['JSON null', { 'content-type': 'application/json' }, 'null'],
+      ['plain text', { 'content-type': 'text/plain' }, 'hello'],
+      ['form instead of JSON', { 'content-type': 'application/x-www-form-urlencoded' }, 'a=1'],
+      ['multipart without boundary', { 'content-type': 'multipart/form-data' }, 'x'],
+      ['invalid UTF-8', { 'content-type': 'application/json' }, new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d])],
+      ['no body', {}, undefined],
+    ]
+    for (const op of operations().filter((o) => o.body)) {
+      const { url, init } = request(op, [])
+      for (const [what, headers, body] of broken) {
+        const auth = Object.fromEntries(Object.entries((init.headers ?? {}) as Record<string, string>).filter(([k]) => k.toLowerCase() === 'authorization'))
+        const res = await t.request(url, { method: op.method, headers: { ...auth, ...headers }, ...(body === undefined ? {} : { body }) })
+        stats.requests++
+        const text = await res.text()
+        const where = `${op.method} ${op.path} with ${what} → ${res.status} ${text.slice(0, 200)}`
+        expect(res.status, where).toBeGreaterThanOrEqual(400)
+        expect(res.status, where).toBeLessThan(500)
+        expect(JSON.parse(text), where).toMatchObject({ error: expect.any(String), request_id: res.headers.get('x-request-id') })
+      }
+    }
+  })
+
   it('and several at once, at random', async () => {
     const ops = operations().filter((op) => targets(op).length > 0)
     const names = Object.keys(VALUES) as ValueName[]

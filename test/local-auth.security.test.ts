@@ -56,6 +56,15 @@ describe('redirect patterns and the redirect rule (GoTrue\'s)', () => {
     ]
     for (const url of allowed) expect(isRedirectAllowed(policy, url), url).toBe(true)
     for (const url of refused) expect(isRedirectAllowed(policy, url), url).toBe(false)
+    // a site on localhost: any port of it (a native app picks its own), but not another scheme
+    const local = redirectPolicy('http://localhost:3000', [])
+    expect(isRedirectAllowed(local, 'http://localhost:51234/cb')).toBe(true)
+    expect(isRedirectAllowed(local, 'https://localhost:3000/cb')).toBe(false)
+    // a site elsewhere: its own port only
+    const hosted = redirectPolicy('https://app.example.mr', [])
+    expect(isRedirectAllowed(hosted, 'https://app.example.mr/reset')).toBe(true)
+    expect(isRedirectAllowed(hosted, 'https://app.example.mr:8443/reset')).toBe(false)
+    expect(isRedirectAllowed(hosted, 'http://app.example.mr/reset')).toBe(false)
   })
 })
 

@@ -1,6 +1,8 @@
 // The local auth server's rate limits, as GoTrue applies them: a token bucket per client IP for each kind
 // of request (sign-in and sign-up, token refresh, verification), refilled at the configured number per
-// five minutes with a burst of 30, and one bucket for the emails sent per hour. The client IP is the
+// five minutes with a burst of 30, and one bucket for the emails sent per hour. One difference, on
+// purpose: GoTrue counts password sign-ins with token refreshes (150 per 5 minutes); here they count
+// with sign-ups (30), as Supabase documents `sign_in_sign_ups` — the stricter reading against guessing. The client IP is the
 // socket's (or X-Forwarded-For's with TRUST_PROXY); GoTrue's Sb-Forwarded-For is believed only from the
 // service's own identity endpoints, which call in process and forward their client's address.
 import type { Context } from 'hono'
@@ -69,7 +71,7 @@ export function authRateLimits(deps: Deps) {
     check(c: Context, limit: AuthLimit): void {
       const retryAfter = take(limit, limit === 'email_sent' ? 'all' : authClientIp(deps, c))
       if (retryAfter === null) return
-      if (limit === 'email_sent') throw new GoTrueError(429, 'over_email_send_rate_limit', 'Email rate limit exceeded', {}, { 'Retry-After': String(retryAfter) })
+      if (limit === 'email_sent') throw new GoTrueError(429, 'over_email_send_rate_limit', 'email rate limit exceeded', {}, { 'Retry-After': String(retryAfter) })
       throw new GoTrueError(429, 'over_request_rate_limit', 'Request rate limit reached', {}, { 'Retry-After': String(retryAfter) })
     },
   }

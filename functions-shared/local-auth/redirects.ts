@@ -52,9 +52,16 @@ function escape(ch: string): string {
   return /[.*+?^${}()|[\]\\/]/.test(ch) ? `\\${ch}` : ch
 }
 
+/** A loopback IP literal (GoTrue: net.IP.IsLoopback). */
 function isLoopback(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, '')
-  return h === 'localhost' || /^127(\.\d{1,3}){3}$/.test(h) || h === '::1'
+  return /^127(\.\d{1,3}){3}$/.test(h) || h === '::1'
+}
+
+/** Where the site's port need not match (GoTrue's isLocalhost: a native app picks its port, RFC 8252). */
+function isLocalhost(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, '')
+  return isLoopback(h) || h === 'localhost' || h.endsWith('.localhost') || h === '0.0.0.0' || h === '::'
 }
 
 function isIpLiteral(hostname: string): boolean {
@@ -88,7 +95,7 @@ export function isRedirectAllowed(policy: RedirectPolicy, target: string): boole
     if (/^https?:\/\//i.test(target)) return false
   }
   if (url) {
-    if (url.hostname === site.hostname && url.protocol === site.protocol && (url.port === site.port || isLoopback(url.hostname))) return true
+    if (url.hostname === site.hostname && url.protocol === site.protocol && (url.port === site.port || isLocalhost(url.hostname))) return true
     const isHttp = url.protocol === 'http:' || url.protocol === 'https:'
     if (/^\d+$/.test(url.hostname)) return false
     if (isIpLiteral(url.hostname)) return isLoopback(url.hostname)

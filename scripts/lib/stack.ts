@@ -25,7 +25,7 @@ export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?
   let embedded: EmbeddedDb | undefined
   let databaseUrl = config.DATABASE_URL
   if (!databaseUrl) {
-    embedded = await startEmbedded({ dataDir: resolve(config.DATA_DIR), port: config.DB_PORT }).catch((err: unknown) => {
+    embedded = await startEmbedded({ dataDir: resolve(config.DATA_DIR), port: config.DB_PORT, idleInTransactionMs: config.DB_IDLE_IN_TRANSACTION_MS }).catch((err: unknown) => {
       throw portProblem(err, 'the embedded database', 'DB_PORT', '127.0.0.1', config.DB_PORT) ?? err
     })
     hooks.onPart?.({ embedded })
