@@ -157,6 +157,18 @@ describe('a client that poisons the shared session', () => {
     await psql.end()
   })
 
+  it('a startup parameter the session refuses does not undo the reset when the session passes to its client', async () => {
+    const psql = other()
+    await psql`set role anon`
+    const odd = postgres(embedded.url, { max: 1, prepare: false, onnotice: () => {}, connection: { 'no.such_setting': 'x', statement_timeout: 'not-a-number' } as never })
+    others.push(odd)
+    const [row] = await odd`select current_user as u`.catch(() => [{ u: 'refused' }])
+    expect(row!.u).not.toBe('anon')
+    await serviceWorks()
+    await odd.end()
+    await psql.end()
+  })
+
   it('a client that disconnects leaves a clean session to the next one', async () => {
     const psql = other()
     await psql`set role anon`

@@ -6,8 +6,8 @@
 //   together, and it keeps the session while its transaction is open (or failed) or while it waits
 //   after a Flush in the middle of an extended-protocol exchange. Nobody else's statement can land in
 //   its transaction, nor take over its unnamed statement or portal.
-// - When the session passes to another client, it is reset first (RESET ALL, SET SESSION AUTHORIZATION
-//   DEFAULT) and that client's startup parameters applied again: a `set role anon` or a session-level
+// - When the session passes to another client, it is reset first (the session user, the role and every
+//   setting) and that client's startup parameters applied again: a `set role anon` or a session-level
 //   set_config of one client never changes what another client's statements run as. Session settings
 //   therefore last while no other client runs; SET LOCAL inside a transaction is the reliable form.
 // - Prepared statements and portals are named per client (prefixed), so two clients' "p1" never meet;
@@ -287,7 +287,7 @@ export class PgliteServer {
       try {
         await this.#db.runExclusive(async () => {
           if (this.#sessionOf !== to) {
-            await this.#exec(this.#switchSql(to))
+            await this.#switchTo(to)
             this.#sessionOf = to
           }
           for (const msg of exchange) await this.#send(to, msg)
@@ -331,10 +331,12 @@ export class PgliteServer {
     await this.#db.execProtocolRawStream(msg, { syncToFs: false, onRawData: () => {} })
   }
 
-  #switchSql(client: Client): string {
+  /** A clean session with the client's startup parameters; each its own statement, so a parameter the
+   *  session refuses cannot undo the reset. */
+  async #switchTo(client: Client): Promise<void> {
     const quote = (s: string) => `'${s.replaceAll("'", "''")}'`
-    const apply = client.params.map(([k, v]) => `select pg_catalog.set_config(${quote(k)}, ${quote(v)}, false);`).join(' ')
-    return `${RESET_SESSION} ${apply}`
+    await this.#exec(RESET_SESSION)
+    for (const [k, v] of client.params) await this.#exec(`select pg_catalog.set_config(${quote(k)}, ${quote(v)}, false)`)
   }
 
   #armIdleTimer(): void {
