@@ -191,6 +191,8 @@ describe('startup failures are one sentence and exit 1', () => {
       const gateway = await run('scripts/start.ts', { DATA_DIR: dataDir, PORT: String(taken.port), DB_PORT: '0' })
       expect(gateway.code).toBe(1)
       expectSentence(gateway.err, `port ${taken.port}`, /already in use/, /set PORT/)
+      // found before the database is opened: the new folder holds nothing (no database was created in it)
+      expect((await readdir(dataDir)).filter((f) => f !== LOCK_FILE)).toEqual([])
       const db = await run('scripts/start.ts', { DATA_DIR: dataDir, PORT: '0', DB_PORT: String(taken.port) })
       expect(db.code).toBe(1)
       expectSentence(db.err, `port ${taken.port}`, /embedded database/, /set DB_PORT/)

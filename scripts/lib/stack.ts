@@ -1,6 +1,7 @@
 // The whole local stack in one process: the embedded PGlite (unless DATABASE_URL is set), the platform
 // shim and migrations, and the gateway on PORT. Used by `npm start` and by `npm run demo` when no stack
 // is running.
+import { createServer } from 'node:net'
 import { resolve } from 'node:path'
 import type { Config } from '../../functions-shared/config.ts'
 import { createDb, type Sql } from '../../functions-shared/db/client.ts'
@@ -20,11 +21,28 @@ export interface Stack {
   close(): Promise<void>
 }
 
+/** Fails (as the listen would) when the port is taken; 0 is always free. */
+async function portFree(host: string, port: number): Promise<void> {
+  if (port === 0) return
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(port, host, () => probe.close(() => resolve()))
+  })
+}
+
 export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?: (part: { sql?: Sql; embedded?: EmbeddedDb; gateway?: Gateway }) => void } = {}): Promise<Stack> {
   const log = logs.get('start')
   let embedded: EmbeddedDb | undefined
   let databaseUrl = config.DATABASE_URL
+  // the ports first: a stack that cannot serve opens and migrates nothing
+  await portFree(config.HOST, config.PORT).catch((err: unknown) => {
+    throw portProblem(err, 'the API gateway', 'PORT', config.HOST, config.PORT) ?? err
+  })
   if (!databaseUrl) {
+    await portFree('127.0.0.1', config.DB_PORT).catch((err: unknown) => {
+      throw portProblem(err, 'the embedded database', 'DB_PORT', '127.0.0.1', config.DB_PORT) ?? err
+    })
     embedded = await startEmbedded({ dataDir: resolve(config.DATA_DIR), port: config.DB_PORT, idleInTransactionMs: config.DB_IDLE_IN_TRANSACTION_MS }).catch((err: unknown) => {
       throw portProblem(err, 'the embedded database', 'DB_PORT', '127.0.0.1', config.DB_PORT) ?? err
     })
