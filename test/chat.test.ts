@@ -82,7 +82,7 @@ describe('POST /chat with the offline provider', () => {
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toMatch(/application\/json/)
     const body = await res.json()
-    expect(body).toMatchObject({ path: 'answer', reason: 'subject_inferred', language: 'fr', subject: 'mathematiques', tier: 'free', hint_level: 3, outcome: 'answered', extractive: true, model: 'offline-extractive' })
+    expect(body).toMatchObject({ path: 'answer', reason: 'subject_inferred_from_catalogue', language: 'fr', subject: 'mathematiques', tier: 'free', hint_level: 3, outcome: 'answered', extractive: true, model: 'offline-extractive' })
     expect(body.request_id).toBe(res.headers.get('x-request-id'))
     expect(body.sources.length).toBeGreaterThan(0)
     expect(body.sources.length).toBeLessThanOrEqual(3) // free tier: rerank-N 3
@@ -155,7 +155,7 @@ describe('POST /chat with the offline provider', () => {
     const student = await createUser(db.sql)
     const res = await chat(s, student, { message: 'Bonjour, tu peux m\'aider ?' })
     const body = await res.json()
-    expect(body).toMatchObject({ path: 'clarify', reason: 'no_subject', sources: [], retrieval: null, outcome: 'clarified' })
+    expect(body).toMatchObject({ path: 'clarify', reason: 'small_talk', sources: [], retrieval: null, outcome: 'clarified' })
     expect(body.answer).toContain('matière')
     expect(body.usage).toMatchObject({ estimated: 2, actual: 2, charged: 2, refunded: 0, token_balance: 48 })
     expect(body.timings.retrieve_and_rerank).toBeUndefined()
@@ -318,7 +318,9 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     const turn = server.calls.slice(before)
     expect(turn.map((c) => c.body.model)).toEqual(['translate-model', 'embed-model', 'rerank-model', 'chat-model'])
     expect(turn[0]!.body.messages.at(-1).content).toBe('كيف نحل معادلة من الدرجة الأولى؟')
-    expect(turn[1]!.body.input).toEqual(['Comment résoudre une équation du premier degré ?'])
+    // the question and its translation, embedded together, searched apart and fused
+    expect(turn[1]!.body.input).toEqual(['كيف نحل معادلة من الدرجة الأولى؟', 'Comment résoudre une équation du premier degré ?'])
+    expect(body.retrieval.cross_lingual).toEqual({ status: 'searched', language: 'fr', query: 'Comment résoudre une équation du premier degré ?' })
     const answerCall = turn[3]!.body
     expect(answerCall.stream).toBe(true)
     expect(answerCall.max_tokens).toBe(500)
@@ -432,11 +434,27 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(await wallet(student.id)).toEqual({ balance: 50 - row!.charged, ledger: 50 - row!.charged })
   })
 
-  it('releases the reservation in full when the turn fails before generation', async () => {
+  it('answers 503 and reserves nothing when the provider fails while the subject is inferred', async () => {
     const student = await createUser(db.sql)
     server.embeddings = () => ({ status: 500 })
     try {
       const res = await chat(s, student, { message: 'Comment résoudre une équation ?' })
+      expect(res.status).toBe(503)
+      expect(await res.json()).toMatchObject({ error: 'service_unavailable', message: 'Service temporarily unavailable, please retry', step: 'decide_path', request_id: res.headers.get('x-request-id') })
+    } finally {
+      server.embeddings = () => ({})
+    }
+    expect(await db.sql`select * from public.token_ledger where user_id = ${student.id} and reason <> 'welcome_bonus'`).toHaveLength(0)
+    expect(await usageRows(student.id)).toHaveLength(0)
+    expect(await reservations(student.id)).toBe(0)
+  })
+
+  it('releases the reservation in full when the turn fails before generation', async () => {
+    const student = await createUser(db.sql)
+    server.embeddings = () => ({ status: 500 })
+    try {
+      // the subject given: the first embedding is the retrieval's, after the reservation
+      const res = await chat(s, student, { message: 'Comment résoudre une équation ?', grade: '4AS', subject: 'mathematiques' })
       expect(res.status).toBe(503)
       expect(await res.json()).toMatchObject({ error: 'service_unavailable', message: 'Service temporarily unavailable, please retry', request_id: res.headers.get('x-request-id') })
     } finally {

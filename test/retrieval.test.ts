@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, type TestApp } from './helpers/app.ts'
 import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
-import { chunkTexts, denseSearch } from '../functions-shared/chat/retrieve.ts'
+import { chunkTexts, denseSearch, search } from '../functions-shared/chat/retrieve.ts'
 import { TtlCache } from '../functions-shared/lib/ttl-cache.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
@@ -174,16 +174,17 @@ describe('retrieveAndRerank', () => {
     expect(second.snippets.map((s) => s.chunk_id)).toEqual(first.snippets.map((s) => s.chunk_id))
   })
 
-  it('falls back to dense order when the rerank fails or is too slow, and searches the original text when translation fails', async () => {
+  it('falls back to the search\'s order when the rerank fails or is too slow, and searches the original text when translation fails', async () => {
     fresh()
     server.chat = (body) => (body.model === 'translate-model' ? { status: 500 } : { status: 400 })
     const failed = await retrieveAndRerank(app.deps, { message: 'أركان الإسلام', language: 'ar', filters: {}, tier: 'free' }, caches)
     expect(failed).toMatchObject({ query: 'أركان الإسلام', translated: false, translation_failed: true, rerank: 'fallback_error' })
-    const dense = await denseSearch(app.deps, offlineVector('أركان الإسلام', 1536), 10, {})
-    expect(failed.snippets.map((s) => s.chunk_id)).toEqual(dense.slice(0, 3).map((d) => d.chunk_id))
+    expect(failed.cross_lingual).toEqual({ status: 'failed', language: 'fr', query: null })
+    const searched = await search(app.deps, offlineVector('أركان الإسلام', 1536), 'أركان الإسلام', 10, {})
+    expect(failed.snippets.map((s) => s.chunk_id)).toEqual(searched.slice(0, 3).map((d) => d.chunk_id))
 
     fresh()
-    server.chat = () => ({ content: '{"ranking": [1]}', delayMs: 30_000 })
+    server.chat = (body) => (body.model === 'translate-model' ? { content: 'المعادلات' } : { content: '{"ranking": [1]}', delayMs: 30_000 })
     const before = rerankCalls()
     const pending = retrieveAndRerank(app.deps, { message: 'les équations', language: 'fr', filters: { subject: 'mathematiques' }, tier: 'free' }, caches)
     // the rerank is in flight; 4.999 s on the clock are not enough, 5 s are

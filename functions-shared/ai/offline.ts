@@ -1,6 +1,7 @@
-// The offline provider: no network, deterministic. Embeddings are hashed lexical features; rerank is
-// lexical overlap; translation is the identity; the "answer" is extractive: the best sentences of the
-// snippets, each with its citation number, and the result says it is extractive.
+// The offline provider: no network, deterministic. Embeddings are hashed lexical features; rerank is the
+// share of the question's lightly stemmed words each candidate holds (ties keep the search's order);
+// translation is the identity (it cannot translate); the "answer" is extractive: the best sentences of
+// the snippets, each with its citation number, and the result says it is extractive.
 import type { AiProvider, ChatRequest, ChatResult } from './provider.ts'
 import { offlineVector } from './offline-embedder.ts'
 
@@ -25,18 +26,67 @@ export function overlap(query: string, text: string): number {
   return hit / q.size
 }
 
+const ARABIC_PREFIXES = ['وبال', 'وال', 'فال', 'بال', 'كال', 'لل', 'ال', 'و', 'ف', 'ب', 'ل']
+const ARABIC_SUFFIXES = ['هما', 'تها', 'ات', 'ون', 'ين', 'ان', 'ها', 'هم', 'يه', 'ه', 'ي']
+const FRENCH_STEM = 5
+
+/**
+ * A word's matching key: folded like the search index (accents, Arabic diacritics and tatweel off,
+ * alef forms, taa marbuta and alef maqsura folded), then stemmed lightly: Arabic loses one article or
+ * clitic prefix and one suffix while three letters remain; a Latin word loses a plural s or x and is
+ * cut to its first five letters. Null for words too short to mean much.
+ */
+export function matchKey(word: string): string | null {
+  let w = word
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f\u064B-\u065F\u0670\u0640]/g, '')
+    .replace(/[\u0622\u0623\u0625\u0671]/g, '\u0627')
+    .replace(/\u0629/g, '\u0647')
+    .replace(/\u0649/g, '\u064A')
+    .toLowerCase()
+  if (/\p{Script=Arabic}/u.test(w)) {
+    for (const p of ARABIC_PREFIXES) if (w.startsWith(p) && w.length - p.length >= 3) { w = w.slice(p.length); break }
+    for (const s of ARABIC_SUFFIXES) if (w.endsWith(s) && w.length - s.length >= 3) { w = w.slice(0, -s.length); break }
+    return w.length >= 2 ? w : null
+  }
+  if (w.length <= 2 && !/\d/.test(w)) return null
+  if (w.length > 3) w = w.replace(/[sx]$/, '')
+  return w.slice(0, FRENCH_STEM)
+}
+
+const keys = (text: string) => text.split(/[^\p{L}\p{N}]+/u).map(matchKey).filter((k): k is string => k !== null)
+
+/**
+ * The share of the query's distinct word keys (matchKey) that each document holds. Measured on the
+ * retrieval evaluation against BM25 over the candidates (k1 1.2, b 0.75, 0.3 and 0; idf-weighted shares):
+ * the plain share ranks the right page first more often, as idf over twenty candidates rewards a rare
+ * word that one wrong page happens to hold.
+ */
+export function keyCoverage(query: string, documents: readonly string[]): number[] {
+  const q = new Set(keys(query))
+  return documents.map((d) => {
+    if (q.size === 0) return 0
+    const t = new Set(keys(d))
+    let hit = 0
+    for (const k of q) if (t.has(k)) hit++
+    return hit / q.size
+  })
+}
+
 export function createOfflineProvider(dimension = 1536): AiProvider {
   return {
     name: 'offline',
     dimension,
     embed: async (texts) => texts.map((t) => offlineVector(t, dimension)),
     async rerank(query, documents, topN) {
+      const scores = keyCoverage(query, documents)
       return documents
-        .map((d, i) => ({ i, score: overlap(query, d) }))
+        .map((_, i) => ({ i, score: scores[i]! }))
         .sort((a, b) => b.score - a.score || a.i - b.i)
         .slice(0, topN)
         .map((x) => x.i)
     },
+    translates: false,
     translate: async (text) => text,
     async chat(request: ChatRequest, onDelta): Promise<ChatResult> {
       const question = request.messages.filter((m) => m.role === 'user').at(-1)?.content ?? ''

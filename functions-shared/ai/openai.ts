@@ -36,6 +36,7 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
   return {
     name: 'openai',
     dimension: s.dimension,
+    translates: true,
     async embed(texts) {
       try {
         const res = await client.embeddings.create({ model: s.embeddingModel, input: [...texts], dimensions: s.dimension })

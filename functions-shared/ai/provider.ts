@@ -42,6 +42,8 @@ export interface AiProvider extends Embedder {
   chat(request: ChatRequest, onDelta: (text: string) => void): Promise<ChatResult>
   /** indices of `documents`, best first, at most `topN` */
   rerank(query: string, documents: readonly string[], topN: number, signal?: AbortSignal): Promise<number[]>
+  /** whether translate really translates (false: the offline provider, whose translate is the identity) */
+  readonly translates: boolean
   /** the text in `to`; the offline provider returns it unchanged */
   translate(text: string, from: string, to: string, signal?: AbortSignal): Promise<string>
 }

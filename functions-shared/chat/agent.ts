@@ -15,8 +15,10 @@ import { countReservation } from '../wallet/metrics.ts'
 import { iso } from '../lib/time.ts'
 import { storable, storableText } from '../lib/text.ts'
 import { detectLanguage, type ChatLanguage } from './language.ts'
-import { inferSubject } from './subjects.ts'
 import { buildMessages, clarifyingQuestion, noSourcesAnswer, type HintLevel } from './prompt.ts'
+import { catalogueOptions, inferFromCatalogue } from './infer.ts'
+import { isSmallTalk } from './small-talk.ts'
+import { prepareQuery, type PreparedQuery, type QuestionLanguage } from './query.ts'
 import { retrieveAndRerank, type RetrievalResult } from './rerank.ts'
 import type { ChatRuntime } from './runtime.ts'
 
@@ -44,13 +46,21 @@ export interface TurnContext {
 
 export interface Decision {
   path: 'answer' | 'clarify'
-  reason: 'subject_given' | 'textbook_given' | 'subject_inferred' | 'no_subject'
+  reason: 'subject_given' | 'textbook_given' | 'subject_inferred_from_catalogue' | 'small_talk' | 'no_match' | 'subjects_tied'
   language: ChatLanguage
   subject: string | null
-  /** the subject was guessed from the words: retrieval may drop it when it finds nothing */
+  /** the subject was found in the catalogue: retrieval may drop it when it finds nothing */
   subjectInferred: boolean
+  /** the grade given (or the textbook's); with an inferred subject, the grade of its best hits is only reported */
   grade: string | null
+  inferredGrade?: string | null
   fileId: string | null
+  /** the subjects a clarifying question offers first (a tie) */
+  tiedSubjects?: string[]
+  /** how the catalogue decided (usage details) */
+  inference?: Record<string, unknown>
+  /** the question as the inference searched it, for the retrieval to search again */
+  prepared?: PreparedQuery
 }
 
 export interface Hold {
@@ -110,7 +120,11 @@ const codePoints = (text: string) => {
   return n
 }
 
-/** Step 1. Answer, or ask which subject when none is given, implied by a textbook or inferable. */
+/**
+ * Step 1. Answer, or ask. A subject given, or implied by a textbook, is used as is; otherwise the
+ * catalogue decides (infer.ts): the subject its best hits agree on, or a clarifying question when the
+ * message is small talk (small-talk.ts, before any search), nothing matches, or two subjects are tied.
+ */
 export async function decidePath(ctx: TurnContext, input: ChatInput): Promise<Decision> {
   return timed(ctx, 'decide_path', async () => {
     const language = input.language ?? detectLanguage(input.message)
@@ -118,30 +132,61 @@ export async function decidePath(ctx: TurnContext, input: ChatInput): Promise<De
     let grade = input.grade ?? null
     let reason: Decision['reason'] = 'subject_given'
     let inferred = false
+    let inferredGrade: string | null = null
+    let tiedSubjects: string[] | undefined
+    let inference: Record<string, unknown> | undefined
+    let prepared: PreparedQuery | undefined
     if (input.textbook_id) {
       const [doc] = await asService(ctx.deps.sql, (tx) => tx`select id, grade, subject, status from public.documents where id = ${input.textbook_id!}`)
       if (!doc || doc.status !== 'ready') throw new ApiError(ErrorCode.NOT_FOUND, `Textbook ${input.textbook_id} is unknown or not ready`)
       subject ??= (doc.subject as string | null) ?? null
       grade ??= (doc.grade as string | null) ?? null
       reason = 'textbook_given'
+    } else if (!subject && isSmallTalk(input.message)) {
+      reason = 'small_talk'
     } else if (!subject) {
-      const recent = (input.history ?? []).filter((h) => h.role === 'user').slice(-3).map((h) => h.content)
-      subject = inferSubject(input.message) ?? inferSubject([...recent, input.message].join('\n'))
-      inferred = subject !== null
-      reason = inferred ? 'subject_inferred' : 'no_subject'
+      // prepared once: the retrieval searches the same forms with the same vectors
+      prepared = await prepareQuery(ctx.deps, input.message, language)
+      const found = await findInCatalogue(ctx, input, prepared, language)
+      inference = { kind: found.kind, ...found.evidence }
+      if (found.kind === 'match') {
+        subject = found.subject
+        inferredGrade = found.grade
+        inferred = true
+        reason = 'subject_inferred_from_catalogue'
+      } else {
+        reason = found.kind === 'tied' ? 'subjects_tied' : 'no_match'
+        tiedSubjects = found.subjects
+      }
     }
     const decision: Decision = {
-      path: reason === 'no_subject' ? 'clarify' : 'answer',
+      path: reason === 'small_talk' || reason === 'no_match' || reason === 'subjects_tied' ? 'clarify' : 'answer',
       reason,
       language,
       subject,
       subjectInferred: inferred,
       grade,
+      inferredGrade,
       fileId: input.textbook_id ?? null,
+      ...(tiedSubjects ? { tiedSubjects } : {}),
+      ...(inference ? { inference } : {}),
+      ...(prepared ? { prepared } : {}),
     }
-    ctx.log.info({ step: 'decide_path', path: decision.path, reason, language, subject, grade }, 'decide_path')
+    ctx.log.info({ step: 'decide_path', path: decision.path, reason, language, subject, grade, inferred_grade: inferredGrade, inference }, 'decide_path')
     return decision
   })
+}
+
+/** The question (and, when it alone says too little, with the student's last messages) in the catalogue. */
+async function findInCatalogue(ctx: TurnContext, input: ChatInput, prepared: PreparedQuery, language: QuestionLanguage) {
+  const { deps } = ctx
+  const attempt = (query: PreparedQuery) => inferFromCatalogue(deps, { query, grade: input.grade ?? null, language: input.document_language ?? null })
+  const found = await attempt(prepared)
+  const recent = (input.history ?? []).filter((h) => h.role === 'user').slice(-2).map((h) => h.content)
+  if (found.kind === 'match' || recent.length === 0) return found
+  // a follow-up ("and the second one?") takes its subject from what came before (not translated again)
+  const withHistory = await attempt(await prepareQuery(deps, [...recent, input.message].join('\n'), language, { translate: false }))
+  return withHistory.kind === 'match' ? withHistory : found
 }
 
 function untilUtcMidnight(now: number): number {
@@ -228,6 +273,7 @@ export async function retrieveStep(ctx: TurnContext, decision: Decision, hold: H
         tier: hold.tier,
         filters: { grade: decision.grade, subject: decision.subject, language: documentLanguage, fileId: decision.fileId },
         relaxSubject: decision.subjectInferred,
+        ...(decision.prepared ? { prepared: decision.prepared } : {}),
         timings: parts,
       },
       ctx.rt.caches,
@@ -237,7 +283,7 @@ export async function retrieveStep(ctx: TurnContext, decision: Decision, hold: H
     m.rerank.inc({ mode: result.rerank })
     if (decision.language !== 'fr') m.translations.inc({ outcome: result.translation_failed ? 'failed' : result.translated ? 'translated' : 'unchanged' })
     ctx.log.info(
-      { step: 'retrieve_and_rerank', query: result.query, translated: result.translated, translation_failed: result.translation_failed, candidates: result.candidates, snippets: result.snippets.length, rerank: result.rerank },
+      { step: 'retrieve_and_rerank', query: result.query, translated: result.translated, translation_failed: result.translation_failed, cross_lingual: result.cross_lingual.status, candidates: result.candidates, snippets: result.snippets.length, rerank: result.rerank },
       'retrieve_and_rerank',
     )
     return result
@@ -310,7 +356,11 @@ export async function finalizeTurn(ctx: TurnContext, decision: Decision, hold: H
         input: { reservation_id: hold.reservation.id, actual: settle.actual, kind: settle.kind, request_id: ctx.requestId },
         usage: { characters: settle.characters, model: model === null ? null : storableText(model), details: storable(details) },
       })
-    const details = { path: decision.path, reason: decision.reason, outcome: settle.outcome, language: decision.language, subject: decision.subject, grade: decision.grade, tier: hold.tier, hint_level: hold.hintLevel, timings: ctx.timings, ...settle.extra }
+    const details = {
+      path: decision.path, reason: decision.reason, outcome: settle.outcome, language: decision.language, subject: decision.subject, grade: decision.grade,
+      ...(decision.inference ? { inference: decision.inference, inferred_grade: decision.inferredGrade ?? null } : {}),
+      tier: hold.tier, hint_level: hold.hintLevel, timings: ctx.timings, ...settle.extra,
+    }
     let r: Awaited<ReturnType<typeof finalize>>
     try {
       r = await attempt(details, settle.model)
@@ -334,7 +384,19 @@ export async function finalizeTurn(ctx: TurnContext, decision: Decision, hold: H
 
 /** decide_path and check_wallet: what they refuse is an HTTP error; nothing is reserved then. */
 export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{ decision: Decision; hold: Hold }> {
-  const decision = await decidePath(ctx, input)
+  let decision: Decision
+  try {
+    decision = await decidePath(ctx, input)
+  } catch (err) {
+    // the subject inference embeds (and may translate) the question: a provider that fails there is the
+    // same 503 as later in the turn, before anything is reserved
+    if (err instanceof CircuitOpenError || (err as { name?: string }).name === 'ProviderError') {
+      ctx.log.error({ step: 'decide_path', err: { name: (err as Error).name, message: (err as Error).message } }, 'the provider failed before the turn was decided')
+      ctx.rt.metrics.turns.inc({ path: 'undecided', outcome: 'model_unavailable' })
+      throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, UNAVAILABLE_MESSAGE, { details: { reason: 'provider_error', step: 'decide_path' } })
+    }
+    throw err
+  }
   try {
     const hold = await checkWallet(ctx, decision)
     return { decision, hold }
@@ -366,7 +428,8 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
   let usage: Usage | null = null
   try {
     if (decision.path === 'clarify') {
-      const question = clarifyingQuestion(decision.language)
+      const options = await catalogueOptions(ctx.deps)
+      const question = clarifyingQuestion(decision.language, { ...options, tied: decision.tiedSubjects ?? [] })
       ctx.log.info({ step: 'ask_clarifying', reason: decision.reason }, 'ask_clarifying')
       sink.sources({ sources: [], retrieval: null })
       sink.delta(question)
@@ -378,7 +441,7 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
     }
 
     retrieval = await retrieveStep(ctx, decision, hold, input.message, input.document_language ?? null)
-    const retrievalInfo = { query: retrieval.query, translated: retrieval.translated, translation_failed: retrieval.translation_failed, candidates: retrieval.candidates, rerank: retrieval.rerank }
+    const retrievalInfo = { query: retrieval.query, translated: retrieval.translated, translation_failed: retrieval.translation_failed, cross_lingual: retrieval.cross_lingual, candidates: retrieval.candidates, rerank: retrieval.rerank }
     sink.sources({ sources: toSources(retrieval), retrieval: retrievalInfo })
     if (signal.aborted) {
       outcome = 'disconnected'

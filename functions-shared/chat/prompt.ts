@@ -3,6 +3,7 @@
 // provider places them (the openai provider as a system message before the question).
 import type { ChatMessage } from '../ai/provider.ts'
 import type { ChatLanguage } from './language.ts'
+import { subjectKey } from './subjects.ts'
 
 export type HintLevel = 1 | 2 | 3 | 4 | 5
 
@@ -44,14 +45,60 @@ export function buildMessages(p: PromptInput): ChatMessage[] {
   return [{ role: 'system', content: system }, ...p.history.map((h) => ({ role: h.role, content: h.content })), { role: 'user', content: p.message }]
 }
 
-const CLARIFY: Record<ChatLanguage, string> = {
-  fr: "Pour bien t'aider, précise ta question : de quelle matière s'agit-il (mathématiques, physique-chimie, sciences naturelles, éducation islamique, arabe, histoire), en quelle classe es-tu, et quel point exactement ne comprends-tu pas ?",
-  ar: 'لكي أساعدك جيدًا، وضّح سؤالك: ما المادة (الرياضيات، الفيزياء والكيمياء، العلوم الطبيعية، التربية الإسلامية، اللغة العربية، التاريخ)، وفي أي قسم أنت، وما النقطة التي لم تفهمها بالضبط؟',
-  hassaniya: 'باش نعاونك زين، وضّح سؤالك: اشمن مادة (الرياضيات، الفيزياء، العلوم الطبيعية، التربية الإسلامية، العربية، التاريخ)، وفي اشمن قسم انت، وشنهو اللي ما فهمت بالضبط؟',
+/** The names of the subjects the demo and the usual portals use; any other slug is shown as it is spelled. */
+const SUBJECT_NAMES: Record<string, Record<ChatLanguage, string>> = {
+  mathematiques: { fr: 'mathématiques', ar: 'الرياضيات', hassaniya: 'الرياضيات' },
+  physique: { fr: 'physique', ar: 'الفيزياء', hassaniya: 'الفيزياء' },
+  chimie: { fr: 'chimie', ar: 'الكيمياء', hassaniya: 'الكيمياء' },
+  'physique-chimie': { fr: 'physique-chimie', ar: 'الفيزياء والكيمياء', hassaniya: 'الفيزياء والكيمياء' },
+  'sciences-naturelles': { fr: 'sciences naturelles', ar: 'العلوم الطبيعية', hassaniya: 'العلوم الطبيعية' },
+  'education-islamique': { fr: 'éducation islamique', ar: 'التربية الإسلامية', hassaniya: 'التربية الإسلامية' },
+  arabe: { fr: 'arabe', ar: 'اللغة العربية', hassaniya: 'العربية' },
+  francais: { fr: 'français', ar: 'اللغة الفرنسية', hassaniya: 'الفرنسية' },
+  anglais: { fr: 'anglais', ar: 'اللغة الإنجليزية', hassaniya: 'الإنجليزية' },
+  histoire: { fr: 'histoire', ar: 'التاريخ', hassaniya: 'التاريخ' },
+  geographie: { fr: 'géographie', ar: 'الجغرافيا', hassaniya: 'الجغرافيا' },
+  'histoire-geographie': { fr: 'histoire-géographie', ar: 'التاريخ والجغرافيا', hassaniya: 'التاريخ والجغرافيا' },
+  philosophie: { fr: 'philosophie', ar: 'الفلسفة', hassaniya: 'الفلسفة' },
+  'education-civique': { fr: 'éducation civique', ar: 'التربية المدنية', hassaniya: 'التربية المدنية' },
 }
 
-/** The clarifying question (no retrieval, no model): which subject, which class, which point. */
-export const clarifyingQuestion = (language: ChatLanguage) => CLARIFY[language]
+export function subjectName(slug: string, language: ChatLanguage): string {
+  // a portal's own slug for a known subject (tarbiya-islamiya) reads as that subject's name
+  return (SUBJECT_NAMES[slug] ?? SUBJECT_NAMES[subjectKey(slug) ?? ''])?.[language] ?? slug.replaceAll('-', ' ')
+}
+
+export interface ClarifyOptions {
+  /** the subjects and grades of the ready documents */
+  subjects: string[]
+  grades: string[]
+  /** the subjects the question could be about (a tie), offered first */
+  tied: string[]
+}
+
+/**
+ * The clarifying question (no model): which subject, which class, which point — naming what the
+ * catalogue has, or, when the question fits two subjects, those two.
+ */
+export function clarifyingQuestion(language: ChatLanguage, options: ClarifyOptions = { subjects: [], grades: [], tied: [] }): string {
+  const sep = language === 'fr' ? ', ' : '، '
+  const names = (slugs: string[]) => slugs.map((s) => subjectName(s, language)).join(sep)
+  const subjects = options.subjects.length ? ` (${names(options.subjects)})` : ''
+  const grades = options.grades.length ? ` (${options.grades.join(sep)})` : ''
+  const or = (slugs: string[]) => slugs.map((s) => subjectName(s, language)).join(language === 'fr' ? ' ou ' : ' أو ')
+  if (options.tied.length > 1) {
+    return {
+      fr: `Ta question peut concerner ${or(options.tied)} : précise la matière, ta classe${grades}, et le point exact que tu ne comprends pas.`,
+      ar: `قد يتعلق سؤالك بمادة ${or(options.tied)}: حدّد المادة، وقسمك${grades}، والنقطة التي لم تفهمها بالضبط.`,
+      hassaniya: `سؤالك يمكن يكون في ${or(options.tied)}: گول لي المادة، والقسم${grades}، وشنهو اللي ما فهمت بالضبط.`,
+    }[language]
+  }
+  return {
+    fr: `Pour bien t'aider, précise ta question : de quelle matière s'agit-il${subjects}, en quelle classe es-tu${grades}, et quel point exactement ne comprends-tu pas ?`,
+    ar: `لكي أساعدك جيدًا، وضّح سؤالك: ما المادة${subjects}، وفي أي قسم أنت${grades}، وما النقطة التي لم تفهمها بالضبط؟`,
+    hassaniya: `باش نعاونك زين، وضّح سؤالك: اشمن مادة${subjects}، وفي اشمن قسم انت${grades}، وشنهو اللي ما فهمت بالضبط؟`,
+  }[language]
+}
 
 const NO_SOURCES: Record<ChatLanguage, string> = {
   fr: "Je n'ai trouvé aucun passage du programme qui réponde à cette question. Vérifie la matière et la classe, ou reformule ta question.",

@@ -1,7 +1,9 @@
-// retrieve_and_rerank (spec §1, chat turn): the question in French for retrieval (Arabic and Hassaniya
-// translated; on failure the original), dense top-K of the tier, chunk text, then rerank to the tier's N
-// by the provider, falling back to dense order on error or after RERANK_TIMEOUT_MS. Rerank results are
-// cached under sha256(query + namespace + tier) for RERANK_CACHE_TTL_SECONDS, as chunk ids.
+// retrieve_and_rerank (spec §1, chat turn): the question and, when the provider translates, its
+// translation into the other curriculum language (query.ts), each searched (hybrid or dense top-K of the
+// tier) and fused, chunk text, then rerank to the tier's N by the provider, falling back to the search's
+// order on error or after RERANK_TIMEOUT_MS. The rerank reads the question in French when it has it (an
+// Arabic or Hassaniya question's translation), else as written. Rerank results are cached under
+// sha256(query + namespace + tier) for RERANK_CACHE_TTL_SECONDS, as chunk ids.
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import type { Deps } from '../deps.ts'
@@ -9,7 +11,8 @@ import type { Tier } from '../config.ts'
 import { tierLimits } from '../config.ts'
 import type { TtlCache } from '../lib/ttl-cache.ts'
 import { namespaceFor } from '../ingestion/pipeline.ts'
-import { chunkTexts, denseSearch, type RetrievalFilters, type RetrievedChunk } from './retrieve.ts'
+import { chunkTexts, type RetrievalFilters, type RetrievedChunk } from './retrieve.ts'
+import { prepareQuery, searchQuestion, type CrossLingualStatus, type PreparedQuery } from './query.ts'
 
 export interface RetrievalCaches {
   chunks: TtlCache<{ text: string; title: string | null }>
@@ -17,9 +20,13 @@ export interface RetrievalCaches {
 }
 
 export interface RetrievalResult {
+  /** the text the rerank read */
   query: string
+  /** an Arabic or Hassaniya question was translated to French */
   translated: boolean
   translation_failed: boolean
+  /** the search of the question's translation into the other curriculum language */
+  cross_lingual: { status: CrossLingualStatus; language: 'fr' | 'ar'; query: string | null }
   candidates: number
   snippets: RetrievedChunk[]
   rerank: 'model' | 'cache' | 'fallback_error' | 'fallback_timeout'
@@ -47,6 +54,8 @@ export async function retrieveAndRerank(
     language: 'fr' | 'ar' | 'hassaniya'
     filters: RetrievalFilters
     tier: Tier
+    /** the question as prepared for this turn (the subject inference did it); prepared here when absent */
+    prepared?: PreparedQuery
     /** the subject filter was guessed: search without it when it finds nothing */
     relaxSubject?: boolean
     /** the time each part took, in ms, by name */
@@ -64,23 +73,16 @@ export async function retrieveAndRerank(
       timings[name] = Math.round((performance.now() - start) * 100) / 100
     }
   }
-  let query = input.message
-  let translated = false
-  let translationFailed = false
-  if (input.language !== 'fr') {
-    try {
-      query = await timed('translate', () => deps.ai.translate(input.message, input.language, 'fr'))
-      translated = query !== input.message
-    } catch {
-      translationFailed = true // the original text is searched instead
-    }
-  }
-  const [vector] = await timed('embed', () => deps.ai.embed([query]))
+  const prepared = input.prepared ?? (await prepareQuery(deps, input.message, input.language, { timed }))
+  const translated = input.language !== 'fr' && prepared.translation !== null
+  const translationFailed = prepared.status === 'failed'
+  const query = translated ? prepared.translation! : input.message
+  const cross = { status: prepared.status, language: prepared.other, query: prepared.translation }
   let filters = input.filters
-  let candidates = await timed('dense', () => denseSearch(deps, vector!, limits.topK, filters))
+  let candidates = await timed('search', () => searchQuestion(deps, prepared, limits.topK, filters))
   if (candidates.length === 0 && input.relaxSubject && filters.subject) {
     filters = { ...filters, subject: null }
-    candidates = await timed('dense_relaxed', () => denseSearch(deps, vector!, limits.topK, filters))
+    candidates = await timed('search_relaxed', () => searchQuestion(deps, prepared, limits.topK, filters))
   }
   const chunks = await timed('chunks', () => chunkTexts(deps, candidates, caches.chunks))
   const namespace = rerankScope(filters)
@@ -91,9 +93,9 @@ export async function retrieveAndRerank(
   const cached = caches.rerank.get(key)
   if (cached) {
     const ordered = cached.map((id) => byId.get(id)).filter((c): c is RetrievedChunk => c !== undefined)
-    if (ordered.length > 0) return { query, translated, translation_failed: translationFailed, candidates: chunks.length, snippets: ordered.slice(0, limits.rerankN), rerank: 'cache' }
+    if (ordered.length > 0) return { query, translated, translation_failed: translationFailed, cross_lingual: cross, candidates: chunks.length, snippets: ordered.slice(0, limits.rerankN), rerank: 'cache' }
   }
-  if (chunks.length <= 1) return { query, translated, translation_failed: translationFailed, candidates: chunks.length, snippets: dense, rerank: 'model' }
+  if (chunks.length <= 1) return { query, translated, translation_failed: translationFailed, cross_lingual: cross, candidates: chunks.length, snippets: dense, rerank: 'model' }
 
   const controller = new AbortController()
   let cancelTimer = () => {}
@@ -106,10 +108,10 @@ export async function retrieveAndRerank(
     const ranked = order.map((i) => chunks[i]).filter((c): c is RetrievedChunk => c !== undefined).slice(0, limits.rerankN)
     if (ranked.length === 0) throw new Error('empty ranking')
     caches.rerank.set(key, ranked.map((c) => c.chunk_id))
-    return { query, translated, translation_failed: translationFailed, candidates: chunks.length, snippets: ranked, rerank: 'model' }
+    return { query, translated, translation_failed: translationFailed, cross_lingual: cross, candidates: chunks.length, snippets: ranked, rerank: 'model' }
   } catch (err) {
     controller.abort()
-    return { query, translated, translation_failed: translationFailed, candidates: chunks.length, snippets: dense, rerank: err instanceof RerankTimeout ? 'fallback_timeout' : 'fallback_error' }
+    return { query, translated, translation_failed: translationFailed, cross_lingual: cross, candidates: chunks.length, snippets: dense, rerank: err instanceof RerankTimeout ? 'fallback_timeout' : 'fallback_error' }
   } finally {
     cancelTimer()
     timings.rerank = Math.round((performance.now() - started) * 100) / 100

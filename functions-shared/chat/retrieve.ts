@@ -28,6 +28,12 @@ export interface Candidate {
   page_number: number
   source_url: string | null
   ingestion_ts: string | null
+  /** hybrid search: the rank in each branch (null when that branch did not find it) and the fused score */
+  dense_rank?: number | null
+  text_rank?: number | null
+  score?: number
+  /** hybrid search: the share of the question's word weight (idf) this chunk holds, 0..1 */
+  text_coverage?: number
 }
 
 export interface RetrievedChunk extends Candidate {
@@ -57,6 +63,42 @@ export async function denseSearch(deps: Deps, vector: readonly number[], k: numb
       ingestion_ts: (r.ingestion_ts as string | null) ?? null,
     }))
     .sort((a, b) => a.distance - b.distance)
+}
+
+/**
+ * Hybrid search (public.hybrid_search): the dense branch above and PostgreSQL full-text search over the
+ * chunk text, under the same prefilters, fused by reciprocal rank fusion, in one statement. The query
+ * text is folded and stemmed in SQL exactly as the chunks were (private.search_vector).
+ */
+export async function hybridSearch(deps: Deps, vector: readonly number[], queryText: string, k: number, filters: RetrievalFilters): Promise<Candidate[]> {
+  const { config } = deps
+  const namespace = filters.grade && filters.subject ? namespaceFor(filters.grade, filters.subject) : null
+  const [grade, subject, language, file] = [filters.grade ?? null, filters.subject ?? null, filters.language ?? null, filters.fileId ?? null]
+  const depth = (factor: number) => Math.ceil(k * factor)
+  const rows = await deps.sql`
+    select * from public.hybrid_search(${config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${queryText}, ${k},
+                                       ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
+                                       ${depth(config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(config.RETRIEVAL_TEXT_DEPTH_FACTOR)}, ${config.RETRIEVAL_RRF_K},
+                                       ${config.RETRIEVAL_DENSE_WEIGHT}, ${config.RETRIEVAL_TEXT_WEIGHT},
+                                       p_ef_search => ${config.HNSW_EF_SEARCH}, p_text_common => ${config.RETRIEVAL_TEXT_COMMON})`
+  return rows.map((r) => ({
+    chunk_id: r.id as string,
+    file_id: r.file_id as string,
+    namespace: r.namespace as string,
+    distance: Number(r.distance),
+    page_number: Number(r.page_number ?? 0),
+    source_url: (r.source_url as string | null) ?? null,
+    ingestion_ts: (r.ingestion_ts as string | null) ?? null,
+    dense_rank: r.dense_rank === null ? null : Number(r.dense_rank),
+    text_rank: r.text_rank === null ? null : Number(r.text_rank),
+    score: Number(r.score),
+    text_coverage: Number(r.text_coverage),
+  }))
+}
+
+/** The configured search: hybrid, or dense alone (RETRIEVAL_MODE). */
+export function search(deps: Deps, vector: readonly number[], queryText: string, k: number, filters: RetrievalFilters): Promise<Candidate[]> {
+  return deps.config.RETRIEVAL_MODE === 'hybrid' ? hybridSearch(deps, vector, queryText, k, filters) : denseSearch(deps, vector, k, filters)
 }
 
 /** Chunk text by id, through the cache; chunks of documents that are not ready are dropped. */

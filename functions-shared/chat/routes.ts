@@ -49,7 +49,22 @@ const ChatResponse = z
     reservation: z.object({ id: z.uuid(), estimated: z.number().int(), expires_at: z.string() }),
     answer: z.string(),
     sources: z.array(SourceSchema),
-    retrieval: z.object({ query: z.string(), translated: z.boolean(), translation_failed: z.boolean(), candidates: z.number().int(), rerank: z.string() }).nullable(),
+    retrieval: z
+      .object({
+        query: z.string().openapi({ description: 'the text the rerank read: the French translation of an Arabic or Hassaniya question when there is one, else the question' }),
+        translated: z.boolean(),
+        translation_failed: z.boolean(),
+        cross_lingual: z
+          .object({
+            status: z.enum(['searched', 'unchanged', 'failed', 'not_possible']),
+            language: z.enum(['fr', 'ar']),
+            query: z.string().nullable(),
+          })
+          .openapi({ description: 'the search of the question translated into the other curriculum language (ar for a French question, fr otherwise), fused with the search of the question: searched, unchanged (the translation was the same text), failed (the provider erred), not_possible (the provider cannot translate: offline)' }),
+        candidates: z.number().int(),
+        rerank: z.string(),
+      })
+      .nullable(),
     outcome: z.string(),
     usage: UsageSchema.nullable(),
     model: z.string().nullable(),

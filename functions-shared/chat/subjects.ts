@@ -1,7 +1,9 @@
-// The subject a question is about, when the request does not say it: stems of each subject's
-// vocabulary in French and Arabic, matched on accent- and diacritic-free words. The subject with the
-// most matches wins; a tie or no match means the subject cannot be inferred (decide_path then asks).
-// The keys are the subject slugs of the scraper sources (config/scraper-sources.json).
+// What the words of a question say about its subject, when the request does not say it. The catalogue
+// decides (infer.ts); this file only helps it: the names by which a student names a subject ("en
+// physique", "في التاريخ") and, to break a tie between two subjects the catalogue finds equally, stems
+// of each subject's vocabulary in French and Arabic, matched on accent- and diacritic-free words. The
+// keys are common subject slugs; a catalogue whose sources use other slugs is matched to them through
+// SLUG_ALIASES and the words of the slug itself.
 
 const LEXICON: Record<string, { fr: string[]; ar: string[] }> = {
   mathematiques: {
@@ -9,8 +11,12 @@ const LEXICON: Record<string, { fr: string[]; ar: string[] }> = {
     ar: ['معادل', 'داله', 'دالة', 'مشتق', 'تكامل', 'متتالي', 'احتمال', 'هندس', 'مثلث', 'رياضيات', 'حساب', 'كثير الحدود', 'لوغاريتم', 'مبرهن', 'مجهول', 'جذر', 'مصفوف', 'متجه'],
   },
   physique: {
-    fr: ['onde', 'celerite', 'force', 'energie', 'vitesse', 'acceleration', 'tension', 'courant', 'circuit', 'resistan', 'lumiere', 'mecanique', 'electri', 'physique', 'frequence', 'chimi', 'atome', 'molecul', 'reaction', 'oscillat', 'condensateur', 'bobine', 'gravit', 'newton', 'optique', 'lentille', 'radioacti'],
-    ar: ['فيزياء', 'فيزيا', 'موجة', 'موجات', 'سرعة', 'قوة', 'طاقة', 'تيار', 'توتر', 'كهرباء', 'كهربا', 'ضوء', 'ميكانيك', 'كيمياء', 'ذرة', 'تفاعل', 'تردد', 'مكثف', 'عدسة', 'جاذبي'],
+    fr: ['onde', 'celerite', 'force', 'energie', 'vitesse', 'acceleration', 'tension', 'courant', 'circuit', 'resistan', 'lumiere', 'mecanique', 'electri', 'physique', 'frequence', 'oscillat', 'condensateur', 'bobine', 'gravit', 'newton', 'optique', 'lentille', 'radioacti', 'mouvement', 'trajectoire', 'chute', 'pesanteur', 'inertie', 'referentiel'],
+    ar: ['فيزياء', 'فيزيا', 'موجة', 'موجات', 'سرعة', 'قوة', 'طاقة', 'تيار', 'توتر', 'كهرباء', 'كهربا', 'ضوء', 'ميكانيك', 'تردد', 'مكثف', 'عدسة', 'جاذبي', 'حركة', 'تسارع', 'سقوط'],
+  },
+  chimie: {
+    fr: ['chimi', 'atome', 'molecul', 'reaction', 'acide', 'base', 'ph', 'ion', 'solution', 'titrage', 'dosage', 'concentration', 'oxydo', 'ester', 'mole'],
+    ar: ['كيمياء', 'كيميا', 'ذرة', 'جزيء', 'تفاعل', 'حمض', 'احماض', 'قاعدة', 'محلول', 'تركيز', 'معايرة', 'ايون'],
   },
   'sciences-naturelles': {
     fr: ['cellul', 'adn', 'genetique', 'gene', 'photosynthese', 'plante', 'digestion', 'respiration', 'immunit', 'ecosysteme', 'neurone', 'svt', 'biologi', 'chromosome', 'mitose', 'meiose', 'proteine', 'enzyme', 'hormone', 'geologi', 'volcan', 'seisme', 'reproduction', 'sang'],
@@ -25,9 +31,58 @@ const LEXICON: Record<string, { fr: string[]; ar: string[] }> = {
     ar: ['نحو', 'اعراب', 'الفاعل', 'المفعول', 'مبتدا', 'الخبر', 'بلاغة', 'الشعر', 'عروض', 'صرف', 'اللغة العربية', 'قصيدة', 'الجملة', 'فعل ماض', 'فعل مضارع', 'النعت', 'الاستعارة', 'التشبيه'],
   },
   histoire: {
-    fr: ['histoire', 'historique', 'guerre', 'colonisation', 'colonial', 'independance', 'empire', 'almoravide', 'siecle', 'revolution', 'royaume', 'dynastie', 'traite', 'decolonisation', 'mondiale'],
-    ar: ['تاريخ', 'استعمار', 'استقلال', 'الحرب', 'حرب', 'المرابطين', 'دولة', 'حضارة', 'امبراطوري', 'ثورة', 'مملكة', 'القرن'],
+    fr: ['histoire', 'historique', 'guerre', 'colonisation', 'colonial', 'independance', 'empire', 'almoravide', 'siecle', 'revolution', 'royaume', 'dynastie', 'traite', 'decolonisation', 'mondiale', 'resistance', 'president'],
+    ar: ['تاريخ', 'استعمار', 'استقلال', 'الحرب', 'حرب', 'المرابطين', 'دولة', 'حضارة', 'امبراطوري', 'ثورة', 'مملكة', 'القرن', 'مقاومة', 'معركة'],
   },
+  geographie: {
+    fr: ['geographi', 'fleuve', 'climat', 'relief', 'population', 'region', 'agricultur', 'irrigation', 'barrage', 'desert', 'pluie', 'vallee', 'ressource', 'peche', 'minerai', 'ville'],
+    ar: ['جغرافيا', 'نهر', 'مناخ', 'تضاريس', 'سكان', 'زراعة', 'ري', 'سد', 'صحراء', 'امطار', 'وادي', 'موارد', 'صيد', 'معادن'],
+  },
+}
+
+/**
+ * The names a student gives a subject in a question (folded as by normalizeWords, without the article):
+ * "en physique", "en géo", "في التاريخ", "فالبلاغة". The French "arabe" is left out: "en arabe" names
+ * a language more often than a subject.
+ */
+const NAMES: Record<string, string[]> = {
+  mathematiques: ['mathematiques', 'mathematique', 'maths', 'math', 'رياضيات'],
+  physique: ['physique', 'physiques', 'فيزياء', 'فيزيا'],
+  chimie: ['chimie', 'كيمياء', 'كيميا'],
+  'physique-chimie': ['physique chimie', 'sciences physiques', 'علوم فيزيائيه'],
+  'sciences-naturelles': ['svt', 'sciences naturelles', 'sciences de la vie', 'biologie', 'علوم طبيعيه', 'علوم الطبيعه', 'احياء'],
+  'education-islamique': ['education islamique', 'instruction islamique', 'instruction religieuse', 'تربيه اسلاميه', 'التربيه الاسلاميه', 'فقه'],
+  arabe: ['langue arabe', 'grammaire arabe', 'لغه عربيه', 'اللغه العربيه', 'نحو', 'بلاغه', 'صرف'],
+  francais: ['francais', 'لغه فرنسيه', 'فرنسيه'],
+  anglais: ['anglais', 'english', 'انجليزيه', 'انكليزيه'],
+  histoire: ['histoire', 'تاريخ'],
+  geographie: ['geographie', 'geo', 'جغرافيا', 'جغرافيه'],
+  'histoire-geographie': ['histoire geographie', 'histoire geo', 'تاريخ والجغرافيا'],
+  philosophie: ['philosophie', 'philo', 'فلسفه'],
+  'education-civique': ['education civique', 'instruction civique', 'تربيه مدنيه', 'التربيه المدنيه'],
+}
+
+/** Other slugs portals give the same subjects. */
+const SLUG_ALIASES: Record<string, string[]> = {
+  mathematiques: ['maths', 'math', 'mathematique', 'riyadiyat'],
+  'sciences-naturelles': ['svt', 'sciences-de-la-vie-et-de-la-terre', 'biologie', 'sciences-naturelle', 'ulum-tabiiya'],
+  'education-islamique': ['instruction-islamique', 'instruction-religieuse', 'tarbiya-islamiya', 'islamique', 'islam'],
+  arabe: ['langue-arabe', 'arabic', 'lugha-arabiya', 'al-arabiya'],
+  francais: ['langue-francaise', 'french'],
+  anglais: ['langue-anglaise', 'english'],
+  histoire: ['history', 'tarikh'],
+  geographie: ['geography', 'geo', 'jughrafiya'],
+  'histoire-geographie': ['histoire-geo', 'hg'],
+  physique: ['sciences-physiques', 'physics'],
+  chimie: ['chemistry'],
+}
+
+/** The key of this file (LEXICON, NAMES) that a catalogue's subject slug stands for, or null. */
+export function subjectKey(slug: string): string | null {
+  const s = slug.toLowerCase()
+  if (s in NAMES) return s
+  for (const [key, aliases] of Object.entries(SLUG_ALIASES)) if (aliases.includes(s)) return key
+  return null
 }
 
 /** Lowercase, without Latin accents, Arabic diacritics and tatweel; hamza forms of alif, ta marbuta and alif maqsura folded. */
@@ -65,6 +120,25 @@ export function subjectScores(text: string): Map<string, number> {
     if (score > 0) scores.set(subject, score)
   }
   return scores
+}
+
+/** A word without the article and the conjunction or preposition glued to it (وال، فال، بال، كال، لل). */
+const bare = (word: string) => word.replace(/^[وفبكل]?ال(?=\p{L}{2})/u, '').replace(/^لل(?=\p{L}{2})/u, '')
+
+/**
+ * The subjects of `catalogue` (slugs) that the text names: a known subject's names (NAMES, through
+ * subjectKey), another's slug as words, matched on folded words without the article.
+ */
+export function namedSubjects(text: string, catalogue: readonly string[]): string[] {
+  const words = normalizeWords(text).split(' ').filter(Boolean).map(bare)
+  const joined = ` ${words.join(' ')} `
+  const named: string[] = []
+  for (const slug of catalogue) {
+    const key = subjectKey(slug)
+    const names = (key ? NAMES[key]! : [slug.replaceAll('-', ' ')]).map((n) => normalizeWords(n).split(' ').map(bare).join(' '))
+    if (names.some((n) => n.length >= 2 && joined.includes(` ${n} `))) named.push(slug)
+  }
+  return named
 }
 
 /** The one subject that matches best, or null when none matches or the best ones tie. */

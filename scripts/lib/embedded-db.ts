@@ -4,6 +4,7 @@ import { mkdir } from 'node:fs/promises'
 import { PGlite, type Extensions } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto'
+import { unaccent } from '@electric-sql/pglite/contrib/unaccent'
 import { PgliteServer } from './pglite-server.ts'
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts'
 
@@ -40,7 +41,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedD
     db = await PGlite.create({
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-      extensions: { vector, pgcrypto, ...options.extensions },
+      extensions: { vector, pgcrypto, unaccent, ...options.extensions },
     })
   } catch (err) {
     await lock?.release()

@@ -1,0 +1,139 @@
+// The subject (and grade) of a question that names neither in its request, found in the catalogue
+// rather than in a list. The question (and its translation, query.ts) is searched over every ready
+// document the student may see (their grade when they gave it), and the best hits decide:
+//
+// - a hit's strength is the share of the question's word weight it holds (text_coverage: each word
+//   weighs by its rarity in the catalogue) or, for a dense-only search, its cosine similarity; a subject's
+//   weight is the strength of its hits among the first CHAT_INFER_VOTERS, each divided by its position,
+//   so the first hits count most;
+// - nothing matches when no hit reaches CHAT_INFER_MIN_COVERAGE (hybrid) nor CHAT_INFER_MIN_SIMILARITY:
+//   the question is not about the curriculum (a greeting, small talk) and the student is asked what
+//   they need;
+// - a subject the question names ("en physique", "في التاريخ") is searched on its own first, and wins
+//   when its documents match;
+// - two subjects within CHAT_INFER_TIE_RATIO of each other are a tie, broken by the subject vocabulary
+//   (subjects.ts) when it can, else the student is asked which one.
+import type { Deps } from '../deps.ts'
+import { asService } from '../db/tx.ts'
+import type { Candidate } from './retrieve.ts'
+import { searchQuestion, type PreparedQuery } from './query.ts'
+import { namedSubjects, subjectKey, subjectScores } from './subjects.ts'
+
+interface Evidence {
+  hits: number
+  best_coverage: number
+  best_similarity: number
+  subjects: Record<string, number>
+  named?: string[]
+}
+
+export interface CatalogueMatch {
+  kind: 'match'
+  subject: string
+  grade: string | null
+  /** how the hits weighed, for the logs and the usage details */
+  evidence: Evidence & { decided_by: 'hits' | 'named' | 'vocabulary' }
+}
+
+export interface CatalogueMiss {
+  kind: 'no_match' | 'tied'
+  /** the subjects in the tie */
+  subjects: string[]
+  evidence: Evidence
+}
+
+const round = (x: number) => Math.round(x * 10_000) / 10_000
+
+/** The grade and subject of each document, for the hits (one query for all of them). */
+async function documentsOf(deps: Deps, ids: string[]): Promise<Map<string, { grade: string | null; subject: string | null }>> {
+  if (ids.length === 0) return new Map()
+  const rows = await asService(deps.sql, (tx) => tx`select id, grade, subject from public.documents where id = any(${ids}::uuid[])`)
+  return new Map(rows.map((r) => [r.id as string, { grade: (r.grade as string | null) ?? null, subject: (r.subject as string | null) ?? null }]))
+}
+
+/** The subjects of the ready documents (of a grade). */
+async function catalogueSubjects(deps: Deps, grade: string | null): Promise<string[]> {
+  const rows = await asService(deps.sql, (tx) => tx`
+    select distinct subject from public.documents
+     where status = 'ready' and subject is not null and (${grade}::text is null or lower(grade) = lower(${grade}::text))`)
+  return rows.map((r) => r.subject as string)
+}
+
+interface Weighed {
+  hits: Candidate[]
+  docs: Map<string, { grade: string | null; subject: string | null }>
+  ranked: [string, number][]
+  matched: boolean
+  evidence: Evidence
+}
+
+async function weigh(deps: Deps, hits: Candidate[]): Promise<Weighed> {
+  const { config } = deps
+  const docs = await documentsOf(deps, [...new Set(hits.map((h) => h.file_id))])
+  const strength = (h: Candidate) => (h.text_coverage !== undefined ? h.text_coverage : Math.max(0, 1 - h.distance))
+  const weights = new Map<string, number>()
+  for (const [i, h] of hits.slice(0, config.CHAT_INFER_VOTERS).entries()) {
+    const subject = docs.get(h.file_id)?.subject
+    if (subject) weights.set(subject, (weights.get(subject) ?? 0) + strength(h) / (i + 1))
+  }
+  const ranked = [...weights].sort((a, b) => b[1] - a[1])
+  const bestCoverage = hits.reduce((best, h) => Math.max(best, h.text_coverage ?? 0), 0)
+  const bestSimilarity = hits.reduce((best, h) => Math.max(best, 1 - h.distance), 0)
+  const hybrid = hits.some((h) => h.text_coverage !== undefined)
+  const matched = ranked.length > 0 && ((hybrid && bestCoverage >= config.CHAT_INFER_MIN_COVERAGE) || bestSimilarity >= config.CHAT_INFER_MIN_SIMILARITY)
+  const evidence: Evidence = {
+    hits: hits.length,
+    best_coverage: round(bestCoverage),
+    best_similarity: round(bestSimilarity),
+    subjects: Object.fromEntries(ranked.map(([s, w]) => [s, round(w)])),
+  }
+  return { hits, docs, ranked, matched, evidence }
+}
+
+/** The grade whose documents weigh most among the hits of a subject. */
+function gradeOf(w: Weighed, subject: string): string | null {
+  const grades = new Map<string, number>()
+  for (const [i, h] of w.hits.entries()) {
+    const doc = w.docs.get(h.file_id)
+    if (doc?.subject === subject && doc.grade) grades.set(doc.grade, (grades.get(doc.grade) ?? 0) + 1 / (i + 1))
+  }
+  return [...grades].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null
+}
+
+export async function inferFromCatalogue(
+  deps: Deps,
+  input: { query: PreparedQuery; grade: string | null; language: string | null },
+): Promise<CatalogueMatch | CatalogueMiss> {
+  const { config } = deps
+  const filters = { grade: input.grade, language: input.language }
+  const message = input.query.message
+  const named = namedSubjects(message, await catalogueSubjects(deps, input.grade))
+  if (named.length === 1) {
+    const w = await weigh(deps, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, { ...filters, subject: named[0]! }))
+    if (w.matched) return { kind: 'match', subject: named[0]!, grade: input.grade ?? gradeOf(w, named[0]!), evidence: { ...w.evidence, named, decided_by: 'named' } }
+  }
+  const w = await weigh(deps, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, filters))
+  const evidence = named.length > 0 ? { ...w.evidence, named } : w.evidence
+  if (!w.matched) return { kind: 'no_match', subjects: [], evidence }
+
+  const tied = w.ranked.filter(([, weight]) => weight >= w.ranked[0]![1] * config.CHAT_INFER_TIE_RATIO).map(([s]) => s)
+  if (tied.length === 1) return { kind: 'match', subject: tied[0]!, grade: input.grade ?? gradeOf(w, tied[0]!), evidence: { ...evidence, decided_by: 'hits' } }
+  // a subject the question names, or else its vocabulary, decides between the tied subjects when one leads
+  const namedInTie = tied.filter((s) => named.includes(s))
+  if (namedInTie.length === 1) return { kind: 'match', subject: namedInTie[0]!, grade: input.grade ?? gradeOf(w, namedInTie[0]!), evidence: { ...evidence, decided_by: 'named' } }
+  const vocabulary = subjectScores(message)
+  const byVocabulary = tied.map((s) => [s, vocabulary.get(subjectKey(s) ?? s) ?? 0] as const).sort((a, b) => b[1] - a[1])
+  if (byVocabulary[0]![1] > (byVocabulary[1]?.[1] ?? 0)) {
+    const subject = byVocabulary[0]![0]
+    return { kind: 'match', subject, grade: input.grade ?? gradeOf(w, subject), evidence: { ...evidence, decided_by: 'vocabulary' } }
+  }
+  return { kind: 'tied', subjects: tied, evidence }
+}
+
+/** What the catalogue offers (ready documents): its subjects and grades, to name in a clarifying question. */
+export async function catalogueOptions(deps: Deps): Promise<{ subjects: string[]; grades: string[] }> {
+  const rows = await asService(deps.sql, (tx) => tx`select distinct subject, grade from public.documents where status = 'ready'`)
+  const subjects = [...new Set(rows.map((r) => r.subject as string | null).filter((s): s is string => !!s))].sort()
+  const grades = [...new Set(rows.map((r) => r.grade as string | null).filter((g): g is string => !!g))].sort()
+  return { subjects, grades }
+}

@@ -1,0 +1,91 @@
+// The question as the searches take it: its own text and, when the provider can translate, its
+// translation into the other curriculum language (French for an Arabic or Hassaniya question, Arabic
+// for a French one), both embedded in one call. A lesson that exists in one language only is found from
+// a question in the other: each form is searched and the lists are fused (by best rank, fuseLists). One
+// preparation per turn serves the subject inference and the retrieval alike.
+import type { Deps } from '../deps.ts'
+import { search, type Candidate, type RetrievalFilters } from './retrieve.ts'
+
+export type QuestionLanguage = 'fr' | 'ar' | 'hassaniya'
+
+/**
+ * What became of the translation into the other curriculum language: `searched` (both forms are
+ * searched), `unchanged` (the provider returned the text as it was), `failed` (the provider erred: the
+ * question alone is searched), `not_possible` (the provider cannot translate: offline).
+ */
+export type CrossLingualStatus = 'searched' | 'unchanged' | 'failed' | 'not_possible'
+
+export interface PreparedQuery {
+  message: string
+  language: QuestionLanguage
+  /** the other curriculum language, into which the question is translated */
+  other: 'fr' | 'ar'
+  /** the question's translation, when it is searched */
+  translation: string | null
+  status: CrossLingualStatus
+  /** the texts searched (the question first) and their vectors, in the same order */
+  texts: string[]
+  vectors: number[][]
+}
+
+export const otherLanguage = (language: QuestionLanguage): 'fr' | 'ar' => (language === 'fr' ? 'ar' : 'fr')
+
+export async function prepareQuery(
+  deps: Deps,
+  message: string,
+  language: QuestionLanguage,
+  options: { translate?: boolean; timed?: <T>(name: string, fn: () => Promise<T>) => Promise<T> } = {},
+): Promise<PreparedQuery> {
+  const timed = options.timed ?? ((_name, fn) => fn())
+  const other = otherLanguage(language)
+  let translation: string | null = null
+  let status: CrossLingualStatus = 'not_possible'
+  if (deps.ai.translates && options.translate !== false) {
+    try {
+      const text = (await timed('translate', () => deps.ai.translate(message, language, other))).trim()
+      if (text !== '' && text !== message.trim()) {
+        translation = text
+        status = 'searched'
+      } else status = 'unchanged'
+    } catch {
+      status = 'failed' // the question alone is searched
+    }
+  }
+  const texts = translation ? [message, translation] : [message]
+  const vectors = await timed('embed', () => deps.ai.embed(texts))
+  return { message, language, other, translation, status, texts, vectors }
+}
+
+/**
+ * Candidates fused from the lists of the question's forms: each chunk scores its best 1/(k + rank) over
+ * the lists that hold it, ties going to the chunk that holds more of a question's words (text coverage),
+ * then to the nearer. The best rank rather than the sum (plain reciprocal rank fusion): the forms are
+ * in two languages, and a chunk that one form finds first (the lesson in the other language) must not
+ * lose to chunks both forms find by the vectors alone. One list is returned as it is.
+ */
+export function fuseLists(lists: readonly Candidate[][], k: number, limit: number): Candidate[] {
+  if (lists.length === 1) return lists[0]!.slice(0, limit)
+  const fused = new Map<string, Candidate & { fused: number }>()
+  for (const list of lists) {
+    for (const [i, c] of list.entries()) {
+      const seen = fused.get(c.chunk_id)
+      const score = 1 / (k + i + 1)
+      if (!seen) fused.set(c.chunk_id, { ...c, fused: score })
+      else {
+        seen.fused = Math.max(seen.fused, score)
+        seen.distance = Math.min(seen.distance, c.distance)
+        if (c.text_coverage !== undefined) seen.text_coverage = Math.max(seen.text_coverage ?? 0, c.text_coverage)
+      }
+    }
+  }
+  return [...fused.values()]
+    .sort((a, b) => b.fused - a.fused || (b.text_coverage ?? 0) - (a.text_coverage ?? 0) || a.distance - b.distance)
+    .slice(0, limit)
+    .map(({ fused, ...c }) => ({ ...c, score: fused }))
+}
+
+/** Every form of the question searched with the same filters (in parallel), fused. */
+export async function searchQuestion(deps: Deps, query: PreparedQuery, k: number, filters: RetrievalFilters): Promise<Candidate[]> {
+  const lists = await Promise.all(query.texts.map((text, i) => search(deps, query.vectors[i]!, text, k, filters)))
+  return fuseLists(lists, deps.config.RETRIEVAL_RRF_K, k)
+}

@@ -1,0 +1,259 @@
+// Finding the lesson: public.hybrid_search (folded, stemmed full-text search fused with the vectors, its
+// document-frequency table, its prefilters), the subject inferred from the catalogue through POST /chat
+// (a portal with its own subject slugs, small talk, clarifying questions that offer what the catalogue
+// has), cross-lingual search with a translating provider (the OpenAI-compatible test server) and the
+// offline provider's honest "not possible", and the small pure parts (named subjects, small talk,
+// language markers, fusion, the offline rerank's keys).
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { testConfig } from './helpers/app.ts'
+import { createUser } from './helpers/users.ts'
+import { seedDocument, vectorLiteral } from './helpers/corpus.ts'
+import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
+import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { createLogRoot } from '../functions-shared/lib/logger.ts'
+import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
+import { createOfflineProvider, keyCoverage, matchKey } from '../functions-shared/ai/offline.ts'
+import { namedSubjects, subjectKey } from '../functions-shared/chat/subjects.ts'
+import { isSmallTalk } from '../functions-shared/chat/small-talk.ts'
+import { detectLanguage } from '../functions-shared/chat/language.ts'
+import { fuseLists } from '../functions-shared/chat/query.ts'
+import type { Candidate } from '../functions-shared/chat/retrieve.ts'
+
+let db: TestDatabase
+const docs: Record<string, string> = {}
+
+// a small catalogue whose subject slugs are the portal's own, not the names the code knows best
+const ZAKAT = [
+  'الزكاة ركن من أركان الإسلام، وهي حق واجب في المال إذا بلغ النصاب وحال عليه الحول.',
+  'نصاب الفضة مائتا درهم، ونصاب الذهب عشرون دينارا، والقدر الواجب ربع العشر.',
+  'تصرف الزكاة للأصناف الثمانية المذكورة في القرآن: الفقراء والمساكين والعاملين عليها.',
+]
+const RIVER = [
+  'Le fleuve Sénégal prend sa source dans le massif du Fouta-Djalon et traverse quatre pays.',
+  'La crue du fleuve arrive en saison des pluies ; les cultures de décrue occupent ensuite les terres inondées.',
+  'Le barrage de Manantali régularise le débit du fleuve et produit de l\'électricité.',
+]
+const KINEMATICS = [
+  'Un référentiel galiléen est un référentiel dans lequel le principe d\'inertie est vérifié.',
+  'Le vecteur vitesse est la dérivée du vecteur position par rapport au temps.',
+  'Dans un mouvement rectiligne uniformément varié, l\'accélération est constante et x(t) = ½ a t² + v0 t + x0.',
+]
+const DERIVATIVES = [
+  'La dérivée d\'une fonction f en a est la limite du taux d\'accroissement lorsque h tend vers 0.',
+  'La dérivée du produit u v est u\' v + u v\' ; celle du quotient u / v est (u\' v - u v\') / v².',
+]
+// a lesson that exists in Arabic only (the cross-lingual case)
+const HISTORY_AR = [
+  'نشأت حركة المرابطين في القرن الخامس الهجري على يد عبد الله بن ياسين.',
+  'انتصر المرابطون بقيادة يوسف بن تاشفين في معركة الزلاقة سنة 1086 م.',
+]
+
+beforeAll(async () => {
+  db = await createTestDatabase({ poolMax: 6 })
+  for (const [name, grade, subject, language, texts] of [
+    ['Tarbiya 5AS', '5AS', 'tarbiya-islamiya', 'ar', ZAKAT],
+    ['Géographie 5AS', '5AS', 'geographie', 'fr', RIVER],
+    ['Sciences physiques 6C', '6C', 'sciences-physiques', 'fr', KINEMATICS],
+    ['Mathématiques 7C', '7C', 'mathematiques', 'fr', DERIVATIVES],
+    ['Tarikh 7D', '7D', 'tarikh', 'ar', HISTORY_AR],
+  ] as const) {
+    docs[subject] = (await seedDocument(db.sql, { name, grade, subject, language, texts: [...texts] })).id
+  }
+})
+afterAll(async () => db?.close())
+
+const hybrid = (query: string, filters: { subject?: string; grade?: string } = {}) =>
+  db.sql`select * from public.hybrid_search('curriculum-1536', ${vectorLiteral(query)}::extensions.vector, ${query}, 5,
+                                           null, ${filters.grade ?? null}, ${filters.subject ?? null}, null, null, 10, 10, 60, 1, 1)`
+
+describe('public.hybrid_search', () => {
+  it('matches French without accents and with other inflections, and says how much of the question a chunk holds', async () => {
+    const rows = await hybrid('referentiels galileens')
+    expect(rows[0]!.file_id).toBe(docs['sciences-physiques'])
+    expect(rows[0]!.page_number).toBe(1)
+    expect(Number(rows[0]!.text_rank)).toBe(1)
+    expect(Number(rows[0]!.text_coverage)).toBeGreaterThan(0.9)
+    // a chunk found by the vectors alone holds none of the question's words
+    const unrelated = rows.find((r) => r.text_rank === null)
+    if (unrelated) expect(Number(unrelated.text_coverage)).toBe(0)
+  })
+
+  it('folds Arabic (hamza forms, taa marbuta, the article and clitics) in the query as in the chunks', async () => {
+    // "والزكاه" (clitic, article, taa marbuta written as ha), "النّصاب" with a shadda
+    const rows = await hybrid('والزكاه النّصاب')
+    expect(rows[0]!.file_id).toBe(docs['tarbiya-islamiya'])
+    expect(Number(rows[0]!.text_rank)).toBe(1)
+    const hamza = await hybrid('اركان الاسلام')
+    expect(hamza[0]!.file_id).toBe(docs['tarbiya-islamiya'])
+    expect(Number(hamza[0]!.text_coverage)).toBeGreaterThan(0.9)
+  })
+
+  it('keeps to the prefilters in both branches', async () => {
+    const rows = await hybrid('la dérivée du vecteur position', { subject: 'mathematiques' })
+    expect(rows.length).toBeGreaterThan(0)
+    expect(rows.every((r) => r.file_id === docs.mathematiques)).toBe(true)
+    expect(await hybrid('la dérivée', { grade: '9Z' })).toHaveLength(0)
+  })
+
+  it('keeps the document frequency of every lexeme as chunks come and go', async () => {
+    const total = async () => Number((await db.sql`select chunks from private.search_lexemes where lexeme = ''`)[0]!.chunks)
+    const chunks = async () => Number((await db.sql`select count(*) from public.document_chunks`)[0]!.count)
+    expect(await total()).toBe(await chunks())
+    const seeded = await seedDocument(db.sql, { name: 'Éphémère', grade: '5AS', subject: 'zzz-test', language: 'fr', texts: ['Le quokka sourit.', 'Un quokka dort.'] })
+    const df = async () => Number((await db.sql`select coalesce(max(chunks), 0) as n from private.search_lexemes where lexeme = 'quokk' or lexeme like 'quokka%'`)[0]!.n)
+    expect(await df()).toBe(2)
+    expect(await total()).toBe(await chunks())
+    await db.sql`delete from public.vectors where file_id = ${seeded.id}`
+    await db.sql`delete from public.document_chunks where file_id = ${seeded.id}`
+    await db.sql`delete from public.documents where id = ${seeded.id}`
+    expect(await df()).toBe(0)
+    expect(await total()).toBe(await chunks())
+  })
+})
+
+interface Stack {
+  gw: Gateway
+}
+async function stack(ai: ReturnType<typeof createOfflineProvider>): Promise<Stack> {
+  const config = testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0' })
+  return { gw: await startGateway({ config, sql: db.connect(3), port: 0, deps: { ai, logs: createLogRoot({ level: 'silent' }), sources: [] } }) }
+}
+const ask = async (s: Stack, token: string, body: Record<string, unknown>) => {
+  const res = await fetch(`${s.gw.url}/functions/v1/chat`, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: false, ...body }) })
+  expect(res.status).toBe(200)
+  return res.json() as Promise<Record<string, any>>
+}
+
+describe('POST /chat infers the subject from the catalogue (offline provider)', () => {
+  let s: Stack
+  let token: string
+  beforeAll(async () => {
+    s = await stack(createOfflineProvider())
+  })
+  // a student per test: the welcome bonus covers a few answers
+  beforeEach(async () => {
+    token = (await createUser(db.sql)).token
+  })
+  afterAll(async () => s?.gw.close())
+
+  it('answers from a subject whose slug the code has never seen, with the reason recorded', async () => {
+    const river = await ask(s, token, { message: 'À quelle saison le fleuve déborde-t-il sur les terres ?' })
+    expect(river).toMatchObject({ path: 'answer', reason: 'subject_inferred_from_catalogue', subject: 'geographie' })
+    expect(river.sources[0].document_id).toBe(docs.geographie)
+    const zakat = await ask(s, token, { message: 'ما هو نصاب الفضة والذهب في الزكاة؟' })
+    expect(zakat).toMatchObject({ path: 'answer', reason: 'subject_inferred_from_catalogue', subject: 'tarbiya-islamiya' })
+    expect(zakat.sources[0]).toMatchObject({ document_id: docs['tarbiya-islamiya'], page_number: 2 })
+  })
+
+  it('takes kinematics to physics and derivatives to mathematics, though both speak of derivatives', async () => {
+    const physics = await ask(s, token, { message: 'Qu\'est-ce qu\'un référentiel galiléen ?' })
+    expect(physics).toMatchObject({ subject: 'sciences-physiques', reason: 'subject_inferred_from_catalogue' })
+    expect(physics.sources[0]).toMatchObject({ document_id: docs['sciences-physiques'], page_number: 1 })
+    const maths = await ask(s, token, { message: 'comment dériver un produit de deux fonctions u fois v ?' })
+    expect(maths.subject).toBe('mathematiques')
+    expect(maths.sources[0]).toMatchObject({ document_id: docs.mathematiques, page_number: 2 })
+  })
+
+  it('asks, for 2 tokens, what a greeting or an off-curriculum message is about, offering the catalogue\'s subjects in the question\'s language', async () => {
+    const hello = await ask(s, token, { message: 'Bonjour ! Merci beaucoup' })
+    expect(hello).toMatchObject({ path: 'clarify', reason: 'small_talk', outcome: 'clarified', usage: { charged: 2 } })
+    expect(hello.answer).toContain('géographie')
+    expect(hello.answer).toContain('5AS')
+    const off = await ask(s, token, { message: 'Xylophone quasar zeppelin ?' })
+    expect(off).toMatchObject({ path: 'clarify', reason: 'no_match', usage: { charged: 2 } })
+    const ar = await ask(s, token, { message: 'السلام عليكم ورحمة الله وبركاته' })
+    expect(ar).toMatchObject({ path: 'clarify', reason: 'small_talk', language: 'ar' })
+    // the portal's slug for Islamic education is named as that subject, in Arabic
+    expect(ar.answer).toContain('التربية الإسلامية')
+  })
+
+  it('says in the metadata that cross-lingual retrieval was not possible', async () => {
+    const body = await ask(s, token, { message: 'la bataille de Zallaqa', grade: '7D', subject: 'tarikh' })
+    expect(body.retrieval.cross_lingual).toEqual({ status: 'not_possible', language: 'ar', query: null })
+  })
+})
+
+describe('cross-lingual retrieval with a provider that translates', () => {
+  let server: OpenAiServer
+  let s: Stack
+  let token: string
+  beforeAll(async () => {
+    server = await startOpenAiServer()
+    s = await stack(createOpenAiProvider({ apiKey: 'k', baseUrl: server.url, chatModel: 'chat-model', embeddingModel: 'embed-model', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 10_000 }))
+  })
+  beforeEach(async () => {
+    token = (await createUser(db.sql)).token
+  })
+  afterAll(async () => {
+    await s?.gw.close()
+    await server?.close()
+  })
+
+  it('finds a lesson that exists only in Arabic from a French question, and the reverse', async () => {
+    server.chat = (body) =>
+      body.model === 'translate-model'
+        ? { content: body.messages.at(-1).content.includes('Zallaqa') ? 'من انتصر في معركة الزلاقة؟' : 'Quand la crue du fleuve arrive-t-elle ?' }
+        : body.model === 'rerank-model'
+          ? { content: '{"ranking": [0, 1, 2]}' }
+          : { content: 'Réponse [1].' }
+    const before = server.calls.length
+    const fr = await ask(s, token, { message: 'Qui a gagné la bataille de Zallaqa ?' })
+    const translate = server.calls.slice(before).find((c) => c.body.model === 'translate-model')!
+    expect(translate.body.messages[0].content).toContain('from fr to ar')
+    expect(fr.retrieval.cross_lingual).toEqual({ status: 'searched', language: 'ar', query: 'من انتصر في معركة الزلاقة؟' })
+    expect(fr).toMatchObject({ path: 'answer', subject: 'tarikh' })
+    expect(fr.sources[0]).toMatchObject({ document_id: docs.tarikh, page_number: 2 })
+
+    const ar = await ask(s, token, { message: 'متى يفيض النهر؟', grade: '5AS', subject: 'geographie' })
+    expect(ar.retrieval.cross_lingual).toEqual({ status: 'searched', language: 'fr', query: 'Quand la crue du fleuve arrive-t-elle ?' })
+    expect(ar.sources[0]).toMatchObject({ document_id: docs.geographie, page_number: 2 })
+  })
+})
+
+describe('the small parts', () => {
+  it('names the catalogue subjects a question names, known or not', () => {
+    const catalogue = ['tarbiya-islamiya', 'geographie', 'sciences-physiques', 'histoire-geo']
+    expect(subjectKey('tarbiya-islamiya')).toBe('education-islamique')
+    expect(subjectKey('svt')).toBe('sciences-naturelles')
+    expect(subjectKey('astronomie')).toBeNull()
+    expect(namedSubjects('في التربية الإسلامية، ما هو النصاب؟', catalogue)).toEqual(['tarbiya-islamiya'])
+    expect(namedSubjects('En géographie, où est le barrage ?', catalogue)).toContain('geographie')
+    expect(namedSubjects('une question de histoire geo', catalogue)).toContain('histoire-geo')
+    expect(namedSubjects('quelle est la vitesse ?', catalogue)).toEqual([])
+  })
+
+  it('tells small talk from a question', () => {
+    for (const t of ['Bonjour, ça va ?', 'merci beaucoup !', 'السلام عليكم ورحمة الله', 'شكرا جزيلا', 'شحالك؟ لاباس عليك؟', 'ok']) expect(isSmallTalk(t)).toBe(true)
+    for (const t of ['Bonjour, c\'est quoi un référentiel ?', 'السلام عليكم، ما هي أركان الإسلام؟', 'merci, et la dérivée de x² ?', '', '?!']) expect(isSmallTalk(t)).toBe(false)
+  })
+
+  it('hears Hassaniya in its question words, also behind a conjunction', () => {
+    expect(detectLanguage('انتوم تصلو شحال من صلاة فالنهار؟')).toBe('hassaniya')
+    expect(detectLanguage('الماتش ما شفتو، منهو اللي ربح؟')).toBe('hassaniya')
+    expect(detectLanguage('وشنهو الفرق بينهم؟')).toBe('hassaniya')
+    expect(detectLanguage('من هو أول رئيس لموريتانيا؟')).toBe('ar')
+    expect(detectLanguage('أين يقع نهر السنغال؟')).toBe('ar')
+  })
+
+  it('fuses the lists of the question\'s forms by best rank, then by text coverage', () => {
+    const c = (id: string, distance: number, coverage?: number): Candidate => ({ chunk_id: id, file_id: 'f', namespace: 'n', distance, page_number: 1, source_url: null, ingestion_ts: null, ...(coverage === undefined ? {} : { text_coverage: coverage }) })
+    const fused = fuseLists([[c('a', 0.5, 0.1), c('b', 0.4)], [c('b', 0.2, 0.8), c('c', 0.3)]], 60, 10)
+    expect(fused.map((x) => x.chunk_id)).toEqual(['b', 'a', 'c'])
+    expect(fused[0]).toMatchObject({ distance: 0.2, text_coverage: 0.8 })
+    expect(fused[0]!.score).toBeCloseTo(1 / 61, 10)
+    // found first by one form only, it is not outranked by what both forms found lower
+    const one = fuseLists([[c('p', 0.3), c('q', 0.3), c('r', 0.3)], [c('x', 0.6, 1), c('p', 0.3), c('q', 0.3)]], 60, 10)
+    expect(one.slice(0, 2).map((x) => x.chunk_id)).toEqual(['x', 'p'])
+    expect(fuseLists([[c('x', 0.1), c('y', 0.2)]], 60, 1).map((x) => x.chunk_id)).toEqual(['x'])
+  })
+
+  it('ranks by the share of stemmed question words a candidate holds (offline rerank)', () => {
+    expect(matchKey('équations')).toBe(matchKey('equation'))
+    expect(matchKey('والزكاة')).toBe(matchKey('الزكاه'))
+    expect(matchKey('de')).toBeNull()
+    const [a, b] = keyCoverage('équations premier degré', ['Une équation du premier degré.', 'Le mouvement rectiligne.'])
+    expect(a).toBeCloseTo(1, 5)
+    expect(b).toBe(0)
+  })
+})
