@@ -16,8 +16,11 @@ commands
   sources                                         scraper sources
   sync <source>                                   run the scraper on a source now
   references [--source S] [--status S]            discovered curriculum files
+  references set <reference id> [--grade G] [--subject S] [--title T] [--language fr|ar|hassaniya]
+                 [--category C] [--major M] [--weight N]    fix a reference's metadata
   ingest <reference id> [--force]                 queue one reference for ingestion
-  ingest --all [--source S]                       queue every discovered reference
+  ingest --all [--source S]                       queue every discovered reference that has a grade
+                                                  and a subject (the others are listed, not queued)
   dispatch [--all]                                start the oldest queued job (--all: until none is queued)
   jobs [--status S]                               ingestion jobs
   watch [--dispatch] [--interval MS]              live job progress until nothing is queued or running
@@ -46,6 +49,13 @@ const { values: flags, positionals } = parseArgs({
     method: { type: 'string', default: 'cash' },
     reference: { type: 'string' },
     'idempotency-key': { type: 'string' },
+    grade: { type: 'string' },
+    subject: { type: 'string' },
+    title: { type: 'string' },
+    language: { type: 'string' },
+    category: { type: 'string' },
+    major: { type: 'string' },
+    weight: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 })
@@ -126,11 +136,27 @@ async function main(): Promise<void> {
     }
     case 'sync': {
       const run = await api.post(`/scraping/${encodeURIComponent(need(args[0], 'source'))}/sync`)
-      print(run, () => out(`run ${run.run_id}: ${run.status}; found ${run.found_count}, new ${run.new_count}, duplicates ${run.duplicates}, quality failures ${run.quality_failed}, errors ${run.errors}, already known ${run.known}`))
+      print(run, () => {
+        out(`run ${run.run_id}: ${run.status}; found ${run.found_count}, new ${run.new_count}, duplicates ${run.duplicates}, quality failures ${run.quality_failed}, errors ${run.errors}, already known ${run.known}`)
+        if (run.needs_metadata > 0) out(`${run.needs_metadata} new reference(s) have no grade or subject and were not queued: \`references --status discovered\`, then \`references set <id> --grade … --subject …\``)
+      })
       if (run.status !== 'completed') process.exitCode = 1
       return
     }
     case 'references': {
+      if (args[0] === 'set') {
+        const id = need(args[1], 'reference id')
+        const patch: Record<string, string | number> = {}
+        for (const field of ['grade', 'subject', 'title', 'language', 'category', 'major'] as const) if (flags[field] !== undefined) patch[field] = flags[field]!
+        if (flags.weight !== undefined) {
+          if (!/^-?\d+$/.test(flags.weight)) throw new UsageError('--weight takes an integer')
+          patch.weight = Number.parseInt(flags.weight, 10)
+        }
+        if (Object.keys(patch).length === 0) throw new UsageError('references set needs at least one of --grade --subject --title --language --category --major --weight')
+        const ref = await api.patch(`/admin/references/${encodeURIComponent(id)}`, patch)
+        return print(ref, () => out(`reference ${ref.id}: grade ${ref.grade ?? '-'}, subject ${ref.subject ?? '-'}, language ${ref.language ?? '-'}, title ${ref.title ?? '-'} (${ref.status})`))
+      }
+      if (args[0] !== undefined) throw new UsageError(`unknown references subcommand ${args[0]}`)
       const path = flags.source ? `/scraping/${encodeURIComponent(flags.source)}/references` : '/admin/references'
       const page = await api.get(`${path}${query({ status: flags.status, limit: '200' })}`)
       return print(page, () => {
@@ -144,10 +170,20 @@ async function main(): Promise<void> {
         return print(job, () => out(`queued: job ${job.job_id} for reference ${job.reference_id}`))
       }
       const path = flags.source ? `/scraping/${encodeURIComponent(flags.source)}/references` : '/admin/references'
-      const refs = (await api.get(`${path}?status=discovered&limit=200`)).items as { id: string; title: string | null }[]
+      const refs = (await api.get(`${path}?status=discovered&limit=200`)).items as { id: string; title: string | null; grade: string | null; subject: string | null }[]
+      // a reference without a grade or subject has no namespace: the API would refuse it (409), so it is
+      // listed for the operator to fix instead of stopping the batch
+      const blank = (v: string | null) => v === null || v.trim() === ''
+      const skipped = refs.filter((r) => blank(r.grade) || blank(r.subject))
       const jobs: Record<string, any>[] = []
-      for (const ref of refs) jobs.push(await api.post(`/admin/ingest/${ref.id}`))
-      return print({ queued: jobs }, () => out(`${jobs.length} reference(s) queued${jobs.length ? '; run `dispatch --all` or `watch --dispatch`' : ''}`))
+      for (const ref of refs) if (!skipped.includes(ref)) jobs.push(await api.post(`/admin/ingest/${ref.id}`))
+      return print({ queued: jobs, needs_metadata: skipped.map((r) => r.id) }, () => {
+        out(`${jobs.length} reference(s) queued${jobs.length ? '; run `dispatch --all` or `watch --dispatch`' : ''}`)
+        if (skipped.length > 0) {
+          out(`${skipped.length} reference(s) without a grade or subject, not queued; fix each with \`references set <id> --grade … --subject …\`:`)
+          for (const r of skipped) out(`  ${r.id}  grade ${r.grade ?? '-'}  subject ${r.subject ?? '-'}  ${r.title ?? ''}`)
+        }
+      })
     }
     case 'dispatch': {
       const results: Record<string, any>[] = []

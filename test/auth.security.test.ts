@@ -40,6 +40,7 @@ const SAMPLES: Record<string, () => Promise<Sample>> = {
   'POST /admin/users/{user_id}/reset-password': async () => ({ path: `/admin/users/${(await createUser(db.sql)).id}/reset-password`, body: { new_password: 'secret-456' } }),
   'GET /admin/references': async () => ({ path: '/admin/references?limit=5' }),
   'GET /admin/scrape-runs': async () => ({ path: '/admin/scrape-runs?limit=5' }),
+  'PATCH /admin/references/{reference_id}': async () => ({ path: `/admin/references/${await newReference()}`, body: { subject: 'mathematiques', title: 'Fixed' } }),
   // a source whose listing is refused at once (private address): the run completes as failed, no network
   'POST /scraping/{source}/sync': async () => ({ path: '/scraping/sweep/sync' }),
   'POST /admin/ingest/{reference_id}': async () => ({ path: `/admin/ingest/${await newReference()}` }),

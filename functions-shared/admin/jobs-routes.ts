@@ -32,9 +32,9 @@ export function adminJobsRouter(deps: Deps) {
   const ListQuery = listQuery(deps.config)
   const ingest = createRoute({
     method: 'post', path: '/ingest/{reference_id}', tags: ['ingestion'], summary: 'Queue the ingestion of a reference', security: adminSecurity,
-    description: 'Creates a queued job and a document in processing; nothing runs until a dispatch. A reference already ready, or with an active job, is 409 unless force=true; a duplicate reference is 409.',
+    description: 'Creates a queued job and a document in processing; nothing runs until a dispatch. A reference already ready, or with an active job, is 409 unless force=true; a duplicate reference is 409, and so is one without a grade or subject (it has no namespace: set them with PATCH /admin/references/{reference_id}).',
     request: { params: z.object({ reference_id: z.uuid() }), query: Force },
-    responses: { 202: jsonContent(Queued, 'Queued'), 404: err('Unknown reference'), 409: err('Already ingested, in progress, or a duplicate'), ...errorResponses.protected },
+    responses: { 202: jsonContent(Queued, 'Queued'), 404: err('Unknown reference'), 409: err('Already ingested, in progress, a duplicate, or without a grade or subject'), ...errorResponses.protected },
   })
   const legacy = createRoute({
     method: 'post', path: '/vector-embedding', tags: ['ingestion'], summary: 'Legacy: queue the ingestion of a reference', security: adminSecurity, deprecated: true,

@@ -19,7 +19,7 @@ function runJson(r: Record<string, unknown>) {
   }
 }
 
-function referenceJson(r: Record<string, unknown>) {
+export function referenceJson(r: Record<string, unknown>) {
   return {
     id: r.id as string,
     source: r.source as string,

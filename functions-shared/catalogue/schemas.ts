@@ -45,3 +45,22 @@ export const ReferenceSchema = z
 
 export const page = <T extends z.ZodType>(item: T, name: string) =>
   z.object({ items: z.array(item), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }).openapi(name)
+
+/**
+ * An operator's fix of a reference's metadata. Grade and subject are taken as the scraper's rules write
+ * them (4AS, education-islamique): then the namespace grade-{grade}-{subject} is those very values in
+ * lower case, and a question's subject filter (compared as is) finds the document.
+ */
+export const UpdateReferenceRequest = z
+  .strictObject({
+    title: z.string().trim().min(1).max(300).optional(),
+    grade: z.string().trim().max(32).regex(/^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$/, 'letters and digits, words joined by single dashes (e.g. 4AS)').optional(),
+    subject: z.string().trim().max(64).regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'a lower-case slug: a-z and 0-9, words joined by single dashes (e.g. education-islamique)').optional(),
+    language: z.enum(['fr', 'ar', 'hassaniya']).optional(),
+    category: z.string().trim().min(1).max(100).optional(),
+    major: z.string().trim().min(1).max(100).optional(),
+    weight: z.number().int().min(-1000).max(1000).optional(),
+  })
+  .refine((v) => Object.values(v).some((x) => x !== undefined), { message: 'give at least one of title, grade, subject, language, category, major, weight' })
+  .openapi('UpdateReferenceRequest')
+export type UpdateReferenceRequest = z.infer<typeof UpdateReferenceRequest>

@@ -7,6 +7,30 @@ const HostEntry = z.string().refine((v) => parseHostEntry(v) !== null, 'a host, 
 
 const Field = z.enum(['title', 'major', 'category', 'grade', 'subject', 'language', 'weight'])
 
+/**
+ * What a rule's pattern reads: `text` the link's text; `url` its URL (percent-decoded); `context` the text
+ * of the element around it (its list item, table row, paragraph, definition, article or section); `attr`
+ * one attribute of the link itself, named by `attr` (`title`, `data-subject`...); `column_header` the text
+ * of the header cell above the link's table column. Portals often say the grade or subject only in
+ * markup (a data attribute, a column heading), never in the link's text or URL.
+ */
+const RuleFrom = z.enum(['text', 'url', 'context', 'attr', 'column_header'])
+const Rule = z
+  .object({
+    field: Field,
+    from: RuleFrom,
+    /** the attribute `from: "attr"` reads (HTML attribute names are case-insensitive) */
+    attr: z.string().regex(/^[A-Za-z_:][A-Za-z0-9_:.-]{0,63}$/, 'an HTML attribute name').optional(),
+    pattern: z.string(),
+    value: z.string().optional(),
+  })
+  .superRefine((rule, ctx) => {
+    // a rule that silently never matches is a misconfiguration worth refusing at start
+    if (rule.from === 'attr' && rule.attr === undefined) ctx.addIssue({ code: 'custom', path: ['attr'], message: 'from "attr" needs the attribute\'s name in attr' })
+    if (rule.from !== 'attr' && rule.attr !== undefined) ctx.addIssue({ code: 'custom', path: ['attr'], message: 'attr is only read by from "attr"' })
+  })
+export type SourceRule = z.infer<typeof Rule>
+
 export const SourceSchema = z.object({
   name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a lower-case slug'),
   index_urls: z.array(z.url()).min(1),
@@ -20,9 +44,9 @@ export const SourceSchema = z.object({
   max_listing_pages: z.number().int().min(1).max(500).default(20),
   boilerplate: z.array(z.string()).default([]),
   defaults: z.object({ major: z.string(), category: z.string(), grade: z.string(), subject: z.string(), language: z.enum(['fr', 'ar', 'hassaniya']), weight: z.number().int() }).partial().default({}),
-  /** regex rules over the link text, its URL or the markup around it (list item, table row, paragraph);
-   *  the first capture group (or `value`) sets the field */
-  rules: z.array(z.object({ field: Field, from: z.enum(['text', 'url', 'context']), pattern: z.string(), value: z.string().optional() })).default([]),
+  /** regex rules, in order (a later match overrides an earlier one), each over one thing the listing
+   *  says about a link (see RuleFrom); the first capture group (or `value`) sets the field */
+  rules: z.array(Rule).default([]),
   taa_marbuta_to_ha: z.boolean().default(false),
   hamza_carriers: z.boolean().default(false),
 })
@@ -83,8 +107,35 @@ export interface LinkMetadata {
   weight: number
 }
 
+/** What a listing says about one link, as the rules read it (see RuleFrom). */
+export interface LinkFacts {
+  url: string
+  text: string
+  context?: string
+  /** the link's attributes, names in lower case */
+  attrs?: Record<string, string>
+  /** the header of the table column the link sits in; null outside a table with a header row */
+  column_header?: string | null
+}
+
+/** The text a rule's pattern runs over, or null when the link has no such thing (the rule is skipped). */
+function ruleInput(rule: SourceRule, link: LinkFacts): string | null {
+  switch (rule.from) {
+    case 'text':
+      return link.text
+    case 'url':
+      return decodeURIComponent(link.url)
+    case 'context':
+      return link.context ?? ''
+    case 'attr':
+      return link.attrs?.[rule.attr!.toLowerCase()] ?? null
+    case 'column_header':
+      return link.column_header ?? null
+  }
+}
+
 /** The metadata of one discovered PDF from the source's defaults and rules. */
-export function linkMetadata(source: Source, link: { url: string; text: string; context?: string }): LinkMetadata {
+export function linkMetadata(source: Source, link: LinkFacts): LinkMetadata {
   const meta: LinkMetadata = {
     title: link.text.trim() || decodeURIComponent(new URL(link.url).pathname.split('/').pop() ?? '').replace(/\.pdf$/i, '') || null,
     major: source.defaults.major ?? null,
@@ -95,8 +146,9 @@ export function linkMetadata(source: Source, link: { url: string; text: string; 
     weight: source.defaults.weight ?? 0,
   }
   for (const rule of source.rules) {
-    const subject = rule.from === 'text' ? link.text : rule.from === 'url' ? decodeURIComponent(link.url) : (link.context ?? '')
-    const m = new RegExp(rule.pattern, 'iu').exec(subject)
+    const input = ruleInput(rule, link)
+    if (input === null) continue
+    const m = new RegExp(rule.pattern, 'iu').exec(input)
     if (!m) continue
     const value = rule.value ?? m[1] ?? m[0]
     if (rule.field === 'weight') meta.weight = Number.parseInt(value, 10) || 0

@@ -10,6 +10,7 @@ import { arabicShare, contentPages } from './canonicalize.ts'
 import { checkQuality } from './quality.ts'
 import { extractPdf, isPdf, PdfError } from './extract-pdf.ts'
 import { simhash, toSigned } from './simhash.ts'
+import { hasNamespace } from '../ingestion/pipeline.ts'
 
 export interface SyncResult {
   run_id: string
@@ -21,9 +22,11 @@ export interface SyncResult {
   quality_failed: number
   errors: number
   known: number
+  /** of new_count: references without a grade or subject, registered but not queued (no namespace) */
+  needs_metadata: number
 }
 
-type Outcome = 'new' | 'duplicate' | 'quality_failed' | 'error' | 'known'
+type Outcome = 'new' | 'needs_metadata' | 'duplicate' | 'quality_failed' | 'error' | 'known'
 
 export interface Ctx {
   deps: Deps
@@ -81,7 +84,7 @@ async function processLink(ctx: Ctx, source: Source, runId: string, link: Discov
     return 'quality_failed'
   }
   const fingerprint = toSigned(simhash(text)).toString()
-  return asService(ctx.deps.sql, async (tx) => {
+  const outcome = await asService(ctx.deps.sql, async (tx): Promise<Outcome> => {
     // one inserter at a time, so two syncs never make two canonical references for one document
     await tx`select pg_advisory_xact_lock(hashtextextended('catalogue:insert-reference', 0))`
     const [known] = await tx`select id from public.curriculum_references where source_url = ${file.url} or pdf_source = ${link.url}`
@@ -95,18 +98,25 @@ async function processLink(ctx: Ctx, source: Source, runId: string, link: Discov
               ${language}, ${canonicalId ? 'duplicate' : 'discovered'}, ${fingerprint}::bigint, ${canonicalId}, ${runId})
       returning id`
     if (canonicalId) return 'duplicate'
+    // its job could only fail ("no namespace"): the reference waits, discovered, for an operator to set
+    // its grade and subject (PATCH /admin/references/{id}) and ask for its ingestion
+    if (!hasNamespace(meta.grade, meta.subject)) return 'needs_metadata'
     const [job] = await tx`insert into public.ingestion_jobs (reference_id) values (${ref!.id}) returning id`
     await tx`insert into public.ingestion_audit (job_id, reference_id, source_url, from_status, to_status, details)
              values (${job!.id}, ${ref!.id}, ${file.url}, null, 'queued', ${tx.json({ source: source.name, trigger: 'scraper sync', warnings: quality.warnings })})`
     return 'new'
   })
+  if (outcome === 'needs_metadata') {
+    ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, url: file.url, grade: meta.grade, subject: meta.subject }, 'reference registered without grade or subject: not queued')
+  }
+  return outcome
 }
 
 export async function syncSource({ ctx, source }: { ctx: Ctx; source: Source }): Promise<SyncResult> {
   const log = ctx.deps.logs.forRequest('scraper', ctx.requestId)
   const [run] = await asService(ctx.deps.sql, (tx) => tx`insert into public.scrape_runs (source) values (${source.name}) returning id`)
   const runId = run!.id as string
-  const counts = { new: 0, duplicate: 0, quality_failed: 0, error: 0, known: 0 }
+  const counts = { new: 0, needs_metadata: 0, duplicate: 0, quality_failed: 0, error: 0, known: 0 }
   let links: DiscoveredLink[] = []
   let failure: string | null = null
   try {
@@ -131,19 +141,20 @@ export async function syncSource({ ctx, source }: { ctx: Ctx; source: Source }):
   }
   const status = failure ? 'failed' : 'completed'
   await asService(ctx.deps.sql, (tx) => tx`
-    update public.scrape_runs set status = ${status}, found_count = ${links.length}, new_count = ${counts.new}, duplicate_count = ${counts.duplicate},
+    update public.scrape_runs set status = ${status}, found_count = ${links.length}, new_count = ${counts.new + counts.needs_metadata}, duplicate_count = ${counts.duplicate},
            quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + (failure ? 1 : 0)}, error_message = ${failure}, finished_at = now()
      where id = ${runId}`)
-  log.info({ source: source.name, run_id: runId, found: links.length, ...counts }, 'scrape run finished')
+  log.info({ source: source.name, run_id: runId, found: links.length, ...counts, new: counts.new + counts.needs_metadata }, 'scrape run finished')
   return {
     run_id: runId,
     source: source.name,
     status,
     found_count: links.length,
-    new_count: counts.new,
+    new_count: counts.new + counts.needs_metadata,
     duplicates: counts.duplicate,
     quality_failed: counts.quality_failed,
     errors: counts.error + (failure ? 1 : 0),
     known: counts.known,
+    needs_metadata: counts.needs_metadata,
   }
 }

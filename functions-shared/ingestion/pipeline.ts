@@ -35,10 +35,22 @@ export interface JobOutcome {
   vectors?: number
 }
 
+/** A grade or subject as a namespace writes it: accents off, lower case, runs of anything else one dash. */
+export function namespaceSlug(s: string): string {
+  return s.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '-').replace(/^-|-$/g, '')
+}
+
 /** The namespace of spec §2.2: grade-{grade}-{subject}, in lower-case slug form. */
 export function namespaceFor(grade: string, subject: string): string {
-  const slug = (s: string) => s.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '-').replace(/^-|-$/g, '')
-  return `grade-${slug(grade)}-${slug(subject)}`
+  return `grade-${namespaceSlug(grade)}-${namespaceSlug(subject)}`
+}
+
+/**
+ * Whether a reference's grade and subject make a namespace: both set, and both with a letter or digit
+ * (a value of punctuation alone would make `grade--x`, which no question ever filters on).
+ */
+export function hasNamespace(grade: unknown, subject: unknown): boolean {
+  return typeof grade === 'string' && typeof subject === 'string' && namespaceSlug(grade) !== '' && namespaceSlug(subject) !== ''
 }
 
 const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => (Number.isFinite(x) ? x.toFixed(7) : '0')).join(',')}]`
@@ -97,7 +109,9 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
       }
       return { reference: ref, fileId: file }
     })
-    if (!reference.grade || !reference.subject) throw new PipelineError('the reference has no grade or subject, so it has no namespace')
+    // the ingest request and the scraper refuse such a reference first; this guards what they cannot see
+    // (a row edited in the database, a job queued before they checked)
+    if (!hasNamespace(reference.grade, reference.subject)) throw new PipelineError('the reference has no grade or subject, so it has no namespace')
     const source = deps.sources.find((s) => s.name === reference.source)
     const namespace = namespaceFor(reference.grade as string, reference.subject as string)
     const language = (reference.language as string | null) ?? 'fr'

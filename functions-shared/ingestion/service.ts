@@ -1,8 +1,9 @@
 // Ingestion requests, dispatch, job listings and requeue: the verbs behind /admin/ingest and /admin/jobs.
 import type { Deps } from '../deps.ts'
 import { asService, fromRpcError } from '../db/tx.ts'
-import { claimNextJob, processJob } from './pipeline.ts'
+import { claimNextJob, hasNamespace, namespaceSlug, processJob } from './pipeline.ts'
 import { iso } from '../lib/time.ts'
+import { ApiError, ErrorCode } from '../http/errors.ts'
 
 export type JobStatus = 'queued' | 'parsing' | 'tokenizing' | 'embedding_request_sent' | 'embedding_upserted' | 'ready' | 'failed'
 
@@ -30,8 +31,26 @@ async function rpc<T>(deps: Deps, fn: Parameters<typeof asService<T>>[1]): Promi
   }
 }
 
+/** The 409 for a reference whose grade or subject is missing: what is missing, and the two ways to set it. */
+export function noNamespaceError(referenceId: string, grade: unknown, subject: unknown): ApiError {
+  const shown = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? JSON.stringify(v) : 'none')
+  const missing = Object.entries({ grade, subject }).filter(([, v]) => typeof v !== 'string' || namespaceSlug(v) === '').map(([k]) => k)
+  return new ApiError(
+    ErrorCode.CONFLICT,
+    `reference ${referenceId} has no grade or subject (grade ${shown(grade)}, subject ${shown(subject)}), so it has no namespace and cannot be ingested; ` +
+      `set them first with PATCH /admin/references/${referenceId} {"grade": …, "subject": …} or \`npm run admin -- references set ${referenceId} --grade … --subject …\``,
+    { details: { reference_id: referenceId, missing } },
+  )
+}
+
 export async function requestIngestion(deps: Deps, input: { reference_id: string; force: boolean }) {
-  const [job] = await rpc(deps, (tx) => tx`select * from public.request_ingestion(${input.reference_id}, ${input.force})`)
+  const [job] = await rpc(deps, async (tx) => {
+    // such a job could only fail in the pipeline: refused here, where the operator is told how to fix it
+    // (the row lock holds until the job is queued, so the grade and subject checked are the ones queued)
+    const [ref] = await tx`select status, grade, subject from public.curriculum_references where id = ${input.reference_id} for update`
+    if (ref && ref.status !== 'duplicate' && !hasNamespace(ref.grade, ref.subject)) throw noNamespaceError(input.reference_id, ref.grade, ref.subject)
+    return tx`select * from public.request_ingestion(${input.reference_id}, ${input.force})`
+  })
   return { status: 'queued' as const, job_id: job!.id as string, reference_id: input.reference_id }
 }
 

@@ -1,0 +1,199 @@
+// Metadata that operators can fix: scraper rules that read a link's attributes and its table column's
+// header (a loopback portal whose grade and subject live only in markup), a reference without a grade or
+// subject registered but not queued, its ingestion refused with a 409 that says how to fix it,
+// PATCH /admin/references/{id} (validated, audited, 404, 409 once vectors carry the old values) and
+// `npm run admin -- references set`.
+import { execFile } from 'node:child_process'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { promisify } from 'node:util'
+import { fileURLToPath } from 'node:url'
+import * as cheerio from 'cheerio'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { createTestApp, json, testConfig, type TestApp } from './helpers/app.ts'
+import { bearer } from './helpers/tokens.ts'
+import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
+import { makePdf } from '../scripts/lib/pdf.ts'
+import { startGateway } from '../scripts/lib/gateway.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+import { SourceSchema, linkMetadata } from '../functions-shared/catalogue/sources.ts'
+import { columnHeader } from '../functions-shared/catalogue/discover.ts'
+import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
+import { createLogRoot } from '../functions-shared/lib/logger.ts'
+
+const run = promisify(execFile)
+const root = fileURLToPath(new URL('..', import.meta.url))
+
+let db: TestDatabase
+let t: TestApp
+let portal: { url: string; close: () => Promise<void> }
+let service: Record<string, string>
+
+// the grade is in a data attribute, the subject only in the column's heading, the title in the title
+// attribute; the last link says nothing at all
+const LISTING = `<!doctype html><html><head><meta charset="utf-8"><title>Programmes</title></head><body>
+  <table>
+    <thead><tr><th>Niveau</th><th>Géographie</th><th>التربية الإسلامية</th></tr></thead>
+    <tbody><tr><td>5e année</td>
+      <td><a href="/f/a.pdf" data-grade="5AS" title="Le fleuve Sénégal">Leçon 1</a></td>
+      <td><a href="/f/b.pdf" data-grade="5AS" title="أركان الإسلام">الدرس 1</a></td></tr></tbody>
+  </table>
+  <p><a href="/f/c.pdf">Document</a></p>
+</body></html>`
+
+async function startListingPortal() {
+  const files = new Map<string, Uint8Array>([
+    ['/f/a.pdf', await makePdf([FR_LESSON])],
+    ['/f/b.pdf', await makePdf([AR_LESSON], { arabic: true })],
+    ['/f/c.pdf', await makePdf([PHYSICS_LESSON])],
+  ])
+  const server: Server = createServer((req, res) => {
+    const path = new URL(req.url!, 'http://portal').pathname
+    if (path === '/index.html') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(LISTING)
+    const file = files.get(path)
+    if (file) return res.writeHead(200, { 'content-type': 'application/pdf', 'content-length': file.byteLength }).end(Buffer.from(file))
+    res.writeHead(404).end()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return { url, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
+}
+
+const source = () =>
+  SourceSchema.parse({
+    name: 'markup',
+    index_urls: [`${portal.url}/index.html`],
+    allowed_hosts: [new URL(portal.url).host],
+    rules: [
+      { field: 'grade', from: 'attr', attr: 'data-grade', pattern: '^(\\d+AS)$' },
+      { field: 'subject', from: 'column_header', pattern: 'géographie', value: 'geographie' },
+      { field: 'subject', from: 'column_header', pattern: 'التربية الإسلامية', value: 'tarbiya-islamiya' },
+      { field: 'title', from: 'attr', attr: 'TITLE', pattern: '(.+)' },
+    ],
+  })
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  portal = await startListingPortal()
+  t = createTestApp({
+    sql: db.sql,
+    env: { FETCH_ALLOW_LOOPBACK: 'true', RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000' },
+    deps: { sources: [source()], resolveHost: resolveHostNode },
+  })
+  service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
+})
+afterAll(async () => {
+  await t?.deps.background.idle()
+  await portal?.close()
+  await db?.close()
+})
+
+const call = async (method: string, path: string, body?: unknown) => {
+  const res = await t.request(path, { method, headers: { ...service, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  return { status: res.status, body: await json(res) }
+}
+const refs: Record<string, Record<string, any>> = {}
+
+describe('scraper rules over markup', () => {
+  it('read a link attribute and the header of its table column', () => {
+    const $ = cheerio.load(`<table><tr><th colspan="2">Maths</th><th>Physique</th></tr>
+      <tr><td>a</td><td><a id="m" href="/m.pdf">m</a></td><td><a id="p" href="/p.pdf">p</a></td></tr></table><p><a id="x" href="/x.pdf">x</a></p>`)
+    expect(columnHeader($, $('#m'))).toBe('Maths')
+    expect(columnHeader($, $('#p'))).toBe('Physique')
+    expect(columnHeader($, $('#x'))).toBeNull()
+    const meta = linkMetadata(source(), { url: 'http://p/a.pdf', text: 'Leçon', attrs: { 'data-grade': '6AS', title: 'Un titre' }, column_header: 'Géographie' })
+    expect(meta).toMatchObject({ grade: '6AS', subject: 'geographie', title: 'Un titre' })
+    // a rule whose input the link does not have is skipped
+    expect(linkMetadata(source(), { url: 'http://p/a.pdf', text: 'Leçon' })).toMatchObject({ grade: null, subject: null, title: 'Leçon' })
+  })
+
+  it('refuses a rule that could never match', () => {
+    expect(() => SourceSchema.parse({ name: 'x', index_urls: ['http://p/'], rules: [{ field: 'grade', from: 'attr', pattern: '(.+)' }] })).toThrow(/attr/)
+    expect(() => SourceSchema.parse({ name: 'x', index_urls: ['http://p/'], rules: [{ field: 'grade', from: 'text', attr: 'title', pattern: '(.+)' }] })).toThrow(/attr/)
+  })
+
+  it('sync registers the three links; the one without grade or subject is not queued', async () => {
+    const res = await call('POST', '/scraping/markup/sync')
+    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    expect(res.body).toMatchObject({ status: 'completed', found_count: 3, new_count: 3, needs_metadata: 1, duplicates: 0, errors: 0 })
+    const list = await call('GET', '/admin/references?limit=10')
+    for (const r of list.body.items) refs[new URL(r.source_url).pathname] = r
+    expect(refs['/f/a.pdf']).toMatchObject({ grade: '5AS', subject: 'geographie', title: 'Le fleuve Sénégal', status: 'discovered' })
+    expect(refs['/f/b.pdf']).toMatchObject({ grade: '5AS', subject: 'tarbiya-islamiya', title: 'أركان الإسلام', language: 'ar' })
+    expect(refs['/f/c.pdf']).toMatchObject({ grade: null, subject: null, status: 'discovered' })
+    const jobs = await db.sql`select reference_id from public.ingestion_jobs`
+    expect(jobs.map((j) => j.reference_id).sort()).toEqual([refs['/f/a.pdf']!.id, refs['/f/b.pdf']!.id].sort())
+  })
+})
+
+describe('a reference without a namespace', () => {
+  it('is refused at ingestion with a 409 that says what is missing and how to set it', async () => {
+    const id = refs['/f/c.pdf']!.id
+    const res = await call('POST', `/admin/ingest/${id}`)
+    expect(res.status).toBe(409)
+    expect(res.body).toMatchObject({ error: 'conflict', reference_id: id, missing: ['grade', 'subject'], request_id: expect.any(String) })
+    expect(res.body.message).toContain(`PATCH /admin/references/${id}`)
+    expect(res.body.message).toContain(`references set ${id} --grade`)
+    expect(await db.sql`select 1 from public.ingestion_jobs where reference_id = ${id}`).toHaveLength(0)
+  })
+
+  it('PATCH validates, answers 404 for an unknown reference, and audits what it changes', async () => {
+    const id = refs['/f/c.pdf']!.id
+    expect((await call('PATCH', `/admin/references/${id}`, {})).status).toBe(400)
+    const bad = await call('PATCH', `/admin/references/${id}`, { subject: 'Sciences Physiques' })
+    expect(bad.status).toBe(400)
+    expect(bad.body).toMatchObject({ error: 'validation_failed' })
+    expect((await call('PATCH', `/admin/references/${id}`, { grade: '5AS', colour: 'red' })).status).toBe(400)
+    expect((await call('PATCH', `/admin/references/${crypto.randomUUID()}`, { grade: '5AS' })).status).toBe(404)
+
+    const ok = await call('PATCH', `/admin/references/${id}`, { grade: '5AS', subject: 'physique', title: 'Les ondes', weight: 2 })
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200)
+    expect(ok.body).toMatchObject({ id, grade: '5AS', subject: 'physique', title: 'Les ondes', weight: 2 })
+    const [audit] = await db.sql`select details from public.ingestion_audit where reference_id = ${id} and details->>'trigger' = 'reference update'`
+    expect(audit!.details.changes).toEqual({ grade: { from: null, to: '5AS' }, subject: { from: null, to: 'physique' }, title: { from: 'Document', to: 'Les ondes' }, weight: { from: 0, to: 2 } })
+    expect(audit!.details.by).toBeTruthy()
+
+    const queued = await call('POST', `/admin/ingest/${id}`)
+    expect(queued.status).toBe(202)
+  })
+
+  it('ingests with the new values, and then refuses to change what the vectors carry', async () => {
+    const id = refs['/f/a.pdf']!.id
+    for (let i = 0; i < 3; i++) await call('POST', '/admin/jobs/dispatch')
+    await t.deps.background.idle()
+    const [doc] = await db.sql`select id, status, vectordb_namespace from public.documents where reference_id = ${refs['/f/c.pdf']!.id}`
+    expect(doc).toMatchObject({ status: 'ready', vectordb_namespace: 'grade-5as-physique' })
+    const [ready] = await db.sql`select id, status from public.documents where reference_id = ${id}`
+    expect(ready!.status).toBe('ready')
+    const refused = await call('PATCH', `/admin/references/${id}`, { subject: 'histoire' })
+    expect(refused.status).toBe(409)
+    expect(refused.body.message).toContain(`DELETE /admin/documents/${ready!.id}`)
+    // what the vectors do not carry can change
+    const title = await call('PATCH', `/admin/references/${id}`, { title: 'Le fleuve' })
+    expect(title.status).toBe(200)
+    const [after] = await db.sql`select title from public.documents where id = ${ready!.id}`
+    expect(after!.title).toBe('Le fleuve')
+  })
+})
+
+describe('npm run admin -- references set', () => {
+  it('fixes a reference through the API', async () => {
+    const url = `http://${portal.url.split('//')[1]}/f/d.pdf`
+    const [ref] = await db.sql`insert into public.curriculum_references (source, pdf_source, source_url, language) values ('markup', ${url}, ${url}, 'fr') returning id`
+    const gw = await startGateway({ config: testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0' }), sql: db.connect(2), port: 0, deps: { logs: createLogRoot({ level: 'silent' }), sources: [] } })
+    try {
+      const token = await apiKey(LOCAL_JWT_SECRET, 'service_role')
+      const { stdout } = await run(process.execPath, [`${root}scripts/admin.ts`, 'references', 'set', ref!.id as string, '--grade', '6C', '--subject', 'chimie', '--url', gw.url, '--token', token], { cwd: root })
+      expect(stdout).toContain('grade 6C, subject chimie')
+      const [row] = await db.sql`select grade, subject from public.curriculum_references where id = ${ref!.id}`
+      expect(row).toEqual({ grade: '6C', subject: 'chimie' })
+      const usage = await run(process.execPath, [`${root}scripts/admin.ts`, 'references', 'set', ref!.id as string, '--url', gw.url, '--token', token], { cwd: root }).catch((e: { stderr: string; code: number }) => e)
+      expect((usage as { code: number }).code).not.toBe(0)
+      expect((usage as { stderr: string }).stderr).toContain('--grade')
+    } finally {
+      await gw.close(1000)
+    }
+  })
+})
