@@ -9,10 +9,10 @@ import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { ApiClient } from './lib/api-client.ts'
 import { startStack, type Stack } from './lib/stack.ts'
 import { explainStartup } from './lib/startup-error.ts'
+import { syncAndIngest } from './lib/ingest-source.ts'
 
 const config = loadConfigOrExit('demo')
 const out = (line = '') => process.stdout.write(`${line}\n`)
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 // a reader that stops early (| head) is not an error
 process.stdout.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' ? process.exit(0) : undefined))
 const DEADLINE_MS = Number(process.env.DEMO_TIMEOUT_MS ?? 110_000)
@@ -57,37 +57,14 @@ async function run(url: string, serviceKey: string): Promise<void> {
   const studentApi = service.withToken(await signIn(student.email))
   out(`accounts     admin ${admin.email}, student ${student.email} (signed in; the admin works with its own token)`)
 
-  // 2. sync the demo portal
-  const sync = await adminApi.post('/scraping/demo/sync')
-  out(`sync         run ${sync.run_id}: ${sync.status}; found ${sync.found_count}, new ${sync.new_count}, duplicates ${sync.duplicates}, quality failures ${sync.quality_failed}, errors ${sync.errors}, already known ${sync.known}`)
-  if (sync.status !== 'completed') throw new Error('the sync did not complete')
-
-  // 3. ingest every discovered reference, dispatch, and watch the jobs
-  const refs = (await adminApi.get('/scraping/demo/references?status=discovered&limit=200')).items as { id: string; title: string | null; pdf_source: string }[]
-  const jobIds: string[] = []
-  for (const ref of refs) {
-    const queued = await adminApi.post(`/admin/ingest/${ref.id}`)
-    jobIds.push(queued.job_id)
-  }
-  out(`ingest       ${jobIds.length} reference(s) queued${jobIds.length === 0 ? ' (everything was ingested by an earlier run)' : ''}`)
-  const terminal = new Set(['ready', 'failed'])
-  let last = ''
-  while (jobIds.length > 0) {
-    if (Date.now() - started > DEADLINE_MS) throw new Error('ingestion did not finish in time')
-    const dispatched = await adminApi.post('/admin/jobs/dispatch')
-    const jobs = ((await adminApi.get('/admin/jobs?limit=200')).items as { id: string; status: string; progress?: number }[]).filter((j) => jobIds.includes(j.id))
-    const counts = new Map<string, number>()
-    for (const j of jobs) counts.set(j.status, (counts.get(j.status) ?? 0) + 1)
-    const done = jobs.filter((j) => terminal.has(j.status)).length
-    const bar = '#'.repeat(Math.round((done / Math.max(1, jobIds.length)) * 20)).padEnd(20, '.')
-    const line = `jobs         [${bar}] ${done}/${jobIds.length} done  ${[...counts].map(([s, n]) => `${s} ${n}`).join(', ')}`
-    if (line !== last) out(line)
-    last = line
-    if (done === jobIds.length && dispatched.status === 'idle') break
-    await sleep(dispatched.status === 'idle' ? 400 : 50)
-  }
-  const failed = ((await adminApi.get('/admin/jobs?status=failed&limit=200')).items as { id: string; error_message: string | null }[]).filter((j) => jobIds.includes(j.id))
-  if (failed.length > 0) throw new Error(`ingestion failed: ${failed.map((j) => j.error_message).join('; ')}`)
+  // 2-3. sync the demo portal, ingest every discovered reference, and watch the jobs
+  await syncAndIngest(adminApi, 'demo', {
+    deadline: started + DEADLINE_MS,
+    onSync: (sync) =>
+      out(`sync         run ${sync.run_id}: ${sync.status}; found ${sync.found_count}, new ${sync.new_count}, duplicates ${sync.duplicates}, quality failures ${sync.quality_failed}, errors ${sync.errors}, already known ${sync.known}`),
+    onQueued: (n) => out(`ingest       ${n} reference(s) queued${n === 0 ? ' (everything was ingested by an earlier run)' : ''}`),
+    onProgress: out,
+  })
 
   // 4. the public catalogue
   const catalogue = await service.withToken('').get('/curriculum/textbooks?limit=50')

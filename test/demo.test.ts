@@ -48,10 +48,10 @@ describe('npm run demo', () => {
     expect(first.code, `${first.stdout}\n${first.stderr}`).toBe(0)
     const out = first.stdout
     expect(out).toContain('No stack is running: starting one on the embedded database')
-    expect(out).toMatch(/sync {9}run [0-9a-f-]+: completed; found 9, new 7, duplicates 1, quality failures 1, errors 0/)
-    expect(out).toContain('ingest       7 reference(s) queued')
-    expect(out).toContain('[####################] 7/7 done  ready 7')
-    expect(out).toContain('catalogue    7 textbook(s) ready')
+    expect(out).toMatch(/sync {9}run [0-9a-f-]+: completed; found 19, new 17, duplicates 1, quality failures 1, errors 0/)
+    expect(out).toContain('ingest       17 reference(s) queued')
+    expect(out).toContain('[####################] 17/17 done  ready 17')
+    expect(out).toContain('catalogue    17 textbook(s) ready')
     expect(out).toContain('[ar] 4AS education-islamique')
     // the French and the Arabic question, answered from the right textbooks with page links
     expect(out).toMatch(/\(answer, fr, subject mathematiques, 15 tokens reserved\)\n {2}\[1\] Mathématiques 4AS — Équations du premier degré p\.\d .*equations-premier-degre\.pdf#page=\d/)
@@ -68,7 +68,7 @@ describe('npm run demo', () => {
     // are new and the documents are recognised by their content), the questions are answered again
     const second = await run('scripts/demo.ts', [], env)
     expect(second.code, `${second.stdout}\n${second.stderr}`).toBe(0)
-    expect(second.stdout).toMatch(/found 9, new 0, duplicates 8, quality failures 1, errors 0/)
+    expect(second.stdout).toMatch(/found 19, new 0, duplicates 18, quality failures 1, errors 0/)
     expect(second.stdout).toContain('ingest       0 reference(s) queued (everything was ingested by an earlier run)')
     expect(second.stdout.match(/→ answered/g)).toHaveLength(2)
   }, 240_000)
@@ -117,16 +117,16 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
   it('runs the operator commands: sync, references, ingest, watch, jobs, users, roles, top-up, requeue, stats', async () => {
     expect((await json('sources')).sources).toContain('demo')
     const sync = await json('sync', 'demo')
-    expect(sync).toMatchObject({ status: 'completed', found_count: 9, new_count: 7, duplicates: 1, quality_failed: 1 })
+    expect(sync).toMatchObject({ status: 'completed', found_count: 19, new_count: 17, duplicates: 1, quality_failed: 1 })
     const refs = await json('references', '--source', 'demo', '--status', 'discovered')
-    expect(refs.total).toBe(7)
+    expect(refs.total).toBe(17)
     const queued = await json('ingest', '--all', '--source', 'demo')
-    expect(queued.queued).toHaveLength(7)
+    expect(queued.queued).toHaveLength(17)
     const watch = await admin('watch', '--dispatch', '--interval', '100', '--json')
     expect(watch.code, watch.stderr).toBe(0)
     const last = JSON.parse(watch.stdout.trim().split('\n').at(-1)!)
-    expect(last).toMatchObject({ counts: { ready: 7 }, active: [] })
-    expect((await json('jobs', '--status', 'ready')).total).toBe(7)
+    expect(last).toMatchObject({ counts: { ready: 17 }, active: [] })
+    expect((await json('jobs', '--status', 'ready')).total).toBe(17)
     expect((await json('dispatch')).status).toBe('idle')
 
     const created = await json('create-admin', 'chef@demo.mr', 'Tr3s-secret!', '--name', 'Chef')
@@ -138,7 +138,7 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     expect(top).toMatchObject({ tokens: 100, new_balance: 150, replayed: false, payment_method: 'bankily' })
     expect(await json('topup', 'chef@demo.mr', '100', '--amount', '250', '--method', 'bankily', '--idempotency-key', 'cli-1')).toMatchObject({ replayed: true, new_balance: 150 })
     const stats = await json('stats')
-    expect(stats.documents).toMatchObject({ ready: 7 })
+    expect(stats.documents).toMatchObject({ ready: 17 })
 
     const missing = await admin('requeue', crypto.randomUUID())
     expect(missing.code).toBe(1)
@@ -152,7 +152,7 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     // the deprecated admin key works too, and a wrong one is refused
     const byKey = await run('scripts/admin.ts', ['stats', '--json', '--admin-key', 'cli-admin-key'], { CT_URL: gw.url }, 30_000)
     expect(byKey.code, byKey.stderr).toBe(0)
-    expect(JSON.parse(byKey.stdout).documents.ready).toBe(7)
+    expect(JSON.parse(byKey.stdout).documents.ready).toBe(17)
     const wrongKey = await run('scripts/admin.ts', ['stats'], { CT_URL: gw.url, ADMIN_API_KEY: 'wrong' }, 30_000)
     expect(wrongKey.code).toBe(1)
     expect(wrongKey.stderr).toContain('401')
