@@ -3,7 +3,11 @@
 //      extractive pick of sentences, well under a millisecond), p50/p99 at 1, 8 and 32 concurrent
 //      students, beside a bare Hono JSON endpoint on the same HTTP server stack in the same run;
 //  (b) retrieval: top-30 with a subject prefilter through the HNSW index (iterative scan), at 10k and
-//      100k chunks, and recall@10 against exact search (index scans off).
+//      100k chunks, and recall@10 against exact search (index scans off); then the hybrid search
+//      (full text fused with the same dense search, one statement) at the default ef_search: its
+//      latency beside the dense search's, and how many of the exact dense top 10 are among its 30
+//      rows (what the rerank gets to see). The synthetic questions are ten words of a subject's
+//      vocabulary, which nearly every chunk of the subject holds: the text branch's worst case.
 // Run: npm run bench:chat   (embedded PGlite, 10k only; BENCH_DATABASE_URL=postgres://... for a server,
 // 10k and 100k; BENCH_CHUNKS=10000,100000 to choose)
 import { Hono } from 'hono'
@@ -13,7 +17,7 @@ import { loadConfig } from '../functions-shared/config.ts'
 import { createDeps } from '../functions-shared/deps.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
-import { denseSearch } from '../functions-shared/chat/retrieve.ts'
+import { denseSearch, hybridSearch } from '../functions-shared/chat/retrieve.ts'
 import { namespaceFor } from '../functions-shared/ingestion/pipeline.ts'
 import type { Sql } from '../functions-shared/db/client.ts'
 import { startGateway } from '../scripts/lib/gateway.ts'
@@ -165,7 +169,8 @@ async function retrieval(sizes: number[]): Promise<void> {
   const docs = await documentsFor(sql)
   const queries = Array.from({ length: 100 }, (_, i) => {
     const subject = SUBJECTS[i % SUBJECTS.length]!
-    return { subject, vector: offlineVector(`${sentence(subject, 10)} ?`, 1536) }
+    const text = `${sentence(subject, 10)} ?`
+    return { subject, text, vector: offlineVector(text, 1536) }
   })
   console.log(`(b) retrieval: top-30 with a subject prefilter (1/6 of the chunks), HNSW cosine, iterative scan; ${db.label}`)
   console.log('        chunks   load s   index s     ef    p50 ms    p99 ms   recall@10 vs exact   exact p50 ms   plan')
@@ -173,7 +178,7 @@ async function retrieval(sizes: number[]): Promise<void> {
   for (const size of sizes) {
     await sql`drop index if exists public.vectors_embedding_hnsw_idx` // bulk load first, then build
     const t0 = performance.now()
-    await loadChunks(sql, docs, loaded, size - loaded, false)
+    await loadChunks(sql, docs, loaded, size - loaded, true) // with text: the hybrid search's text branch reads it
     loaded = size
     const loadSeconds = (performance.now() - t0) / 1000
     const indexSeconds = await rebuildIndex(sql, indexdef)
@@ -216,6 +221,30 @@ async function retrieval(sizes: number[]): Promise<void> {
           `   ${(recall / queries.length).toFixed(3).padStart(18)}   ${quantile(exactMs, 0.5).toFixed(2).padStart(12)}   ${plan.some((l) => l.includes('vectors_embedding_hnsw_idx')) ? 'HNSW index scan' : 'no index!'}`,
       )
     }
+    // hybrid at the default ef_search, against dense at the same ef_search, in the same run
+    const config = loadConfig({ LOG_LEVEL: 'silent' })
+    const deps = createDeps(config, { sql, logs: createLogRoot({ level: 'silent' }) })
+    for (const q of queries.slice(0, 10)) await hybridSearch(deps, q.vector, q.text, 30, { subject: q.subject }) // warm-up
+    const modes = { dense: [] as number[], hybrid: [] as number[] }
+    let branchRecall = 0
+    let textHits = 0
+    for (const [i, q] of queries.entries()) {
+      const t1 = performance.now()
+      await denseSearch(deps, q.vector, 30, { subject: q.subject })
+      modes.dense.push(performance.now() - t1)
+      const t2 = performance.now()
+      const hits = await hybridSearch(deps, q.vector, q.text, 30, { subject: q.subject })
+      modes.hybrid.push(performance.now() - t2)
+      const rows = new Set(hits.map((h) => h.chunk_id))
+      branchRecall += [...exact[i]!.ids].filter((id) => rows.has(id)).length / Math.max(1, exact[i]!.ids.size)
+      textHits += hits.filter((h) => h.text_rank !== null).length
+    }
+    for (const l of Object.values(modes)) l.sort((a, b) => a - b)
+    console.log(
+      `    ${size.toLocaleString('en').padStart(10)}   hybrid at ef ${config.HNSW_EF_SEARCH}: p50 ${quantile(modes.hybrid, 0.5).toFixed(2)} ms, p99 ${quantile(modes.hybrid, 0.99).toFixed(2)} ms` +
+        ` (dense alone ${quantile(modes.dense, 0.5).toFixed(2)} / ${quantile(modes.dense, 0.99).toFixed(2)} ms, ratio ${(quantile(modes.hybrid, 0.5) / quantile(modes.dense, 0.5)).toFixed(2)});` +
+        ` exact dense top-10 among its 30 rows ${(branchRecall / queries.length).toFixed(3)}; ${(textHits / queries.length).toFixed(1)} of 30 rows found by the text branch`,
+    )
   }
   await db.close()
 }

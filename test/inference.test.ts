@@ -209,6 +209,14 @@ describe('cross-lingual retrieval with a provider that translates', () => {
     expect(ar.retrieval.cross_lingual).toEqual({ status: 'searched', language: 'fr', query: 'Quand la crue du fleuve arrive-t-elle ?' })
     expect(ar.sources[0]).toMatchObject({ document_id: docs.geographie, page_number: 2 })
   })
+
+  it('does not translate when the search keeps to documents in the question\'s own language', async () => {
+    const before = server.calls.length
+    const body = await ask(s, token, { message: 'كم نصاب الفضة؟', grade: '5AS', subject: 'tarbiya-islamiya', document_language: 'ar' })
+    expect(body.retrieval.cross_lingual).toEqual({ status: 'not_needed', language: 'fr', query: null })
+    expect(server.calls.slice(before).some((c) => c.body.model === 'translate-model')).toBe(false)
+    expect(body.sources[0].document_id).toBe(docs['tarbiya-islamiya'])
+  })
 })
 
 describe('the small parts', () => {

@@ -18,7 +18,7 @@ import { detectLanguage, type ChatLanguage } from './language.ts'
 import { buildMessages, clarifyingQuestion, noSourcesAnswer, type HintLevel } from './prompt.ts'
 import { catalogueOptions, inferFromCatalogue } from './infer.ts'
 import { isSmallTalk } from './small-talk.ts'
-import { prepareQuery, type PreparedQuery, type QuestionLanguage } from './query.ts'
+import { prepareQuery, translationUseful, type PreparedQuery, type QuestionLanguage } from './query.ts'
 import { retrieveAndRerank, type RetrievalResult } from './rerank.ts'
 import type { ChatRuntime } from './runtime.ts'
 
@@ -146,7 +146,7 @@ export async function decidePath(ctx: TurnContext, input: ChatInput): Promise<De
       reason = 'small_talk'
     } else if (!subject) {
       // prepared once: the retrieval searches the same forms with the same vectors
-      prepared = await prepareQuery(ctx.deps, input.message, language)
+      prepared = await prepareQuery(ctx.deps, input.message, language, { translate: translationUseful(language, input.document_language) })
       const found = await findInCatalogue(ctx, input, prepared, language)
       inference = { kind: found.kind, ...found.evidence }
       if (found.kind === 'match') {

@@ -11,9 +11,10 @@ export type QuestionLanguage = 'fr' | 'ar' | 'hassaniya'
 /**
  * What became of the translation into the other curriculum language: `searched` (both forms are
  * searched), `unchanged` (the provider returned the text as it was), `failed` (the provider erred: the
- * question alone is searched), `not_possible` (the provider cannot translate: offline).
+ * question alone is searched), `not_possible` (the provider cannot translate: offline), `not_needed` (the
+ * search keeps to documents in the question's own language).
  */
-export type CrossLingualStatus = 'searched' | 'unchanged' | 'failed' | 'not_possible'
+export type CrossLingualStatus = 'searched' | 'unchanged' | 'failed' | 'not_possible' | 'not_needed'
 
 export interface PreparedQuery {
   message: string
@@ -30,6 +31,10 @@ export interface PreparedQuery {
 
 export const otherLanguage = (language: QuestionLanguage): 'fr' | 'ar' => (language === 'fr' ? 'ar' : 'fr')
 
+/** Whether a translation can find anything: not when the search keeps to the question's own language. */
+export const translationUseful = (language: QuestionLanguage, documentLanguage: string | null | undefined): boolean =>
+  !documentLanguage || documentLanguage === otherLanguage(language)
+
 export async function prepareQuery(
   deps: Deps,
   message: string,
@@ -39,7 +44,7 @@ export async function prepareQuery(
   const timed = options.timed ?? ((_name, fn) => fn())
   const other = otherLanguage(language)
   let translation: string | null = null
-  let status: CrossLingualStatus = 'not_possible'
+  let status: CrossLingualStatus = options.translate === false ? 'not_needed' : 'not_possible'
   if (deps.ai.translates && options.translate !== false) {
     try {
       const text = (await timed('translate', () => deps.ai.translate(message, language, other))).trim()

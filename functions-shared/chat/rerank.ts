@@ -12,7 +12,7 @@ import { tierLimits } from '../config.ts'
 import type { TtlCache } from '../lib/ttl-cache.ts'
 import { namespaceFor } from '../ingestion/pipeline.ts'
 import { chunkTexts, type RetrievalFilters, type RetrievedChunk } from './retrieve.ts'
-import { prepareQuery, searchQuestion, type CrossLingualStatus, type PreparedQuery } from './query.ts'
+import { prepareQuery, searchQuestion, translationUseful, type CrossLingualStatus, type PreparedQuery } from './query.ts'
 
 export interface RetrievalCaches {
   chunks: TtlCache<{ text: string; title: string | null }>
@@ -73,7 +73,7 @@ export async function retrieveAndRerank(
       timings[name] = Math.round((performance.now() - start) * 100) / 100
     }
   }
-  const prepared = input.prepared ?? (await prepareQuery(deps, input.message, input.language, { timed }))
+  const prepared = input.prepared ?? (await prepareQuery(deps, input.message, input.language, { timed, translate: translationUseful(input.language, input.filters.language) }))
   const translated = input.language !== 'fr' && prepared.translation !== null
   const translationFailed = prepared.status === 'failed'
   const query = translated ? prepared.translation! : input.message

@@ -56,11 +56,11 @@ const ChatResponse = z
         translation_failed: z.boolean(),
         cross_lingual: z
           .object({
-            status: z.enum(['searched', 'unchanged', 'failed', 'not_possible']),
+            status: z.enum(['searched', 'unchanged', 'failed', 'not_possible', 'not_needed']),
             language: z.enum(['fr', 'ar']),
             query: z.string().nullable(),
           })
-          .openapi({ description: 'the search of the question translated into the other curriculum language (ar for a French question, fr otherwise), fused with the search of the question: searched, unchanged (the translation was the same text), failed (the provider erred), not_possible (the provider cannot translate: offline)' }),
+          .openapi({ description: 'the search of the question translated into the other curriculum language (ar for a French question, fr otherwise), fused with the search of the question: searched, unchanged (the translation was the same text), failed (the provider erred), not_possible (the provider cannot translate: offline), not_needed (document_language is the question\'s own language)' }),
         candidates: z.number().int(),
         rerank: z.string(),
       })
