@@ -260,6 +260,8 @@ describe('the small parts', () => {
     expect(matchKey('équations')).toBe(matchKey('equation'))
     expect(matchKey('والزكاة')).toBe(matchKey('الزكاه'))
     expect(matchKey('de')).toBeNull()
+    // function words do not count: "quelle est" holds nothing of the lesson
+    expect(keyCoverage('quelle est la vitesse', ['La vitesse du son.', 'Quelle est la question ?'])).toEqual([1, 0])
     const [a, b] = keyCoverage('équations premier degré', ['Une équation du premier degré.', 'Le mouvement rectiligne.'])
     expect(a).toBeCloseTo(1, 5)
     expect(b).toBe(0)

@@ -1,5 +1,5 @@
 // The offline provider: no network, deterministic. Embeddings are hashed lexical features; rerank is the
-// share of the question's lightly stemmed words each candidate holds (ties keep the search's order);
+// share of the question's lightly stemmed content words each candidate holds (ties keep the search's order);
 // translation is the identity (it cannot translate); the "answer" is extractive: the best sentences of
 // the snippets, each with its citation number, and the result says it is extractive.
 import type { AiProvider, ChatRequest, ChatResult } from './provider.ts'
@@ -54,7 +54,18 @@ export function matchKey(word: string): string | null {
   return w.slice(0, FRENCH_STEM)
 }
 
-const keys = (text: string) => text.split(/[^\p{L}\p{N}]+/u).map(matchKey).filter((k): k is string => k !== null)
+// function words of French, Arabic and Hassaniya (as keys): they say nothing of which page answers
+const STOP = new Set(
+  `les des une est son ses sur par pour dans avec que qui quoi quel quelle quels quelles quand comment pourquoi
+   combien est-ce cette ces cet aux elle elles ils nous vous leur leurs mais donc car plus moins tres tout tous
+   fait faire faut peut etre avoir sont ont pas entre apres avant comme aussi alors ainsi
+   في من الى على عن ما ماذا متى كيف لماذا هل هو هي هم ان او ثم التي الذي الذين هذا هذه ذلك تلك كان كانت يكون
+   مع بين عند كل بعد قبل لا لم لن قد اي شنهو شنهي كيفاش كيفتاش اعلاش شحال منهو فين باش اللي ماهو`
+    .split(/\s+/)
+    .map(matchKey)
+    .filter((k): k is string => k !== null),
+)
+const keys = (text: string) => text.split(/[^\p{L}\p{N}]+/u).map(matchKey).filter((k): k is string => k !== null && !STOP.has(k))
 
 /**
  * The share of the query's distinct word keys (matchKey) that each document holds. Measured on the
