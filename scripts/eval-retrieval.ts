@@ -144,7 +144,7 @@ async function main(): Promise<void> {
           if (rank > 0) t.rr += 1 / rank
           if (sources[0]?.document_id === doc) t.doc1++
           if (sources.slice(0, 3).some((s) => s.document_id === doc)) t.doc3++
-          if (rank !== 1 && mode === 'hybrid' && !q.cross_lingual && args.has('--misses')) misses.push(`${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${sources.map((s) => `${[...docOf].find(([, d]) => d === s.document_id)?.[0] ?? '?'}:${s.page_number}`).join(' ')} (want ${lesson.id}:${q.page})`)
+          if (rank !== 1 && !q.cross_lingual && args.has('--misses')) misses.push(`${mode} ${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${sources.map((s) => `${[...docOf].find(([, d]) => d === s.document_id)?.[0] ?? '?'}:${s.page_number}`).join(' ')} (want ${lesson.id}:${q.page})`)
         }
         tallies.set(`${mode}/${filters}`, tally)
         tallies.set(`${mode}/${filters}/cross_lingual`, cross)

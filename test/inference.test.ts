@@ -96,6 +96,22 @@ describe('public.hybrid_search', () => {
     expect(await hybrid('la dérivée', { grade: '9Z' })).toHaveLength(0)
   })
 
+  it('lets the rarest words make the match within the postings budget', async () => {
+    const seeded = await seedDocument(db.sql, { name: 'Budget', grade: '9B', subject: 'zzz-budget', language: 'fr', texts: ['zorglub un', 'zorglub deux', 'zorglub trois', 'zorglub wibbly quatre'] })
+    const textRows = async (budget: number) =>
+      (await db.sql`select id, text_rank from public.hybrid_search('curriculum-1536', ${vectorLiteral('zorglub wibbly')}::extensions.vector, 'zorglub wibbly', 10,
+                                                                    null, '9B', null, null, null, 10, 10, 60, 1, 1, p_text_common => 1, p_text_postings => ${budget})`)
+        .filter((r) => r.text_rank !== null)
+        .map((r) => r.id as string)
+        .sort()
+    // budget 1: only "wibbly" (one chunk) makes the match; 10: "zorglub" too
+    expect(await textRows(1)).toEqual(['Budget-3'])
+    expect(await textRows(10)).toEqual(['Budget-0', 'Budget-1', 'Budget-2', 'Budget-3'])
+    await db.sql`delete from public.vectors where file_id = ${seeded.id}`
+    await db.sql`delete from public.document_chunks where file_id = ${seeded.id}`
+    await db.sql`delete from public.documents where id = ${seeded.id}`
+  })
+
   it('keeps the document frequency of every lexeme as chunks come and go', async () => {
     const total = async () => Number((await db.sql`select chunks from private.search_lexemes where lexeme = ''`)[0]!.chunks)
     const chunks = async () => Number((await db.sql`select count(*) from public.document_chunks`)[0]!.count)

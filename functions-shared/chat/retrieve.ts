@@ -80,7 +80,8 @@ export async function hybridSearch(deps: Deps, vector: readonly number[], queryT
                                        ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
                                        ${depth(config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(config.RETRIEVAL_TEXT_DEPTH_FACTOR)}, ${config.RETRIEVAL_RRF_K},
                                        ${config.RETRIEVAL_DENSE_WEIGHT}, ${config.RETRIEVAL_TEXT_WEIGHT},
-                                       p_ef_search => ${config.HNSW_EF_SEARCH}, p_text_common => ${config.RETRIEVAL_TEXT_COMMON})`
+                                       p_ef_search => ${config.HNSW_EF_SEARCH}, p_text_common => ${config.RETRIEVAL_TEXT_COMMON},
+                                       p_text_postings => ${config.RETRIEVAL_TEXT_POSTINGS})`
   return rows.map((r) => ({
     chunk_id: r.id as string,
     file_id: r.file_id as string,

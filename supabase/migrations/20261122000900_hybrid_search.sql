@@ -107,8 +107,11 @@ select l, count(*) from (select unnest(pg_catalog.tsvector_to_array(search_tsv))
 -- ln(1 + (N - n + 0.5) / (n + 0.5)) over N chunks, n holding it) and ranks the chunks of ready documents
 -- under the same prefilters by the weight of the question's words they hold; a word held by more than
 -- p_text_common of the chunks only adds to the score, it does not make a chunk a match (unless every
--- word is that common), which keeps the match set small. Each branch keeps its best p_dense_depth /
--- p_text_depth, and the two rankings are fused by reciprocal rank fusion:
+-- word is that common), which keeps the match set small; of those, the rarest make the match while the
+-- chunks they hold add up to p_text_postings (so the work is bounded whatever the catalogue's size). The
+-- match set is ranked by those words through the GIN index alone; its best 2 × p_text_depth are then
+-- weighed by every word of the question. Each branch keeps its best p_dense_depth / p_text_depth, and
+-- the two rankings are fused by reciprocal rank fusion:
 -- score = w_d / (k + dense rank) + w_t / (k + text rank). Every row carries its cosine distance, and the
 -- share of the question's word weight it holds (text_coverage; a word the catalogue does not know
 -- weighs as a word held by one chunk).
@@ -118,7 +121,7 @@ create function public.hybrid_search(p_index text, p_query extensions.vector, p_
                                      p_dense_depth integer default 20, p_text_depth integer default 20, p_rrf_k integer default 60,
                                      p_dense_weight double precision default 1, p_text_weight double precision default 1,
                                      p_exact_below integer default 10000, p_ef_search integer default 200,
-                                     p_text_common double precision default 0.2)
+                                     p_text_common double precision default 0.2, p_text_postings integer default 1000)
 returns table (id text, file_id uuid, namespace text, page_number integer, source_url text, ingestion_ts text,
                distance double precision, dense_rank integer, text_rank integer, score double precision,
                text_coverage double precision)
@@ -128,6 +131,10 @@ declare
   lexemes text[];
   queries tsquery[];
   weights double precision[];
+  dfs double precision[];
+  rare tsquery[];
+  rare_weights double precision[];
+  has_rare boolean;
   whole double precision;
   q tsquery;
 begin
@@ -140,12 +147,22 @@ begin
   )
   select array_agg(w.l order by w.l), array_agg(pg_catalog.quote_literal(w.l)::tsquery order by w.l),
          array_agg(ln(1 + (greatest(total, 1) - greatest(w.n, 1) + 0.5) / (greatest(w.n, 1) + 0.5)) order by w.l),
-         -- the match query: the words that are not common, or all of them when every one is
-         coalesce(nullif(string_agg(pg_catalog.quote_literal(w.l), ' | ') filter (where w.n > 0 and w.n <= p_text_common * total), ''),
-                  string_agg(pg_catalog.quote_literal(w.l), ' | ') filter (where w.n > 0))
-    into lexemes, queries, weights, q
+         array_agg(w.n order by w.l),
+         string_agg(pg_catalog.quote_literal(w.l), ' | ') filter (where w.n > 0)
+    into lexemes, queries, weights, dfs, q
     from words w;
   whole := (select sum(x) from unnest(weights) x);
+  -- the words that make a chunk a match: those that are not common (or all of them when every one
+  -- is), rarest first, while the chunks they hold add up to p_text_postings (the rarest always): the
+  -- work follows the budget, not the catalogue, and the chunks that hold the rarer words are those
+  -- that weigh most
+  has_rare := exists (select 1 from unnest(dfs) n where n > 0 and n <= p_text_common * total);
+  select array_agg(r.query order by r.n, r.l), array_agg(r.weight order by r.n, r.l) into rare, rare_weights
+    from (select x.l, x.query, x.weight, x.n,
+                 sum(x.n) over (order by x.n, x.l rows between unbounded preceding and 1 preceding) as before
+            from unnest(lexemes, queries, weights, dfs) x(l, query, weight, n)
+           where x.n > 0 and (not has_rare or x.n <= p_text_common * total)) r
+   where r.before is null or r.before + r.n <= p_text_postings;
 
   return query
   with dense as (
@@ -154,23 +171,48 @@ begin
       from public.match_chunks(p_index, p_query, greatest(p_dense_depth, 1), p_namespace, p_grade, p_subject, p_language, p_file,
                                p_exact_below, p_ef_search) m
   ),
-  matched as (
-    select c.id, c.file_id, d.vectordb_namespace as namespace,
-           (select sum(w.weight) from unnest(queries, weights) w(query, weight) where c.search_tsv @@ w.query) as weight,
-           ts_rank_cd(c.search_tsv, q, 1) as density
-      from public.document_chunks c
-      join public.documents d on d.id = c.file_id
-     where q is not null and p_text_depth > 0 and c.search_tsv @@ q and d.status = 'ready'
+  allowed as (
+    select d.id, d.vectordb_namespace as namespace
+      from public.documents d
+     where d.status = 'ready'
        and (p_namespace is null or d.vectordb_namespace = p_namespace)
        and (p_grade is null or lower(d.grade) = lower(p_grade))
        and (p_subject is null or d.subject = p_subject)
        and (p_language is null or d.language = p_language)
-       and (p_file is null or c.file_id = p_file)
+       and (p_file is null or d.id = p_file)
+  ),
+  -- one GIN lookup per matching word, summed per chunk: no chunk's search vector is read here, so the
+  -- cost follows the postings of the question's rarer words, not the size of what they match
+  postings as materialized (
+    select p.id, p.file_id, w.weight
+      from unnest(rare, rare_weights) w(query, weight)
+      -- a lateral subquery of its own (offset 0): the GIN index is its only quick path, whatever the
+      -- planner guesses of the prefilters (reading every chunk of the allowed documents instead
+      -- detoasts each search vector once per word)
+      cross join lateral (select c.id, c.file_id from public.document_chunks c where c.search_tsv @@ w.query offset 0) p
+     where p_text_depth > 0
+  ),
+  matched as (
+    select p.id, sum(p.weight) as rare_weight
+      from postings p
+     where p.file_id in (select a.id from allowed a)
+     group by p.id
+     order by rare_weight desc, p.id
+     limit greatest(p_text_depth, 0) * 2
+  ),
+  -- the best of them, weighed by every word of the question (the common ones too) and its density
+  scored as (
+    select m.id, c.file_id, a.namespace,
+           (select sum(w.weight) from unnest(queries, weights) w(query, weight) where c.search_tsv @@ w.query) as weight,
+           ts_rank_cd(c.search_tsv, q, 1) as density
+      from matched m
+      join public.document_chunks c on c.id = m.id
+      join allowed a on a.id = c.file_id
   ),
   text_hits as (
     select t.id, t.file_id, t.namespace, t.weight,
            (row_number() over (order by t.weight desc, t.density desc, t.id))::integer as rank
-      from matched t
+      from scored t
      order by rank
      limit greatest(p_text_depth, 0)
   ),
@@ -208,6 +250,6 @@ grant execute on function private.unaccent(text), private.search_form(text), pri
   to service_role;
 grant select on table private.search_lexemes to service_role;
 revoke all on function public.hybrid_search(text, extensions.vector, text, integer, text, text, text, text, uuid, integer, integer, integer,
-  double precision, double precision, integer, integer, double precision) from public, anon, authenticated;
+  double precision, double precision, integer, integer, double precision, integer) from public, anon, authenticated;
 grant execute on function public.hybrid_search(text, extensions.vector, text, integer, text, text, text, text, uuid, integer, integer, integer,
-  double precision, double precision, integer, integer, double precision) to service_role;
+  double precision, double precision, integer, integer, double precision, integer) to service_role;
