@@ -130,7 +130,8 @@ async function rebuildIndex(sql: Sql, def: string): Promise<number> {
     await tx`drop index if exists public.vectors_embedding_hnsw_idx`
     await tx.unsafe(def)
   })
-  await sql`analyze public.vectors`
+  // the statistics autovacuum would gather: the vectors, the chunks' search vectors, the lexeme counts
+  await sql`analyze public.vectors, public.document_chunks, private.search_lexemes`
   return (performance.now() - started) / 1000
 }
 
@@ -164,8 +165,8 @@ async function turnOverhead(): Promise<void> {
 
   const chatUrl = `${gw.url}/functions/v1/chat`
   const headers = students.map((st) => ({ Authorization: `Bearer ${st.token}` }))
-  async function load(url: string, concurrency: number, total: number) {
-    const r = await runLoad({ url, concurrency, total, bodies: questions, headers, collect: ['timings.generate'] })
+  async function load(url: string, concurrency: number, total: number, bodies: object[] = questions) {
+    const r = await runLoad({ url, concurrency, total, bodies, headers, collect: ['timings.generate'] })
     if (r.failures.length > 0) throw new Error(`${r.failures.length} requests failed, e.g. ${r.failures[0]}`)
     const sorted = [...r.latencies].sort((a, b) => a - b)
     const generate = [...r.collected[0]!].sort((a, b) => a - b)
@@ -184,6 +185,10 @@ async function turnOverhead(): Promise<void> {
         `${fmt(bareRun.p50).padStart(9)} / ${fmt(bareRun.p99).padStart(9)} (${bareRun.rps.toFixed(0).padStart(6)})   ${(chatRun.p50 / bareRun.p50).toFixed(1).padStart(7)}x   ${fmt(chatRun.generateP50).padStart(9)}`,
     )
   }
+  // the same questions without grade and subject: the teacher infers them from the catalogue first
+  const unlabelled = questions.map(({ message }) => ({ message }))
+  const inferred = await load(chatUrl, 8, 1200, unlabelled)
+  console.log(`    ${'8'.padStart(8)}   ${fmt(inferred.p50).padStart(9)} / ${fmt(inferred.p99).padStart(9)} (${inferred.rps.toFixed(0).padStart(5)})   without grade and subject: the subject inferred from the catalogue (one more search)`)
   const [usage] = await sql`select count(*)::int as turns, sum(charged)::int as charged from public.usage_log`
   const [ledger] = await sql`select (select sum(token_balance) from public.wallets)::bigint as balances, (select sum(delta) from public.token_ledger)::bigint as ledger`
   console.log(`    ${usage!.turns} turns billed, ${usage!.charged} tokens charged; Σ balances ${ledger!.balances} = Σ ledger ${ledger!.ledger}: ${ledger!.balances === ledger!.ledger ? 'ok' : 'MISMATCH'}\n`)

@@ -127,42 +127,44 @@ returns table (id text, file_id uuid, namespace text, page_number integer, sourc
                text_coverage double precision)
 language plpgsql set search_path = '' as $$
 declare
-  total double precision;
-  lexemes text[];
   queries tsquery[];
   weights double precision[];
-  dfs double precision[];
   rare tsquery[];
   rare_weights double precision[];
-  has_rare boolean;
   whole double precision;
   q tsquery;
 begin
-  select coalesce((select s.chunks from private.search_lexemes s where s.lexeme = ''), 0) into total;
-  with words as (
-    select l, coalesce(s.chunks, 0)::double precision as n
-      from unnest(pg_catalog.tsvector_to_array(private.search_vector(coalesce(p_query_text, '')))) l
-      left join private.search_lexemes s on s.lexeme = l
-     where l <> '' and l !~ '[''\\]'
+  -- one statement: the question's words, each with its weight (idf), and the words that make a chunk a
+  -- match: those that are not common (or all of them when every one is), rarest first, while the
+  -- chunks they hold add up to p_text_postings (the rarest always). The work follows the budget, not
+  -- the catalogue, and the chunks that hold the rarer words are those that weigh most.
+  with stats as (
+    select coalesce((select s.chunks from private.search_lexemes s where s.lexeme = ''), 0)::double precision as total
+  ),
+  words as (
+    select w.l, coalesce(s.chunks, 0)::double precision as n
+      from unnest(pg_catalog.tsvector_to_array(private.search_vector(coalesce(p_query_text, '')))) w(l)
+      left join private.search_lexemes s on s.lexeme = w.l
+     where w.l <> '' and w.l !~ '[''\\]'
+  ),
+  weighed as (
+    select w.l, w.n, pg_catalog.quote_literal(w.l)::tsquery as query,
+           ln(1 + (greatest(st.total, 1) - greatest(w.n, 1) + 0.5) / (greatest(w.n, 1) + 0.5)) as weight,
+           w.n > 0 and w.n <= p_text_common * st.total as uncommon
+      from words w cross join stats st
+  ),
+  picked as (
+    select x.l, x.n, x.query, x.weight,
+           sum(x.n) over (order by x.n, x.l rows between unbounded preceding and 1 preceding) as before
+      from weighed x
+     where x.n > 0 and (x.uncommon or not exists (select 1 from weighed y where y.uncommon))
   )
-  select array_agg(w.l order by w.l), array_agg(pg_catalog.quote_literal(w.l)::tsquery order by w.l),
-         array_agg(ln(1 + (greatest(total, 1) - greatest(w.n, 1) + 0.5) / (greatest(w.n, 1) + 0.5)) order by w.l),
-         array_agg(w.n order by w.l),
-         string_agg(pg_catalog.quote_literal(w.l), ' | ') filter (where w.n > 0)
-    into lexemes, queries, weights, dfs, q
-    from words w;
-  whole := (select sum(x) from unnest(weights) x);
-  -- the words that make a chunk a match: those that are not common (or all of them when every one
-  -- is), rarest first, while the chunks they hold add up to p_text_postings (the rarest always): the
-  -- work follows the budget, not the catalogue, and the chunks that hold the rarer words are those
-  -- that weigh most
-  has_rare := exists (select 1 from unnest(dfs) n where n > 0 and n <= p_text_common * total);
-  select array_agg(r.query order by r.n, r.l), array_agg(r.weight order by r.n, r.l) into rare, rare_weights
-    from (select x.l, x.query, x.weight, x.n,
-                 sum(x.n) over (order by x.n, x.l rows between unbounded preceding and 1 preceding) as before
-            from unnest(lexemes, queries, weights, dfs) x(l, query, weight, n)
-           where x.n > 0 and (not has_rare or x.n <= p_text_common * total)) r
-   where r.before is null or r.before + r.n <= p_text_postings;
+  select array_agg(x.query order by x.l), array_agg(x.weight order by x.l), sum(x.weight),
+         string_agg(pg_catalog.quote_literal(x.l), ' | ') filter (where x.n > 0),
+         (select array_agg(p.query order by p.n, p.l) from picked p where p.before is null or p.before + p.n <= p_text_postings),
+         (select array_agg(p.weight order by p.n, p.l) from picked p where p.before is null or p.before + p.n <= p_text_postings)
+    into queries, weights, whole, q, rare, rare_weights
+    from weighed x;
 
   return query
   with dense as (
