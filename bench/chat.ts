@@ -141,8 +141,10 @@ async function turnOverhead(): Promise<void> {
   const sql = db.sql
   const docs = await documentsFor(sql)
   await loadChunks(sql, docs, 0, 3000, true)
+  // as the pipeline leaves them: each document knows its chunk count
+  await sql`update public.documents d set chunk_count = (select count(*) from public.document_chunks c where c.file_id = d.id)`
   await sql`analyze public.vectors`
-  const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_CHAT_PER_MINUTE: '100000000', EXPIRY_INTERVAL_SECONDS: '0', AI_PROVIDER: 'offline' })
+  const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_CHAT_PER_MINUTE: '100000000', EXPIRY_INTERVAL_SECONDS: '0', AI_PROVIDER: 'offline', RETRIEVAL_MODE: process.env.RETRIEVAL_MODE === 'dense' ? 'dense' : 'hybrid' })
   const gw = await startGateway({ config, sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }), sources: [] } })
 
   const students: { id: string; token: string }[] = []
@@ -173,7 +175,7 @@ async function turnOverhead(): Promise<void> {
     return { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), rps: total / r.seconds, generateP50: generate.length ? quantile(generate, 0.5) : 0 }
   }
 
-  console.log(`(a) turn overhead: POST /chat (JSON, offline provider, premium tier, 3,000 chunks), ${db.label}; node ${process.version}`)
+  console.log(`(a) turn overhead: POST /chat (JSON, offline provider, premium tier, 3,000 chunks, ${config.RETRIEVAL_MODE} retrieval), ${db.label}; node ${process.version}`)
   console.log('    students   chat p50 / p99 (turns/s)          bare Hono p50 / p99 (req/s)     p50 ratio   generate p50')
   await load(chatUrl, 4, 300) // warm-up: JIT, connections, caches
   await load(bareUrl, 4, 500)

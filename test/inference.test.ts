@@ -96,6 +96,21 @@ describe('public.hybrid_search', () => {
     expect(await hybrid('la dérivée', { grade: '9Z' })).toHaveLength(0)
   })
 
+  it('reads a small prefiltered set\'s own search vectors, with the same answer as the postings', async () => {
+    const byNamespace = () =>
+      db.sql`select id, text_rank, text_coverage from public.hybrid_search('curriculum-1536', ${vectorLiteral('vitesse dérivée position')}::extensions.vector,
+                                        'vitesse dérivée position', 5, 'grade-6c-sciences-physiques', null, null, null, null, 5, 5, 60, 1, 1)`
+    const postings = await byNamespace() // no chunk count: read as large, so through the postings
+    await db.sql`update public.documents set chunk_count = 3 where id = ${docs['sciences-physiques']!}`
+    try {
+      const own = await byNamespace()
+      expect(own).toEqual(postings)
+      expect(own.filter((r) => r.text_rank !== null).length).toBeGreaterThan(0)
+    } finally {
+      await db.sql`update public.documents set chunk_count = null where id = ${docs['sciences-physiques']!}`
+    }
+  })
+
   it('lets the rarest words make the match within the postings budget', async () => {
     const seeded = await seedDocument(db.sql, { name: 'Budget', grade: '9B', subject: 'zzz-budget', language: 'fr', texts: ['zorglub un', 'zorglub deux', 'zorglub trois', 'zorglub wibbly quatre'] })
     const textRows = async (budget: number) =>

@@ -133,6 +133,7 @@ declare
   rare_weights double precision[];
   whole double precision;
   q tsquery;
+  few boolean;
 begin
   -- one statement: the question's words, each with its weight (idf), and the words that make a chunk a
   -- match: those that are not common (or all of them when every one is), rarest first, while the
@@ -165,6 +166,18 @@ begin
          (select array_agg(p.weight order by p.n, p.l) from picked p where p.before is null or p.before + p.n <= p_text_postings)
     into queries, weights, whole, q, rare, rare_weights
     from weighed x;
+  -- a prefilter that leaves few chunks (a namespace, a textbook): their own search vectors are read
+  -- rather than postings that lie mostly outside them; a document without a count reads as large
+  select coalesce(sum(coalesce(d.chunk_count, p_text_postings + 1)), 0) <= p_text_postings into few
+    from public.documents d
+   where d.status = 'ready'
+     and (p_namespace is not null or p_file is not null)
+     and (p_namespace is null or d.vectordb_namespace = p_namespace)
+     and (p_grade is null or lower(d.grade) = lower(p_grade))
+     and (p_subject is null or d.subject = p_subject)
+     and (p_language is null or d.language = p_language)
+     and (p_file is null or d.id = p_file);
+  few := few and (p_namespace is not null or p_file is not null);
 
   return query
   with dense as (
@@ -192,7 +205,13 @@ begin
       -- planner guesses of the prefilters (reading every chunk of the allowed documents instead
       -- detoasts each search vector once per word)
       cross join lateral (select c.id, c.file_id from public.document_chunks c where c.search_tsv @@ w.query offset 0) p
-     where p_text_depth > 0
+     where p_text_depth > 0 and not few
+    union all
+    select c.id, c.file_id, w.weight
+      from allowed a
+      join public.document_chunks c on c.file_id = a.id
+      cross join unnest(rare, rare_weights) w(query, weight)
+     where p_text_depth > 0 and few and c.search_tsv @@ w.query
   ),
   matched as (
     select p.id, sum(p.weight) as rare_weight
