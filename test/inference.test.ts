@@ -79,6 +79,18 @@ describe('public.hybrid_search', () => {
     if (unrelated) expect(Number(unrelated.text_coverage)).toBe(0)
   })
 
+  it('reads no search vector for rows the text branch did not find when coverage is not asked for', async () => {
+    const query = 'la dérivée du vecteur position'
+    const withCoverage = await hybrid(query)
+    const without = await db.sql`select * from public.hybrid_search('curriculum-1536', ${vectorLiteral(query)}::extensions.vector, ${query}, 5,
+                                   null, null, null, null, null, 10, 10, 60, 1, 1, p_coverage => false)`
+    expect(without.map((r) => r.id)).toEqual(withCoverage.map((r) => r.id))
+    for (const [i, r] of without.entries()) {
+      if (r.text_rank === null) expect(Number(r.text_coverage)).toBe(0)
+      else expect(Number(r.text_coverage)).toBeCloseTo(Number(withCoverage[i]!.text_coverage), 10)
+    }
+  })
+
   it('folds Arabic (hamza forms, taa marbuta, the article and clitics) in the query as in the chunks', async () => {
     // "والزكاه" (clitic, article, taa marbuta written as ha), "النّصاب" with a shadda
     const rows = await hybrid('والزكاه النّصاب')

@@ -79,10 +79,11 @@ export async function retrieveAndRerank(
   const query = translated ? prepared.translation! : input.message
   const cross = { status: prepared.status, language: prepared.other, query: prepared.translation }
   let filters = input.filters
-  let candidates = await timed('search', () => searchQuestion(deps, prepared, limits.topK, filters))
+  // the answer's retrieval does not read text coverage (the subject inference does)
+  let candidates = await timed('search', () => searchQuestion(deps, prepared, limits.topK, filters, { coverage: false }))
   if (candidates.length === 0 && input.relaxSubject && filters.subject) {
     filters = { ...filters, subject: null }
-    candidates = await timed('search_relaxed', () => searchQuestion(deps, prepared, limits.topK, filters))
+    candidates = await timed('search_relaxed', () => searchQuestion(deps, prepared, limits.topK, filters, { coverage: false }))
   }
   const chunks = await timed('chunks', () => chunkTexts(deps, candidates, caches.chunks))
   const namespace = rerankScope(filters)

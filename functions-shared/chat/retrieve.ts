@@ -70,7 +70,12 @@ export async function denseSearch(deps: Deps, vector: readonly number[], k: numb
  * chunk text, under the same prefilters, fused by reciprocal rank fusion, in one statement. The query
  * text is folded and stemmed in SQL exactly as the chunks were (private.search_vector).
  */
-export async function hybridSearch(deps: Deps, vector: readonly number[], queryText: string, k: number, filters: RetrievalFilters): Promise<Candidate[]> {
+/** Options of a search: `coverage` false spares reading the search vector of rows only the dense branch found (their text_coverage is then 0). */
+export interface SearchOptions {
+  coverage?: boolean
+}
+
+export async function hybridSearch(deps: Deps, vector: readonly number[], queryText: string, k: number, filters: RetrievalFilters, options: SearchOptions = {}): Promise<Candidate[]> {
   const { config } = deps
   const namespace = filters.grade && filters.subject ? namespaceFor(filters.grade, filters.subject) : null
   const [grade, subject, language, file] = [filters.grade ?? null, filters.subject ?? null, filters.language ?? null, filters.fileId ?? null]
@@ -81,7 +86,7 @@ export async function hybridSearch(deps: Deps, vector: readonly number[], queryT
                                        ${depth(config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(config.RETRIEVAL_TEXT_DEPTH_FACTOR)}, ${config.RETRIEVAL_RRF_K},
                                        ${config.RETRIEVAL_DENSE_WEIGHT}, ${config.RETRIEVAL_TEXT_WEIGHT},
                                        p_ef_search => ${config.HNSW_EF_SEARCH}, p_text_common => ${config.RETRIEVAL_TEXT_COMMON},
-                                       p_text_postings => ${config.RETRIEVAL_TEXT_POSTINGS})`
+                                       p_text_postings => ${config.RETRIEVAL_TEXT_POSTINGS}, p_coverage => ${options.coverage ?? true})`
   return rows.map((r) => ({
     chunk_id: r.id as string,
     file_id: r.file_id as string,
@@ -98,8 +103,8 @@ export async function hybridSearch(deps: Deps, vector: readonly number[], queryT
 }
 
 /** The configured search: hybrid, or dense alone (RETRIEVAL_MODE). */
-export function search(deps: Deps, vector: readonly number[], queryText: string, k: number, filters: RetrievalFilters): Promise<Candidate[]> {
-  return deps.config.RETRIEVAL_MODE === 'hybrid' ? hybridSearch(deps, vector, queryText, k, filters) : denseSearch(deps, vector, k, filters)
+export function search(deps: Deps, vector: readonly number[], queryText: string, k: number, filters: RetrievalFilters, options: SearchOptions = {}): Promise<Candidate[]> {
+  return deps.config.RETRIEVAL_MODE === 'hybrid' ? hybridSearch(deps, vector, queryText, k, filters, options) : denseSearch(deps, vector, k, filters)
 }
 
 /** Chunk text by id, through the cache; chunks of documents that are not ready are dropped. */

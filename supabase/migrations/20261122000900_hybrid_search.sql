@@ -4,55 +4,49 @@
 -- function for the stored vectors and the queries alike.
 create extension if not exists unaccent with schema extensions;
 
--- why: unaccent is STABLE (its dictionary could change); with the dictionary named it is what an index
--- and a generated column need.
-create function private.unaccent(p_text text) returns text
-language sql immutable parallel safe strict set search_path = '' as $$
-  select extensions.unaccent('extensions.unaccent'::regdictionary, p_text);
-$$;
-
--- why: the search form of a text (never shown): Latin accents removed and lower case; Arabic diacritics
--- and tatweel removed, alef/hamza forms, taa marbuta and alef maqsura folded, the Hassaniya gaf read as
--- qaf, Arabic-Indic digits as ASCII, and the conjunction or preposition glued to the article
--- (wa-l-, fa-l-, bi-l-, ka-l-, li-l-) reduced to the article, which the Arabic stemmer then removes.
-create function private.search_form(p_text text) returns text
-language sql immutable parallel safe strict set search_path = '' as $$
-  select regexp_replace(
-           regexp_replace(
-             translate(lower(private.unaccent(p_text)),
-                       -- أ إ آ ٱ, ى, ة, گ ڭ, the Arabic-Indic digits, and tatweel (removed: nothing stands for it)
-                       chr(1571) || chr(1573) || chr(1570) || chr(1649) || chr(1609) || chr(1577) || chr(1711) || chr(1709)
-                         || '٠١٢٣٤٥٦٧٨٩' || chr(1600),
-                       -- ا ا ا ا, ي, ه, ق ق, 0-9
-                       chr(1575) || chr(1575) || chr(1575) || chr(1575) || chr(1610) || chr(1607) || chr(1602) || chr(1602)
-                         || '0123456789'),
-             -- harakat, tanwin, shadda, sukun and the dagger alef
-             '[' || chr(1611) || '-' || chr(1631) || chr(1648) || ']', '', 'g'),
-           -- a word made of an optional و/ف, then بال, كال, لل or ال, then the noun: the article alone stays
-           '(^|[^' || chr(1569) || '-' || chr(1610) || '])(' || chr(1608) || '|' || chr(1601) || ')?('
-             || chr(1576) || chr(1575) || chr(1604) || '|' || chr(1603) || chr(1575) || chr(1604) || '|' || chr(1604) || chr(1604)
-             || '|' || chr(1575) || chr(1604) || ')([' || chr(1569) || '-' || chr(1610) || ']{2,})',
-           '\1' || chr(1575) || chr(1604) || '\4', 'g');
-$$;
-
--- why: words that say nothing of a lesson — question words, pronouns, politeness, "explain" — in French,
--- Arabic and Hassaniya, as the configurations below stem them (the Arabic one has no stop list): they
--- would make every chunk match every question.
-create function private.search_stop_lexemes() returns text[]
-language sql immutable parallel safe set search_path = '' as $$
-  select array['va', 'aid', 'alor', 'bien', 'ca', 'cec', 'cel', 'combien', 'comment', 'dir', 'dis', 'dois', 'doit', 'doivent', 'donc', 'est-ce', 'expliqu', 'explique-moi', 'fair', 'fais', 'fait', 'faut', 'le', 'lecon', 'merc', 'peut', 'peux', 'pourquoi', 'quand', 'quel', 'quelqu', 'quoi', 'salut', 'signif', 'stp', 'svp', 'tre', 'veut', 'veut-dir', 'veux', 'اريد', 'اشرح', 'اشرحل', 'اشنه', 'اعرف', 'اعلاش', 'ال', 'الا', 'الت', 'الذ', 'ان', 'او', 'اين', 'بعض', 'بغي', 'تلك', 'ثم', 'ذ', 'ذا', 'ذلك', 'ذين', 'شن', 'شنه', 'شنهو', 'شنو', 'عل', 'علاش', 'علي', 'عن', 'عند', 'في', 'فيه', 'قد', 'كان', 'كل', 'كيف', 'كيفاش', 'كيفتاش', 'لا', 'لاش', 'لقد', 'لم', 'لماذ', 'لي', 'ليا', 'ما', 'ماذ', 'ماه', 'ماهو', 'مت', 'مع', 'معن', 'من', 'نبغ', 'نعم', 'هذا', 'هذه', 'هل', 'هم', 'هو', 'هي', 'وضح', 'يا', 'ياسر', 'يعن', 'يكون'];
-$$;
-
--- why: the stored search vector of a chunk: its Latin words through the French configuration (stemming,
--- stop words), its Arabic words through the Arabic one, so a text in either language, or mixing both,
--- is indexed by what its words mean to each.
+-- why: the search vector of a text (never shown), one function with one search_path switch (each
+-- switch costs about 0.05 ms, paid on every chunk written and every question). Its search form: Latin
+-- accents removed (unaccent, its dictionary named, so the STABLE function serves an IMMUTABLE one) and
+-- lower case; Arabic diacritics and tatweel removed, alef/hamza forms, taa marbuta and alef maqsura
+-- folded, the Hassaniya gaf read as qaf, Arabic-Indic digits as ASCII, and the conjunction or
+-- preposition glued to the article (wa-l-, fa-l-, bi-l-, ka-l-, li-l-) reduced to the article, which
+-- the Arabic stemmer then removes. Then its Latin words go through the French configuration (stemming,
+-- stop words) and its Arabic words through the Arabic one, so a text in either language, or mixing
+-- both, is indexed by what its words mean to each; last, the words that say nothing of a lesson —
+-- question words, pronouns, politeness, "explain" — in French, Arabic and Hassaniya, as the
+-- configurations stem them (the Arabic one has no stop list), which would make every chunk match every
+-- question.
 create function private.search_vector(p_text text) returns tsvector
 language sql immutable parallel safe strict set search_path = '' as $$
   select pg_catalog.ts_delete(
            to_tsvector('pg_catalog.french', regexp_replace(f, '[' || chr(1536) || '-' || chr(1791) || ']+', ' ', 'g'))
              || to_tsvector('pg_catalog.arabic', regexp_replace(f, '[a-z0-9]+', ' ', 'g')),
-           private.search_stop_lexemes())
-    from (select private.search_form(p_text) as f) s;
+           array['va', 'aid', 'alor', 'bien', 'ca', 'cec', 'cel', 'combien', 'comment', 'dir', 'dis', 'dois',
+                 'doit', 'doivent', 'donc', 'est-ce', 'expliqu', 'explique-moi', 'fair', 'fais',
+                 'fait', 'faut', 'le', 'lecon', 'merc', 'peut', 'peux', 'pourquoi', 'quand', 'quel',
+                 'quelqu', 'quoi', 'salut', 'signif', 'stp', 'svp', 'tre', 'veut', 'veut-dir',
+                 'veux', 'اريد', 'اشرح', 'اشرحل', 'اشنه', 'اعرف', 'اعلاش', 'ال', 'الا', 'الت',
+                 'الذ', 'ان', 'او', 'اين', 'بعض', 'بغي', 'تلك', 'ثم', 'ذ', 'ذا', 'ذلك', 'ذين', 'شن',
+                 'شنه', 'شنهو', 'شنو', 'عل', 'علاش', 'علي', 'عن', 'عند', 'في', 'فيه', 'قد', 'كان',
+                 'كل', 'كيف', 'كيفاش', 'كيفتاش', 'لا', 'لاش', 'لقد', 'لم', 'لماذ', 'لي', 'ليا',
+                 'ما', 'ماذ', 'ماه', 'ماهو', 'مت', 'مع', 'معن', 'من', 'نبغ', 'نعم', 'هذا', 'هذه',
+                 'هل', 'هم', 'هو', 'هي', 'وضح', 'يا', 'ياسر', 'يعن', 'يكون'])
+    from (select regexp_replace(
+                     regexp_replace(
+                       translate(lower(extensions.unaccent('extensions.unaccent'::regdictionary, p_text)),
+                                 -- أ إ آ ٱ, ى, ة, گ ڭ, the Arabic-Indic digits, and tatweel (removed: nothing stands for it)
+                                 chr(1571) || chr(1573) || chr(1570) || chr(1649) || chr(1609) || chr(1577) || chr(1711) || chr(1709)
+                                   || '٠١٢٣٤٥٦٧٨٩' || chr(1600),
+                                 -- ا ا ا ا, ي, ه, ق ق, 0-9
+                                 chr(1575) || chr(1575) || chr(1575) || chr(1575) || chr(1610) || chr(1607) || chr(1602) || chr(1602)
+                                   || '0123456789'),
+                       -- harakat, tanwin, shadda, sukun and the dagger alef
+                       '[' || chr(1611) || '-' || chr(1631) || chr(1648) || ']', '', 'g'),
+                     -- a word made of an optional و/ف, then بال, كال, لل or ال, then the noun: the article alone stays
+                     '(^|[^' || chr(1569) || '-' || chr(1610) || '])(' || chr(1608) || '|' || chr(1601) || ')?('
+                       || chr(1576) || chr(1575) || chr(1604) || '|' || chr(1603) || chr(1575) || chr(1604) || '|' || chr(1604) || chr(1604)
+                       || '|' || chr(1575) || chr(1604) || ')([' || chr(1569) || '-' || chr(1610) || ']{2,})',
+                     '\1' || chr(1575) || chr(1604) || '\4', 'g') as f) s;
 $$;
 
 alter table public.document_chunks add column search_tsv tsvector generated always as (private.search_vector(content)) stored;
@@ -114,14 +108,16 @@ select l, count(*) from (select unnest(pg_catalog.tsvector_to_array(search_tsv))
 -- the two rankings are fused by reciprocal rank fusion:
 -- score = w_d / (k + dense rank) + w_t / (k + text rank). Every row carries its cosine distance, and the
 -- share of the question's word weight it holds (text_coverage; a word the catalogue does not know
--- weighs as a word held by one chunk).
+-- weighs as a word held by one chunk); with p_coverage false, a row only the dense branch found gets 0
+-- instead of having its search vector read (the retrieval of an answer does not use it).
 create function public.hybrid_search(p_index text, p_query extensions.vector, p_query_text text, p_k integer,
                                      p_namespace text default null, p_grade text default null, p_subject text default null,
                                      p_language text default null, p_file uuid default null,
                                      p_dense_depth integer default 20, p_text_depth integer default 20, p_rrf_k integer default 60,
                                      p_dense_weight double precision default 1, p_text_weight double precision default 1,
                                      p_exact_below integer default 10000, p_ef_search integer default 200,
-                                     p_text_common double precision default 0.2, p_text_postings integer default 1000)
+                                     p_text_common double precision default 0.2, p_text_postings integer default 1000,
+                                     p_coverage boolean default true)
 returns table (id text, file_id uuid, namespace text, page_number integer, source_url text, ingestion_ts text,
                distance double precision, dense_rank integer, text_rank integer, score double precision,
                text_coverage double precision)
@@ -252,7 +248,7 @@ begin
       select x.id, x.file_id, x.namespace, x.page_number, x.source_url, x.ingestion_ts, x.distance, x.rank as dense_rank,
              t.rank as text_rank,
              coalesce(t.weight, (select sum(w.weight) from unnest(queries, weights) w(query, weight)
-                                  join public.document_chunks c on c.id = x.id where c.search_tsv @@ w.query)) as weight
+                                  join public.document_chunks c on c.id = x.id where p_coverage and c.search_tsv @@ w.query)) as weight
         from dense x left join text_hits t on t.id = x.id
       union all
       select o.id, o.file_id, o.namespace, o.page_number, o.source_url, o.ingestion_ts, o.distance, null::integer, o.rank,
@@ -264,13 +260,11 @@ begin
 end;
 $$;
 
-revoke all on function private.unaccent(text), private.search_form(text), private.search_stop_lexemes(), private.search_vector(text)
-  from public, anon, authenticated;
+revoke all on function private.search_vector(text) from public, anon, authenticated;
 -- why: the service writes chunks (the generated search_tsv calls search_vector) and searches them
-grant execute on function private.unaccent(text), private.search_form(text), private.search_stop_lexemes(), private.search_vector(text)
-  to service_role;
+grant execute on function private.search_vector(text) to service_role;
 grant select on table private.search_lexemes to service_role;
 revoke all on function public.hybrid_search(text, extensions.vector, text, integer, text, text, text, text, uuid, integer, integer, integer,
-  double precision, double precision, integer, integer, double precision, integer) from public, anon, authenticated;
+  double precision, double precision, integer, integer, double precision, integer, boolean) from public, anon, authenticated;
 grant execute on function public.hybrid_search(text, extensions.vector, text, integer, text, text, text, text, uuid, integer, integer, integer,
-  double precision, double precision, integer, integer, double precision, integer) to service_role;
+  double precision, double precision, integer, integer, double precision, integer, boolean) to service_role;
