@@ -140,7 +140,7 @@ export const settings = {
   RETRIEVAL_DENSE_WEIGHT: [num(1, 0), 'Hybrid: weight of the dense branch in the fusion'],
   RETRIEVAL_TEXT_WEIGHT: [num(1, 0), 'Hybrid: weight of the full-text branch in the fusion'],
   RETRIEVAL_TEXT_COMMON: [num(0.2, 0, 1), 'Hybrid: a word held by more than this share of the chunks adds to a chunk\'s text score but does not make it a match'],
-  RETRIEVAL_TEXT_POSTINGS: [int(1000, 1), 'Hybrid: the question\'s rarest words make the text match while the chunks holding them add up to this many (the rarest always): the text branch\'s work is bounded at any catalogue size'],
+  RETRIEVAL_TEXT_POSTINGS: [int(400, 1), 'Hybrid: the question\'s rarest words make the text match while the chunks holding them add up to this many (the rarest always): the text branch\'s work is bounded at any catalogue size'],
   RERANK_TIMEOUT_MS: [int(5000, 1), 'Rerank slower than this falls back to dense order'],
   CIRCUIT_FAILURE_THRESHOLD: [int(3, 1), 'Chat-model failures that open the circuit'],
   CIRCUIT_WINDOW_SECONDS: [int(60, 1), 'Window in which those failures are counted'],

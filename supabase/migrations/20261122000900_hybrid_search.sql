@@ -116,7 +116,7 @@ create function public.hybrid_search(p_index text, p_query extensions.vector, p_
                                      p_dense_depth integer default 20, p_text_depth integer default 20, p_rrf_k integer default 60,
                                      p_dense_weight double precision default 1, p_text_weight double precision default 1,
                                      p_exact_below integer default 10000, p_ef_search integer default 200,
-                                     p_text_common double precision default 0.2, p_text_postings integer default 1000,
+                                     p_text_common double precision default 0.2, p_text_postings integer default 400,
                                      p_coverage boolean default true)
 returns table (id text, file_id uuid, namespace text, page_number integer, source_url text, ingestion_ts text,
                distance double precision, dense_rank integer, text_rank integer, score double precision,
@@ -130,6 +130,7 @@ declare
   whole double precision;
   q tsquery;
   few boolean;
+  seqscan text := current_setting('enable_seqscan');
 begin
   -- one statement: the question's words, each with its weight (idf), and the words that make a chunk a
   -- match: those that are not common (or all of them when every one is), rarest first, while the
@@ -174,6 +175,9 @@ begin
      and (p_language is null or d.language = p_language)
      and (p_file is null or d.id = p_file);
   few := few and (p_namespace is not null or p_file is not null);
+  -- why: the postings are read through the GIN index; a plan cached for any question (its words unknown)
+  -- may guess a sequential scan of every chunk instead, which reads each search vector once per word
+  perform set_config('enable_seqscan', 'off', true);
 
   return query
   with dense as (
@@ -257,6 +261,7 @@ begin
     ) u
    order by score desc, u.distance, u.id
    limit p_k;
+  perform set_config('enable_seqscan', seqscan, true);
 end;
 $$;
 
