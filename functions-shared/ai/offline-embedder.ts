@@ -4,7 +4,8 @@
 // useful and the tests hermetic; it is not a semantic model.
 import type { Embedder } from './provider.ts'
 
-function normalizeWord(word: string): string {
+/** A word folded for matching: lower case, without accents, diacritics and tatweel; alef forms, taa marbuta and alef maqsura folded. */
+export function normalizeWord(word: string): string {
   return word
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '') // Latin accents

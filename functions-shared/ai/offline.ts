@@ -3,7 +3,7 @@
 // translation is the identity (it cannot translate); the "answer" is extractive: the best sentences of
 // the snippets, each with its citation number, and the result says it is extractive.
 import type { AiProvider, ChatRequest, ChatResult } from './provider.ts'
-import { offlineVector } from './offline-embedder.ts'
+import { normalizeWord, offlineVector } from './offline-embedder.ts'
 
 const words = (text: string) =>
   new Set(
@@ -37,13 +37,7 @@ const FRENCH_STEM = 5
  * cut to its first five letters. Null for words too short to mean much.
  */
 export function matchKey(word: string): string | null {
-  let w = word
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f\u064B-\u065F\u0670\u0640]/g, '')
-    .replace(/[\u0622\u0623\u0625\u0671]/g, '\u0627')
-    .replace(/\u0629/g, '\u0647')
-    .replace(/\u0649/g, '\u064A')
-    .toLowerCase()
+  let w = normalizeWord(word)
   if (/\p{Script=Arabic}/u.test(w)) {
     for (const p of ARABIC_PREFIXES) if (w.startsWith(p) && w.length - p.length >= 3) { w = w.slice(p.length); break }
     for (const s of ARABIC_SUFFIXES) if (w.endsWith(s) && w.length - s.length >= 3) { w = w.slice(0, -s.length); break }

@@ -43,26 +43,42 @@ export interface RetrievedChunk extends Candidate {
 
 const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => x.toFixed(7)).join(',')}]`
 
+/** The prefilters as both search functions take them: the namespace when grade and subject are known. */
+function filterArgs(filters: RetrievalFilters) {
+  return {
+    namespace: filters.grade && filters.subject ? namespaceFor(filters.grade, filters.subject) : null,
+    grade: filters.grade ?? null,
+    subject: filters.subject ?? null,
+    language: filters.language ?? null,
+    file: filters.fileId ?? null,
+  }
+}
+
+/** A row of match_chunks or hybrid_search as a candidate. */
+const toCandidate = (r: Record<string, unknown>): Candidate => ({
+  chunk_id: r.id as string,
+  file_id: r.file_id as string,
+  namespace: r.namespace as string,
+  distance: Number(r.distance),
+  page_number: Number(r.page_number ?? 0),
+  source_url: (r.source_url as string | null) ?? null,
+  ingestion_ts: (r.ingestion_ts as string | null) ?? null,
+})
+
 export async function denseSearch(deps: Deps, vector: readonly number[], k: number, filters: RetrievalFilters): Promise<Candidate[]> {
-  const namespace = filters.grade && filters.subject ? namespaceFor(filters.grade, filters.subject) : null
-  const [grade, subject, language, file] = [filters.grade ?? null, filters.subject ?? null, filters.language ?? null, filters.fileId ?? null]
+  const { namespace, grade, subject, language, file } = filterArgs(filters)
   // one statement: public.match_chunks puts only the filters present into the query and runs it with
   // the iterative scan on (see the chat migration)
   const rows = await deps.sql`
     select * from public.match_chunks(${deps.config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${k},
                                       ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
                                       p_ef_search => ${deps.config.HNSW_EF_SEARCH})`
-  return rows
-    .map((r) => ({
-      chunk_id: r.id as string,
-      file_id: r.file_id as string,
-      namespace: r.namespace as string,
-      distance: Number(r.distance),
-      page_number: Number(r.page_number ?? 0),
-      source_url: (r.source_url as string | null) ?? null,
-      ingestion_ts: (r.ingestion_ts as string | null) ?? null,
-    }))
-    .sort((a, b) => a.distance - b.distance)
+  return rows.map(toCandidate).sort((a, b) => a.distance - b.distance)
+}
+
+/** Options of a search: `coverage` false spares reading the search vector of rows only the dense branch found (their text_coverage is then 0). */
+export interface SearchOptions {
+  coverage?: boolean
 }
 
 /**
@@ -70,15 +86,9 @@ export async function denseSearch(deps: Deps, vector: readonly number[], k: numb
  * chunk text, under the same prefilters, fused by reciprocal rank fusion, in one statement. The query
  * text is folded and stemmed in SQL exactly as the chunks were (private.search_vector).
  */
-/** Options of a search: `coverage` false spares reading the search vector of rows only the dense branch found (their text_coverage is then 0). */
-export interface SearchOptions {
-  coverage?: boolean
-}
-
 export async function hybridSearch(deps: Deps, vector: readonly number[], queryText: string, k: number, filters: RetrievalFilters, options: SearchOptions = {}): Promise<Candidate[]> {
   const { config } = deps
-  const namespace = filters.grade && filters.subject ? namespaceFor(filters.grade, filters.subject) : null
-  const [grade, subject, language, file] = [filters.grade ?? null, filters.subject ?? null, filters.language ?? null, filters.fileId ?? null]
+  const { namespace, grade, subject, language, file } = filterArgs(filters)
   const depth = (factor: number) => Math.ceil(k * factor)
   const rows = await deps.sql`
     select * from public.hybrid_search(${config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${queryText}, ${k},
@@ -88,13 +98,7 @@ export async function hybridSearch(deps: Deps, vector: readonly number[], queryT
                                        p_ef_search => ${config.HNSW_EF_SEARCH}, p_text_common => ${config.RETRIEVAL_TEXT_COMMON},
                                        p_text_postings => ${config.RETRIEVAL_TEXT_POSTINGS}, p_coverage => ${options.coverage ?? true})`
   return rows.map((r) => ({
-    chunk_id: r.id as string,
-    file_id: r.file_id as string,
-    namespace: r.namespace as string,
-    distance: Number(r.distance),
-    page_number: Number(r.page_number ?? 0),
-    source_url: (r.source_url as string | null) ?? null,
-    ingestion_ts: (r.ingestion_ts as string | null) ?? null,
+    ...toCandidate(r),
     dense_rank: r.dense_rank === null ? null : Number(r.dense_rank),
     text_rank: r.text_rank === null ? null : Number(r.text_rank),
     score: Number(r.score),

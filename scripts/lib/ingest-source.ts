@@ -1,29 +1,20 @@
 // Sync a scraper source and ingest every reference it discovered, through the HTTP API as an admin: the
 // demo and the retrieval evaluation both build their curriculum this way. Progress goes to `onProgress`.
 import type { ApiClient } from './api-client.ts'
-
-export interface SyncSummary {
-  run_id: string
-  status: string
-  found_count: number
-  new_count: number
-  duplicates: number
-  quality_failed: number
-  errors: number
-  known: number
-}
+import type { SyncResult } from '../../functions-shared/catalogue/sync.ts'
 
 export async function syncAndIngest(
   admin: ApiClient,
   source: string,
-  options: { deadline: number; onSync?: (run: SyncSummary) => void; onQueued?: (n: number) => void; onProgress?: (line: string) => void },
+  options: { deadline: number; onSync?: (run: SyncResult) => void; onQueued?: (n: number) => void; onProgress?: (line: string) => void },
 ): Promise<void> {
-  const sync = await admin.post<SyncSummary>(`/scraping/${source}/sync`)
+  const sync = await admin.post<SyncResult>(`/scraping/${source}/sync`)
   options.onSync?.(sync)
   if (sync.status !== 'completed') throw new Error('the sync did not complete')
-  const refs = (await admin.get(`/scraping/${source}/references?status=discovered&limit=200`)).items as { id: string }[]
+  const refs = (await admin.get(`/scraping/${source}/references?status=discovered&limit=200`)).items as { id: string; grade: string | null; subject: string | null }[]
   const jobIds: string[] = []
-  for (const ref of refs) jobIds.push((await admin.post(`/admin/ingest/${ref.id}`)).job_id)
+  // a reference without a grade or subject cannot be ingested (409) until an operator sets them
+  for (const ref of refs.filter((r) => r.grade && r.subject)) jobIds.push((await admin.post(`/admin/ingest/${ref.id}`)).job_id)
   options.onQueued?.(jobIds.length)
   const terminal = new Set(['ready', 'failed'])
   let last = ''
