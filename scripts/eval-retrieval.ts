@@ -93,7 +93,8 @@ async function main(): Promise<void> {
   const gateways: Partial<Record<Mode, Gateway>> = {}
   try {
     await migrateRepository(sql)
-    const logs = createLogRoot({ level: 'silent' })
+    // EVAL_LOG=info prints each turn's decide_path evidence (stdout, JSON lines)
+    const logs = createLogRoot({ level: (process.env.EVAL_LOG ?? 'silent') as 'silent' })
     for (const mode of ['hybrid', 'dense'] as const) gateways[mode] = await startGateway({ config: base(mode), sql, deps: { logs }, embedded: true })
     const serviceKey = await apiKey(base('hybrid').JWT_SECRET, 'service_role')
     const admin = new ApiClient({ url: gateways.hybrid!.url, token: serviceKey })
@@ -133,6 +134,7 @@ async function main(): Promise<void> {
           if (!lesson) {
             clarify.n++
             if (res.path === 'clarify') clarify.clarified++
+            else if (args.has('--misses')) misses.push(`${mode} ${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${res.reason ?? ''} (want clarify)`)
             continue
           }
           const doc = docOf.get(lesson.id)!

@@ -10,7 +10,7 @@ export interface LoadPlan {
   /** request i uses requests[i % length]; worker w uses headers[w % length] */
   bodies: unknown[]
   headers: Record<string, string>[]
-  /** a numeric field of the JSON answer to collect (e.g. a timing), by path */
+  /** a numeric field of the JSON answer to collect (e.g. a timing), by path: `a.b`, or `a/b.c` when a key holds dots */
   collect?: string[]
 }
 
@@ -36,7 +36,7 @@ async function run(plan: LoadPlan): Promise<LoadResult> {
         latencies.push(performance.now() - t0)
         if (res.status !== 200) failures.push(`${res.status} ${JSON.stringify(body).slice(0, 200)}`)
         for (const [j, path] of (plan.collect ?? []).entries()) {
-          const value = path.split('.').reduce<any>((o, k) => o?.[k], body)
+          const value = path.split(path.includes('/') ? '/' : '.').reduce<any>((o, k) => o?.[k], body)
           if (typeof value === 'number') collected[j]!.push(value)
         }
       }

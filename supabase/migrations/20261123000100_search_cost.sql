@@ -1,0 +1,67 @@
+-- The cost of a search outside its work, and the words that say nothing of a lesson in Hassaniya.
+--
+-- 1. private.search_vector becomes PL/pgSQL. As a SQL function with a SET clause it cannot be inlined, and
+--    its body was parsed and planned again for every statement that called it: 0.24 ms for one question
+--    on PostgreSQL 15, against 0.04 ms once PL/pgSQL keeps the plan for the session (a chunk written in a
+--    batch costs the same either way).
+-- 2. Its stop list gains the function words of Hassaniya questions ("اللي", "شحال", "امنين", "فين",
+--    "ماني فاهم", "باش", "گاع" ...), the French "a" (avoir), and the Arabic exercise words "اذكر" and "مم":
+--    a word the catalogue never holds weighs as the rarest one, so each of these made a Hassaniya
+--    question's text coverage (and the subject inference that reads it) look weaker than its content.
+--    The stored vectors and the document frequencies are rebuilt with the new form.
+-- 3. public.hybrid_search keeps generic plans (plan_cache_mode): each call re-planned its statements for
+--    the values given (0.75 ms of the 1.6 ms a namespace search took), and nothing in them gains from
+--    the values: the filters are one-time conditions, the text branch reads the GIN index whatever the
+--    planner guesses (see its migration), and the dense branch (match_chunks) plans its own query for
+--    its values as before.
+
+-- why: the search vector of a text (never shown); see 20261122000900_hybrid_search.sql for its form.
+create or replace function private.search_vector(p_text text) returns tsvector
+language plpgsql immutable parallel safe strict set search_path = '' as $$
+begin
+  return (select pg_catalog.ts_delete(
+           to_tsvector('pg_catalog.french', regexp_replace(f, '[' || chr(1536) || '-' || chr(1791) || ']+', ' ', 'g'))
+             || to_tsvector('pg_catalog.arabic', regexp_replace(f, '[a-z0-9]+', ' ', 'g')),
+           array['a', 'va', 'aid', 'alor', 'bien', 'ca', 'cec', 'cel', 'combien', 'comment', 'dir', 'dis', 'dois',
+                 'doit', 'doivent', 'donc', 'est-ce', 'expliqu', 'explique-moi', 'fair', 'fais',
+                 'fait', 'faut', 'le', 'lecon', 'merc', 'peut', 'peux', 'pourquoi', 'quand', 'quel',
+                 'quelqu', 'quoi', 'salut', 'signif', 'stp', 'svp', 'tre', 'veut', 'veut-dir',
+                 'veux', 'اريد', 'اشرح', 'اشرحل', 'اشنه', 'اعرف', 'اعلاش', 'ال', 'الا', 'الت',
+                 'الذ', 'ان', 'او', 'اين', 'بعض', 'بغي', 'تلك', 'ثم', 'ذ', 'ذا', 'ذلك', 'ذين', 'شن',
+                 'شنه', 'شنهو', 'شنو', 'عل', 'علاش', 'علي', 'عن', 'عند', 'في', 'فيه', 'قد', 'كان',
+                 'كل', 'كيف', 'كيفاش', 'كيفتاش', 'لا', 'لاش', 'لقد', 'لم', 'لماذ', 'لي', 'ليا',
+                 'ما', 'ماذ', 'ماه', 'ماهو', 'مت', 'مع', 'معن', 'من', 'نبغ', 'نعم', 'هذا', 'هذه',
+                 'هل', 'هم', 'هو', 'هي', 'وضح', 'يا', 'ياسر', 'يعن', 'يكون',
+                 'اذكر', 'امال', 'امنين', 'انتوم', 'اهون', 'باش', 'ذاك', 'ذي', 'ضبط', 'الل', 'شحال',
+                 'فاهم', 'فاين', 'فين', 'قاع', 'قول', 'مان', 'مم', 'منه', 'منهو', 'منين', 'نعرف', 'واعر', 'اشو'])
+    from (select regexp_replace(
+                     regexp_replace(
+                       translate(lower(extensions.unaccent('extensions.unaccent'::regdictionary, p_text)),
+                                 -- أ إ آ ٱ, ى, ة, گ ڭ, the Arabic-Indic digits, and tatweel (removed: nothing stands for it)
+                                 chr(1571) || chr(1573) || chr(1570) || chr(1649) || chr(1609) || chr(1577) || chr(1711) || chr(1709)
+                                   || '٠١٢٣٤٥٦٧٨٩' || chr(1600),
+                                 -- ا ا ا ا, ي, ه, ق ق, 0-9
+                                 chr(1575) || chr(1575) || chr(1575) || chr(1575) || chr(1610) || chr(1607) || chr(1602) || chr(1602)
+                                   || '0123456789'),
+                       -- harakat, tanwin, shadda, sukun and the dagger alef
+                       '[' || chr(1611) || '-' || chr(1631) || chr(1648) || ']', '', 'g'),
+                     -- a word made of an optional و/ف, then بال, كال, لل or ال, then the noun: the article alone stays
+                     '(^|[^' || chr(1569) || '-' || chr(1610) || '])(' || chr(1608) || '|' || chr(1601) || ')?('
+                       || chr(1576) || chr(1575) || chr(1604) || '|' || chr(1603) || chr(1575) || chr(1604) || '|' || chr(1604) || chr(1604)
+                       || '|' || chr(1575) || chr(1604) || ')([' || chr(1569) || '-' || chr(1610) || ']{2,})',
+                     '\1' || chr(1575) || chr(1604) || '\4', 'g') as f) s);
+end;
+$$;
+
+-- the stored vectors follow the new form (an update recomputes the generated column), then the counts
+update public.document_chunks set content = content;
+truncate private.search_lexemes;
+insert into private.search_lexemes (lexeme, chunks)
+select l, count(*) from (select unnest(pg_catalog.tsvector_to_array(search_tsv)) as l from public.document_chunks
+                         union all select '' from public.document_chunks) x
+ group by l;
+
+-- why: generic plans for the search statements (see 3 above)
+alter function public.hybrid_search(text, extensions.vector, text, integer, text, text, text, text, uuid, integer, integer, integer,
+  double precision, double precision, integer, integer, double precision, integer, boolean)
+  set plan_cache_mode = force_generic_plan;
