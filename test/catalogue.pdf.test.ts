@@ -1,7 +1,7 @@
 // Real PDFs, generated here, through pdf.js: French and Arabic text, broken and non-PDF files.
 import { describe, expect, it } from 'vitest'
 import { makePdf } from '../scripts/lib/pdf.ts'
-import { extractPdf, isPdf, PdfError } from '../functions-shared/catalogue/extract-pdf.ts'
+import { extractPdf, isPdf, joinItems, PdfError, type TextRun } from '../functions-shared/catalogue/extract-pdf.ts'
 import { canonicalize, arabicShare } from '../functions-shared/catalogue/canonicalize.ts'
 import { tokens } from '../functions-shared/catalogue/simhash.ts'
 
@@ -16,13 +16,21 @@ describe('extractPdf', () => {
     ])
   })
 
-  it('gives Arabic text in logical letter order, which canonicalizes to clean base letters', async () => {
+  it('gives Arabic text in logical letter order, its letters as written (hamza forms kept)', async () => {
     const pdf = await makePdf(['الدرس الأول: المعادلات من الدرجة الأولى. نحل المعادلة بإيجاد قيمة المجهول'], { arabic: true })
     const out = await extractPdf(pdf, { deadlineMs: 10_000 })
     const text = canonicalize(out.pages[0]!.text)
     expect(arabicShare(text)).toBeGreaterThan(0.95)
-    for (const word of ['المعادلات', 'المجهول', 'الاولى', 'بايجاد']) expect(text).toContain(word)
+    for (const word of ['المعادلات', 'المجهول', 'الأولى', 'بإيجاد']) expect(text).toContain(word)
     expect(text).not.toMatch(/[\u0000-\u001f]/) // glyphs the font could not map come out as NUL; they are gone
+  })
+
+  it('keeps a word a typesetter drew in pieces whole, in reading order, with its hamza (a right-to-left layout)', async () => {
+    // drawn word by word from the right margin, as the demo portal's lessons are: "حركة" comes out of
+    // pdf.js as two runs, "كة" then "حر", that touch
+    const pdf = await makePdf(['نشأت حركة المرابطين في القرن الخامس الهجري'], { arabic: true, rtl: true })
+    const text = canonicalize((await extractPdf(pdf, { deadlineMs: 10_000 })).pages[0]!.text)
+    expect(text).toBe('نشأت حركة المرابطين في القرن الخامس الهجري')
   })
 
   it('repairs real extraction output of a PDF whose Arabic is stored in visual (reversed) order', async () => {
@@ -56,3 +64,21 @@ describe('extractPdf', () => {
     await expect(extractPdf(pdf, { deadlineMs: 1 })).rejects.toThrow(/longer than 1 ms/)
   })
 })
+
+describe('joinItems', () => {
+  const run = (str: string, x: number, width: number, options: Partial<TextRun> = {}): TextRun => ({ str, dir: 'ltr', transform: [12, 0, 0, 12, x, 700], width, height: 12, hasEOL: false, ...options })
+  it('joins runs that touch on a line into one word, right to left for Arabic whatever their order', () => {
+    // "حركة" as "كة" (left) then "حر" (right), then a word space, then "المرابطين"
+    const rtl = { dir: 'rtl' }
+    expect(joinItems([run('كة', 371, 12, rtl), run('حر', 380, 11, rtl), run('المرابطين', 336, 32, rtl)])).toBe('حركة المرابطين ')
+    expect(joinItems([run('حر', 380, 11, rtl), run('كة', 371, 12, rtl)])).toBe('حركة ')
+  })
+  it('keeps a space between runs a word space apart, and a line break after the end of a line', () => {
+    expect(joinItems([run('Le', 50, 12), run('çon', 62.5, 18), run('trois', 84, 24, { hasEOL: true }), run('Suite', 50, 25, { transform: [12, 0, 0, 12, 50, 686] })])).toBe('Leçon trois\nSuite ')
+  })
+  it('never joins runs on different lines, or a run that is only a space', () => {
+    expect(joinItems([run('fin', 50, 15), run('début', 65, 25, { transform: [12, 0, 0, 12, 65, 686] })])).toBe('fin début ')
+    expect(joinItems([run('a', 50, 6), run(' ', 56, 3), run('b', 59, 6)])).toBe('a   b ')
+  })
+})
+

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { arabicShare, canonicalize, contentPages, repairReversedArabic } from '../functions-shared/catalogue/canonicalize.ts'
+import { arabicShare, canonicalize, contentPages, matchingForm, repairReversedArabic } from '../functions-shared/catalogue/canonicalize.ts'
 import { blocks, hammingDistance, simhash, toSigned, toUnsigned, tokens } from '../functions-shared/catalogue/simhash.ts'
 import { checkQuality, textConfidence } from '../functions-shared/catalogue/quality.ts'
 
@@ -10,11 +10,13 @@ const LESSON_AR = 'الدرس الأول: المعادلات من الدرجة �
 const LESSON_FR = "Leçon 3 : les équations du premier degré. On résout l'équation en isolant l'inconnue, puis on vérifie la solution en la remplaçant dans l'équation de départ."
 
 describe('canonicalize', () => {
-  it('unifies the alef forms أ إ آ ٱ to ا', () => {
-    expect(canonicalize('أحمد إبراهيم آمنة ٱلكتاب')).toBe('احمد ابراهيم امنة الكتاب')
+  it('keeps the text as written: hamza forms, taa marbuta, tatweel and punctuation', () => {
+    expect(canonicalize(LESSON_AR)).toBe(LESSON_AR)
+    expect(canonicalize('أحمد إبراهيم آمنة ٱلكتاب: الـــرياضـيات. مؤسسة رئيس')).toBe('أحمد إبراهيم آمنة ٱلكتاب: الـــرياضـيات. مؤسسة رئيس')
   })
-  it('removes tatweel', () => {
-    expect(canonicalize('الـــرياضـيات')).toBe('الرياضيات')
+  it('folds for matching only: alef forms أ إ آ ٱ to ا, tatweel removed', () => {
+    expect(matchingForm('أحمد إبراهيم آمنة ٱلكتاب')).toBe('احمد ابراهيم امنة الكتاب')
+    expect(matchingForm('الـــرياضـيات')).toBe('الرياضيات')
   })
   it('collapses whitespace runs to one space and trims', () => {
     expect(canonicalize('  Leçon\t1\n\n  :   les\u00a0nombres  ')).toBe('Leçon 1 : les nombres')
@@ -23,10 +25,12 @@ describe('canonicalize', () => {
     const text = 'Ministère de l\u2019Éducation Nationale — Page 3 sur 12 Les fractions. www.education.gov.mr'
     expect(canonicalize(text, { boilerplate: ['ministère de l.éducation nationale', 'page \\d+ sur \\d+', 'www\\.education\\.gov\\.mr'] })).toBe('— Les fractions.')
   })
-  it('keeps taa marbuta and hamza carriers by default, folds them on request', () => {
-    expect(canonicalize('مدرسة مؤسسة رئيس')).toBe('مدرسة مؤسسة رئيس')
-    expect(canonicalize('مدرسة', { taaMarbutaToHa: true })).toBe('مدرسه')
-    expect(canonicalize('مؤسسة رئيس', { hamzaCarriers: true })).toBe('موسسة رييس')
+  it('keeps taa marbuta and hamza carriers in the matching form by default, folds them on request', () => {
+    expect(matchingForm('مدرسة مؤسسة رئيس')).toBe('مدرسة مؤسسة رئيس')
+    expect(matchingForm('مدرسة', { taaMarbutaToHa: true })).toBe('مدرسه')
+    expect(matchingForm('مؤسسة رئيس', { hamzaCarriers: true })).toBe('موسسة رييس')
+    // the text itself is never folded, whatever the source asks of matching
+    expect(canonicalize('مدرسة مؤسسة', { taaMarbutaToHa: true, hamzaCarriers: true })).toBe('مدرسة مؤسسة')
   })
   it('folds Arabic presentation forms to base letters (NFKC)', () => {
     // "السلام" as isolated/initial/medial/final presentation forms, and the lam-alef ligature

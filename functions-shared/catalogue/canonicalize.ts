@@ -1,12 +1,18 @@
-// Canonical text of a discovered document (spec §1, scraper pipeline step 1), so that fingerprints and
-// quality checks see the same text whatever the PDF's encoding quirks.
+// The text of a discovered document, in two forms (spec §1, scraper pipeline step 1):
+// - canonicalize: the text as written, which chunks store and answers quote: Unicode NFKC (which also
+//   maps Arabic presentation forms to letters), control characters as spaces, reversed Arabic lines put
+//   back in reading order, per-source boilerplate removed, whitespace collapsed. Letters and punctuation
+//   stay as the source has them (hamza forms, taa marbuta, tatweel, full stops, colons);
+// - matchingForm: that text folded for comparisons only (SimHash fingerprints, lengths of content):
+//   alef forms to bare alef, tatweel removed, and, as a source asks, taa marbuta to ha and the hamza
+//   carriers to their letters. Full-text search folds in SQL (private.search_vector).
 
 export interface CanonicalizeOptions {
   /** per-source boilerplate, as regular-expression sources (matched case-insensitively, Unicode) */
   boilerplate?: readonly string[]
-  /** ة → ه (off by default) */
+  /** matching form: ة → ه (off by default) */
   taaMarbutaToHa?: boolean
-  /** ؤ → و and ئ → ي (off by default) */
+  /** matching form: ؤ → و and ئ → ي (off by default) */
   hamzaCarriers?: boolean
 }
 
@@ -39,21 +45,30 @@ export function repairReversedArabic(text: string): string {
     .join('\n')
 }
 
+/** The text as written (the folding options are for matchingForm and are not applied here). */
 export function canonicalize(raw: string, options: CanonicalizeOptions = {}): string {
   // NFKC also folds presentation forms (U+FB50–U+FDFF, U+FE70–U+FEFF); control characters (pdf.js
   // gives NUL for glyphs without a Unicode mapping) become spaces.
   let text = raw.normalize('NFKC').replace(/[\u0000-\u0008\u000B-\u001F\u007F]/g, ' ')
   text = repairReversedArabic(text)
-  text = text.replace(ALEF_VARIANTS, '\u0627').replace(TATWEEL, '')
-  if (options.taaMarbutaToHa) text = text.replace(/\u0629/g, '\u0647')
-  if (options.hamzaCarriers) text = text.replace(/\u0624/g, '\u0648').replace(/\u0626/g, '\u064A')
   for (const pattern of options.boilerplate ?? []) text = text.replace(new RegExp(pattern, 'giu'), ' ')
   return text.replace(/\s+/gu, ' ').trim()
 }
 
-/** Pages shorter than this after canonicalization are skipped as non-content (spec: 50 characters). */
+/** The canonical text folded for comparisons (fingerprints, content lengths); never stored or shown. */
+export function matchingForm(text: string, options: CanonicalizeOptions = {}): string {
+  let folded = text.replace(ALEF_VARIANTS, '\u0627').replace(TATWEEL, '')
+  if (options.taaMarbutaToHa) folded = folded.replace(/\u0629/g, '\u0647')
+  if (options.hamzaCarriers) folded = folded.replace(/\u0624/g, '\u0648').replace(/\u0626/g, '\u064A')
+  return folded.replace(/\s+/gu, ' ').trim()
+}
+
+/**
+ * The canonical text of each page that has content: at least `minChars` characters once folded
+ * (tatweel alone is not content). Spec: 50 characters.
+ */
 export function contentPages(pages: readonly string[], minChars: number, options: CanonicalizeOptions = {}): string[] {
-  return pages.map((p) => canonicalize(p, options)).filter((p) => p.length >= minChars)
+  return pages.map((p) => canonicalize(p, options)).filter((p) => matchingForm(p, options).length >= minChars)
 }
 
 /** Share of letters that are Arabic; used to tell the language of a page. */

@@ -10,6 +10,54 @@ export interface ExtractedPdf {
   pages: { number: number; text: string }[]
 }
 
+/** What pdf.js says of a run of text: its string, direction, position (transform e, f) and size. */
+export interface TextRun {
+  str: string
+  dir: string
+  transform: number[]
+  width: number
+  height: number
+  hasEOL: boolean
+}
+
+// Two runs nearer than this share a word (a fraction of the font size; a word space is about 0.25).
+const TOUCH = 0.1
+
+/**
+ * The text of a page from its runs, in the order pdf.js gives them (the content stream's), with a space
+ * or a line break between runs, except that runs which touch on the same line are one word: typesetters
+ * split a word where its shaping or kerning changes (Arabic "حركة" drawn as "حر" and "كة"), and the
+ * pieces of a right-to-left word may come in either order, so they are put right to left.
+ */
+export function joinItems(items: readonly TextRun[]): string {
+  let text = ''
+  let word: TextRun[] = []
+  const flush = () => {
+    if (word.length === 0) return
+    const rtl = word.some((w) => w.dir === 'rtl')
+    const ordered = word.length === 1 ? word : [...word].sort((a, b) => (rtl ? b.transform[4]! - a.transform[4]! : a.transform[4]! - b.transform[4]!))
+    text += ordered.map((w) => w.str).join('')
+    word = []
+  }
+  for (const [i, item] of items.entries()) {
+    word.push(item)
+    const next = items[i + 1]
+    if (!item.hasEOL && next && touches(item, next)) continue
+    flush()
+    text += item.hasEOL ? '\n' : ' '
+  }
+  flush()
+  return text
+}
+
+function touches(a: TextRun, b: TextRun): boolean {
+  const size = Math.max(Math.abs(a.height) || Math.hypot(a.transform[2]!, a.transform[3]!), 1)
+  if (a.str.trim() === '' || b.str.trim() === '' || /\s$/.test(a.str) || /^\s/.test(b.str)) return false
+  if (Math.abs(a.transform[5]! - b.transform[5]!) > size * 0.3) return false
+  const gap = Math.max(a.transform[4]!, b.transform[4]!) - Math.min(a.transform[4]! + a.width, b.transform[4]! + b.width)
+  return gap < size * TOUCH
+}
+
 export class PdfError extends Error {
   override name = 'PdfError'
 }
@@ -45,12 +93,7 @@ export async function extractPdf(bytes: Uint8Array, options: { deadlineMs: numbe
           if (Date.now() > deadlineAt) throw late()
           const page = await doc.getPage(n)
           const content = await page.getTextContent()
-          let text = ''
-          for (const item of content.items) {
-            if (!('str' in item)) continue
-            text += item.str
-            text += item.hasEOL ? '\n' : ' '
-          }
+          const text = joinItems(content.items.flatMap((item) => ('str' in item ? [item] : [])))
           pages.push({ number: n, text: text.replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').trim() })
           page.cleanup()
         }

@@ -6,7 +6,7 @@ import { asService } from '../db/tx.ts'
 import { FetchError, safeFetch } from '../net/safe-fetch.ts'
 import { discoverLinks, type DiscoveredLink } from './discover.ts'
 import { allowedHosts, linkMetadata, type Source } from './sources.ts'
-import { arabicShare, contentPages } from './canonicalize.ts'
+import { arabicShare, contentPages, matchingForm } from './canonicalize.ts'
 import { checkQuality } from './quality.ts'
 import { extractPdf, isPdf, PdfError } from './extract-pdf.ts'
 import { simhash, toSigned } from './simhash.ts'
@@ -83,7 +83,8 @@ async function processLink(ctx: Ctx, source: Source, runId: string, link: Discov
     await rejectForQuality(ctx, source, link, quality.reason!)
     return 'quality_failed'
   }
-  const fingerprint = toSigned(simhash(text)).toString()
+  // the fingerprint compares folded text: two typesettings of one lesson differ in hamza forms and tatweel
+  const fingerprint = toSigned(simhash(matchingForm(text, options))).toString()
   const outcome = await asService(ctx.deps.sql, async (tx): Promise<Outcome> => {
     // one inserter at a time, so two syncs never make two canonical references for one document
     await tx`select pg_advisory_xact_lock(hashtextextended('catalogue:insert-reference', 0))`

@@ -8,7 +8,7 @@ import type { Deps } from '../deps.ts'
 import { asService, isPgError } from '../db/tx.ts'
 import { FetchError, safeFetch } from '../net/safe-fetch.ts'
 import { extractPdf, PdfError } from '../catalogue/extract-pdf.ts'
-import { canonicalize } from '../catalogue/canonicalize.ts'
+import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { allowedHosts, globalAllowlist } from '../catalogue/sources.ts'
 import { retry } from '../lib/retry.ts'
 import { chunkId, chunkPages, tokenWindows, type TextChunk } from './chunk.ts'
@@ -148,10 +148,11 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     )
     stage.next('extract')
     const extracted = await extractPdf(file.bytes, { deadlineMs: config.PDF_PARSE_DEADLINE_MS })
+    // the text as written (chunks are quoted to students); the folded form only measures content
     const options = source ? { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers } : {}
     const pages = extracted.pages
       .map((p) => ({ number: p.number, text: canonicalize(p.text, options) }))
-      .filter((p) => p.text.length >= config.QUALITY_MIN_PAGE_CHARS)
+      .filter((p) => matchingForm(p.text, options).length >= config.QUALITY_MIN_PAGE_CHARS)
     if (pages.length === 0) throw new PipelineError('no page with text')
     await transition(deps, job, 'tokenizing', { pages: pages.length, page_count: extracted.pageCount })
 

@@ -5,7 +5,7 @@ import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { extractPdf, isPdf, PdfError } from '../catalogue/extract-pdf.ts'
-import { canonicalize } from '../catalogue/canonicalize.ts'
+import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { charWindows, chunkId, chunkPages } from './chunk.ts'
 import { namespaceFor } from './pipeline.ts'
 
@@ -30,7 +30,7 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
     if (err instanceof PdfError) throw new ApiError(ErrorCode.VALIDATION_FAILED, err.message, { details: { fields: [{ field: 'file', message: err.message }] } })
     throw err
   }
-  const pages = extracted.pages.map((p) => ({ number: p.number, text: canonicalize(p.text) })).filter((p) => p.text.length >= config.QUALITY_MIN_PAGE_CHARS)
+  const pages = extracted.pages.map((p) => ({ number: p.number, text: canonicalize(p.text) })).filter((p) => matchingForm(p.text).length >= config.QUALITY_MIN_PAGE_CHARS)
   if (pages.length === 0) throw new ApiError(ErrorCode.VALIDATION_FAILED, 'The PDF has no page with text (a scan without a text layer?)', { details: { fields: [{ field: 'file', message: 'no text' }] } })
   const chunks = chunkPages(pages, (text) => charWindows(text, config.CHUNK_CHARS, config.CHUNK_CHAR_OVERLAP).map((t) => ({ text: t })))
   const vectors: number[][] = []
