@@ -14,6 +14,7 @@ import { createSupabaseClients, type SupabaseClients } from './identity/supabase
 import type { Resolver } from './net/safe-fetch.ts'
 import type { Source } from './catalogue/sources.ts'
 import type { AiProvider, Embedder } from './ai/provider.ts'
+import type { OcrEngine } from './ingestion/read-pdf.ts'
 import { createAiProvider } from './ai/select.ts'
 import { realSleep } from './lib/retry.ts'
 import { BackgroundTasks } from './lib/background.ts'
@@ -42,12 +43,16 @@ export interface Deps {
   ai: AiProvider
   /** embeddings for ingestion: the provider's, unless a test swaps them */
   embedder: Embedder
+  /** the page recognizer (OCR) of Node processes; absent on Edge Functions, where such jobs wait for a Node worker */
+  ocr?: OcrEngine | undefined
   /** waits; tests pass one that does not */
   sleep: (ms: number) => Promise<void>
   /** work that outlives its request (ingestion after dispatch), awaited on shutdown */
   background: BackgroundTasks
   /** told each state an ingestion job enters, once committed (progress displays; tests pause a run here) */
   onJobTransition?: (event: { job_id: string; attempt: number; status: string }) => void | Promise<void>
+  /** told of each page read while a job reads its pages (progress displays) */
+  onJobProgress?: (event: { job_id: string; attempt: number; done: number; total: number }) => void | Promise<void>
 }
 
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {

@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util'
 import { loadConfigOrExit } from './lib/load-config.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { ApiCallError, ApiClient } from './lib/api-client.ts'
+import { jobProgress } from './lib/job-progress.ts'
 
 const USAGE = `usage: npm run admin -- <command> [arguments] [--url URL] [--token TOKEN | --admin-key KEY] [--json]
 
@@ -200,7 +201,13 @@ async function main(): Promise<void> {
     case 'jobs': {
       const page = await api.get(`/admin/jobs${query({ status: flags.status, limit: '200' })}`)
       return print(page, () => {
-        table(page.items, ['id', 'status', 'chunks_created', 'vectors_upserted', 'retry_count', 'error_message', 'updated_at'])
+        const rows = (page.items as Record<string, any>[]).map((j) => ({
+          ...j,
+          // pages read / pages, and how many of them the recognizer read; a queued scan waits for a Node worker
+          pages: j.progress.pages_total === null ? (j.needs_ocr && j.status === 'queued' ? 'needs OCR' : '') : `${j.progress.pages_done}/${j.progress.pages_total}`,
+          ocr_pages: j.progress.pages_ocr,
+        }))
+        table(rows, ['id', 'status', 'pages', 'ocr_pages', 'chunks_created', 'vectors_upserted', 'retry_count', 'error_message', 'updated_at'])
         out(`${page.total} job(s)`)
       })
     }
@@ -209,12 +216,26 @@ async function main(): Promise<void> {
       let last = ''
       for (;;) {
         if (flags.dispatch) await api.post('/admin/jobs/dispatch')
-        const jobs = (await api.get('/admin/jobs?limit=200')).items as { id: string; status: string; chunks_created: number; vectors_upserted: number; error_message: string | null }[]
+        const jobs = (await api.get('/admin/jobs?limit=200')).items as {
+          id: string
+          status: string
+          chunks_created: number
+          vectors_upserted: number
+          error_message: string | null
+          needs_ocr: boolean
+          progress: { pages_done: number; pages_total: number | null; pages_ocr: number }
+        }[]
         const counts = new Map<string, number>()
         for (const j of jobs) counts.set(j.status, (counts.get(j.status) ?? 0) + 1)
         const active = jobs.filter((j) => j.status !== 'ready' && j.status !== 'failed')
-        const summary = { at: new Date().toISOString(), counts: Object.fromEntries(counts), active: active.map((j) => ({ id: j.id, status: j.status, chunks_created: j.chunks_created, vectors_upserted: j.vectors_upserted })) }
-        const line = flags.json ? JSON.stringify(summary) : `${[...counts].map(([s, n]) => `${s} ${n}`).join(', ') || 'no jobs'}${active.length ? ` | ${active.map((j) => `${j.id.slice(0, 8)} ${j.status} ${j.vectors_upserted}/${j.chunks_created}`).join('; ')}` : ''}`
+        const summary = {
+          at: new Date().toISOString(),
+          counts: Object.fromEntries(counts),
+          active: active.map((j) => ({ id: j.id, status: j.status, chunks_created: j.chunks_created, vectors_upserted: j.vectors_upserted, needs_ocr: j.needs_ocr, ...j.progress })),
+        }
+        const line = flags.json
+          ? JSON.stringify(summary)
+          : [`${[...counts].map(([s, n]) => `${s} ${n}`).join(', ') || 'no jobs'}`, ...active.map((j) => `  ${j.id.slice(0, 8)} ${j.status.padEnd(22)} ${jobProgress(j)}`)].join('\n')
         if (line.replace(/"at":"[^"]+",/, '') !== last) out(line)
         last = line.replace(/"at":"[^"]+",/, '')
         if (active.length === 0) return

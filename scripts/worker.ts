@@ -9,12 +9,19 @@ import { asService } from '../functions-shared/db/tx.ts'
 import { claimNextJob, processJob } from '../functions-shared/ingestion/pipeline.ts'
 import { readSourcesNode, resolveHostNode } from './lib/node-adapter.ts'
 import { exitWithStartupError, unreachableDatabase } from './lib/startup-error.ts'
+import { ocrFromConfig } from './lib/ocr.ts'
 
 const config = loadConfigOrExit('curriculum-tutor worker')
 const once = process.argv.includes('--once')
 const url = config.DATABASE_URL ?? `postgres://postgres:postgres@127.0.0.1:${config.DB_PORT}/postgres`
 const sql = createDb(url, { max: 2, prepare: config.DB_PREPARE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, applicationName: 'curriculum-tutor/worker' })
-const deps = createDeps(config, { sql, resolveHost: resolveHostNode, sources: existsSync(config.SCRAPER_SOURCES_FILE) ? await readSourcesNode(config.SCRAPER_SOURCES_FILE) : [] })
+const deps = createDeps(config, {
+  sql,
+  resolveHost: resolveHostNode,
+  sources: existsSync(config.SCRAPER_SOURCES_FILE) ? await readSourcesNode(config.SCRAPER_SOURCES_FILE) : [],
+  // the recognizer: this worker claims jobs whose scans wait for OCR (those an Edge Function left queued)
+  ocr: ocrFromConfig(config),
+})
 const log = deps.logs.get('worker')
 
 let stopping = false
@@ -49,4 +56,5 @@ while (!stopping) {
   log.info({ ...outcome }, 'job finished')
 }
 log.info({ processed }, once ? 'queue empty' : 'worker stopped')
+await deps.ocr?.close()
 await sql.end({ timeout: 5 })

@@ -2,7 +2,7 @@
 // database, twice on the same data), the demo portal as the gateway serves it, and the operator CLI
 // (`npm run admin -- ...`) as processes against a gateway on loopback.
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -11,6 +11,8 @@ import { testConfig } from './helpers/app.ts'
 import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
+import { canonicalize } from '../functions-shared/catalogue/canonicalize.ts'
+import { CURRICULUM_FILE } from '../scripts/lib/demo-portal.ts'
 
 const root = new URL('..', import.meta.url).pathname
 const dirs: string[] = []
@@ -127,6 +129,23 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     const last = JSON.parse(watch.stdout.trim().split('\n').at(-1)!)
     expect(last).toMatchObject({ counts: { ready: 17 }, active: [] })
     expect((await json('jobs', '--status', 'ready')).total).toBe(17)
+    // the Arabic lessons are stored as demo/curriculum.json writes them: every chunk is a piece of its
+    // page's text, letters, hamzas and punctuation included, and every page's text is stored whole
+    const curriculum = JSON.parse(await readFile(CURRICULUM_FILE, 'utf8')) as { lessons: { path: string; language?: string; pages?: string[] }[] }
+    const arabic = curriculum.lessons.filter((l) => l.language === 'ar' && l.pages)
+    expect(arabic.length).toBeGreaterThanOrEqual(4)
+    for (const lesson of arabic) {
+      const chunks = await db.sql`select c.page_number, c.chunk_index, c.content from public.document_chunks c join public.documents d on d.id = c.file_id
+                                   join public.curriculum_references r on r.id = d.reference_id where r.pdf_source like ${`%${lesson.path}`} order by 1, 2`
+      expect(new Set(chunks.map((c) => c.page_number))).toEqual(new Set(lesson.pages!.map((_, i) => i + 1)))
+      for (const c of chunks) expect(canonicalize(lesson.pages![(c.page_number as number) - 1]!)).toContain(c.content)
+      for (const [i, page] of lesson.pages!.entries()) {
+        const stored = chunks.filter((c) => c.page_number === i + 1).map((c) => c.content as string)
+        expect(stored.join(' ').length).toBeGreaterThanOrEqual(canonicalize(page).length)
+        expect(canonicalize(page).startsWith(stored[0]!)).toBe(true)
+        expect(canonicalize(page).endsWith(stored.at(-1)!)).toBe(true)
+      }
+    }
     expect((await json('dispatch')).status).toBe('idle')
 
     const created = await json('create-admin', 'chef@demo.mr', 'Tr3s-secret!', '--name', 'Chef')

@@ -105,7 +105,8 @@ describe('sync → dispatch → ready', () => {
     for (const c of chunks) expect(c.id).toBe(createHash('sha256').update(`${doc!.id}:${c.page_number}:${c.chunk_index}`).digest('hex'))
     const vectors = await db.sql`select namespace, index_name, metadata from public.vectors where file_id = ${doc!.id}`
     expect(vectors.length).toBe(chunks.length)
-    expect(Object.keys(vectors[0]!.metadata as object).sort()).toEqual(['chunk_id', 'file_id', 'grade', 'ingestion_ts', 'language', 'page_number', 'source_url', 'subject'])
+    expect(Object.keys(vectors[0]!.metadata as object).sort()).toEqual(['chunk_id', 'file_id', 'grade', 'ingestion_ts', 'language', 'page_number', 'source_url', 'subject', 'text_source'])
+    expect((vectors[0]!.metadata as { text_source: string }).text_source).toBe('pdf')
     expect(vectors[0]).toMatchObject({ namespace: 'grade-4as-mathematiques', index_name: 'curriculum-1536' })
     const [ref] = await db.sql`select status, vectordb_namespace, vectordb_vector_count from public.curriculum_references where source_url like '%equations.pdf'`
     expect(ref).toEqual({ status: 'ready', vectordb_namespace: 'grade-4as-mathematiques', vectordb_vector_count: chunks.length })

@@ -46,7 +46,7 @@ export function adminDocumentsRouter(deps: Deps) {
     description: 'multipart/form-data: file, grade, subject, language required; namespace (default grade-{grade}-{subject}) and pdf_source optional. Character chunks of 1000 with 150 overlap; the chunk text is also in the vector metadata. 30 per minute per admin.',
     request: { body: { content: { 'multipart/form-data': { schema: UploadForm } }, required: true } },
     responses: {
-      201: jsonContent(z.object({ status: z.literal('ready'), document_id: z.uuid(), namespace: z.string(), pages: count, content_pages: count, chunks: count, vectors: count }).openapi('UploadResult'), 'The ready document'),
+      201: jsonContent(z.object({ status: z.literal('ready'), document_id: z.uuid(), namespace: z.string(), pages: count, content_pages: count, chunks: count, vectors: count, ocr_pages: count.describe('Pages whose text was recognized from their image (OCR)') }).openapi('UploadResult'), 'The ready document'),
       413: err('Larger than UPLOAD_MAX_BYTES'),
       415: err('Not a PDF'),
       ...errorResponses.protected,

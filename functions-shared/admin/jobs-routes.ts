@@ -19,6 +19,14 @@ const JobSchema = z
     retry_count: z.number().int(),
     attempt: z.number().int().openapi({ description: 'claims so far; a worker acts only for the current one' }),
     error_message: z.string().nullable(),
+    progress: z
+      .object({
+        pages_done: z.number().int(),
+        pages_total: z.number().int().nullable().openapi({ description: 'null until the pages are counted' }),
+        pages_ocr: z.number().int().openapi({ description: 'pages whose text came from the recognizer (OCR)' }),
+      })
+      .openapi({ description: 'pages read by the current attempt, updated while it reads them (OCR takes seconds a page)' }),
+    needs_ocr: z.boolean().openapi({ description: 'its PDF has pages to recognize: only a Node process (npm start, npm run worker) claims it' }),
     created_at: z.string(),
     updated_at: z.string(),
   })

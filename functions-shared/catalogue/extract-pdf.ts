@@ -2,13 +2,18 @@
 // errors, no font faces or system fonts, a deadline, and the document destroyed whatever happens.
 // (pdf.js 6 no longer compiles fonts with eval at all, the vector of CVE-2024-4367, so the old
 // isEvalSupported switch is gone.)
-import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
+import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs'
 
 export interface ExtractedPdf {
   pageCount: number
-  /** pages in order; text is whitespace-cleaned, lines kept */
-  pages: { number: number; text: string }[]
+  /**
+   * pages in order; text is whitespace-cleaned, lines kept. `images` (whether the page paints an image)
+   * is looked at only for pages with less text than `imageCheckBelowChars`: a scan, or a title page
+   */
+  pages: { number: number; text: string; images?: boolean }[]
 }
+
+const IMAGE_OPS = new Set<number>([OPS.paintImageXObject, OPS.paintInlineImageXObject, OPS.paintInlineImageXObjectGroup, OPS.paintImageXObjectRepeat, OPS.paintImageMaskXObject])
 
 /** What pdf.js says of a run of text: its string, direction, position (transform e, f) and size. */
 export interface TextRun {
@@ -19,6 +24,8 @@ export interface TextRun {
   height: number
   hasEOL: boolean
 }
+
+const ARABIC = /[\u0600-\u06FF\u0750-\u077F]/
 
 // Two runs nearer than this share a word (a fraction of the font size; a word space is about 0.25).
 const TOUCH = 0.1
@@ -34,7 +41,8 @@ export function joinItems(items: readonly TextRun[]): string {
   let word: TextRun[] = []
   const flush = () => {
     if (word.length === 0) return
-    const rtl = word.some((w) => w.dir === 'rtl')
+    // right to left when any piece is: pdf.js marks a lone Arabic comma after digits "ltr"
+    const rtl = word.some((w) => w.dir === 'rtl' || ARABIC.test(w.str))
     const ordered = word.length === 1 ? word : [...word].sort((a, b) => (rtl ? b.transform[4]! - a.transform[4]! : a.transform[4]! - b.transform[4]!))
     text += ordered.map((w) => w.str).join('')
     word = []
@@ -65,7 +73,7 @@ export class PdfError extends Error {
 export const isPdf = (bytes: Uint8Array): boolean =>
   bytes.length >= 5 && bytes[0] === 0x25 && bytes[1] === 0x50 && bytes[2] === 0x44 && bytes[3] === 0x46 && bytes[4] === 0x2d // %PDF-
 
-export async function extractPdf(bytes: Uint8Array, options: { deadlineMs: number; maxPages?: number }): Promise<ExtractedPdf> {
+export async function extractPdf(bytes: Uint8Array, options: { deadlineMs: number; maxPages?: number; imageCheckBelowChars?: number }): Promise<ExtractedPdf> {
   if (!isPdf(bytes)) throw new PdfError('not a PDF (the file does not start with %PDF-)')
   const task = getDocument({
     data: bytes.slice(), // pdf.js takes ownership of the buffer
@@ -93,8 +101,11 @@ export async function extractPdf(bytes: Uint8Array, options: { deadlineMs: numbe
           if (Date.now() > deadlineAt) throw late()
           const page = await doc.getPage(n)
           const content = await page.getTextContent()
-          const text = joinItems(content.items.flatMap((item) => ('str' in item ? [item] : [])))
-          pages.push({ number: n, text: text.replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').trim() })
+          const text = joinItems(content.items.flatMap((item) => ('str' in item ? [item] : []))).replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').trim()
+          if (options.imageCheckBelowChars !== undefined && text.length < options.imageCheckBelowChars) {
+            const ops = await page.getOperatorList()
+            pages.push({ number: n, text, images: ops.fnArray.some((op) => IMAGE_OPS.has(op)) })
+          } else pages.push({ number: n, text })
           page.cleanup()
         }
         return { pageCount: doc.numPages, pages }

@@ -8,7 +8,9 @@ import { discoverLinks, type DiscoveredLink } from './discover.ts'
 import { allowedHosts, linkMetadata, type Source } from './sources.ts'
 import { arabicShare, contentPages, matchingForm } from './canonicalize.ts'
 import { checkQuality } from './quality.ts'
-import { extractPdf, isPdf, PdfError } from './extract-pdf.ts'
+import { isPdf, PdfError } from './extract-pdf.ts'
+import { readPdf } from '../ingestion/read-pdf.ts'
+import { countOcr, ingestionMetrics } from '../ingestion/metrics.ts'
 import { simhash, toSigned } from './simhash.ts'
 import { hasNamespace } from '../ingestion/pipeline.ts'
 
@@ -62,35 +64,64 @@ async function processLink(ctx: Ctx, source: Source, runId: string, link: Discov
     await rejectForQuality(ctx, source, link, `not a PDF (${file.contentType || 'unknown type'})`)
     return 'quality_failed'
   }
+  const meta = linkMetadata(source, link)
   let extracted
   try {
-    extracted = await extractPdf(file.bytes, { deadlineMs: config.PDF_PARSE_DEADLINE_MS })
+    // scanned pages and unreadable text layers are recognized here already (their text is judged and
+    // fingerprinted like any other); the recognizer keeps its readings, so the ingestion does not redo them
+    extracted = await readPdf(file.bytes, {
+      deadlineMs: config.PDF_PARSE_DEADLINE_MS,
+      mode: config.OCR_MODE,
+      engine: ctx.deps.ocr,
+      language: meta.language,
+      minPageChars: config.QUALITY_MIN_PAGE_CHARS,
+      maxOcrPages: config.OCR_MAX_PAGES,
+      minConfidence: (l) => (l === 'fr' ? config.OCR_MIN_CONFIDENCE_FR : config.OCR_MIN_CONFIDENCE_AR),
+    })
   } catch (err) {
     if (!(err instanceof PdfError)) throw err
     await rejectForQuality(ctx, source, link, err.message)
     return 'quality_failed'
   }
+  countOcr(ingestionMetrics(ctx.deps.metrics.registry, ctx.deps.sql), extracted.ocr)
   const options = { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers }
   const pages = contentPages(extracted.pages.map((p) => p.text), config.QUALITY_MIN_PAGE_CHARS, options)
   const text = pages.join('\n')
-  const meta = linkMetadata(source, link)
-  const language = meta.language ?? (arabicShare(text) > 0.5 ? 'ar' : 'fr')
-  const quality = checkQuality(
-    { sizeBytes: file.bytes.byteLength, text, pageCount: extracted.pageCount, textPages: extracted.pages.filter((p) => p.text.trim() !== '').length, language },
-    { minTextChars: config.QUALITY_MIN_TEXT_CHARS, maxFileBytes: config.UPLOAD_MAX_BYTES, minConfidenceAr: config.OCR_MIN_CONFIDENCE_AR, minConfidenceFr: config.OCR_MIN_CONFIDENCE_FR },
-  )
+  const ocrText = contentPages(extracted.pages.filter((p) => p.source === 'ocr').map((p) => p.text), config.QUALITY_MIN_PAGE_CHARS, options).join('\n')
+  // pages that need the recognizer where this process has none (Edge Functions): the document is
+  // registered and its job waits for a Node worker, which reads and judges the pages
+  const waitsForOcr = extracted.needsOcr.length > 0
+  const language = meta.language ?? (text.length > 0 ? (arabicShare(text) > 0.5 ? 'ar' : 'fr') : null)
+  const quality = waitsForOcr
+    ? { passed: true, warnings: [`${extracted.needsOcr.length} of ${extracted.pageCount} pages need OCR: the job waits for a Node worker`] }
+    : checkQuality(
+        {
+          sizeBytes: file.bytes.byteLength,
+          text,
+          pageCount: extracted.pageCount,
+          textPages: extracted.pages.filter((p) => p.text.trim() !== '').length,
+          language: language ?? 'ar',
+          ocr: {
+            chars: ocrText.length,
+            confidence: extracted.ocr.confidence,
+            unavailable: config.OCR_MODE === 'never' ? 'OCR_MODE is never' : extracted.ocr.attempted > 0 ? `the recognizer read nothing in ${extracted.ocr.attempted} pages` : undefined,
+          },
+        },
+        { minTextChars: config.QUALITY_MIN_TEXT_CHARS, maxFileBytes: config.UPLOAD_MAX_BYTES, minConfidenceAr: config.OCR_MIN_CONFIDENCE_AR, minConfidenceFr: config.OCR_MIN_CONFIDENCE_FR },
+      )
   if (!quality.passed) {
     await rejectForQuality(ctx, source, link, quality.reason!)
     return 'quality_failed'
   }
   // the fingerprint compares folded text: two typesettings of one lesson differ in hamza forms and tatweel
-  const fingerprint = toSigned(simhash(matchingForm(text, options))).toString()
+  // (a scan that waits for OCR has too little text to compare: it gets none, and is not a duplicate)
+  const fingerprint = waitsForOcr && matchingForm(text, options).length < config.QUALITY_MIN_TEXT_CHARS ? null : toSigned(simhash(matchingForm(text, options))).toString()
   const outcome = await asService(ctx.deps.sql, async (tx): Promise<Outcome> => {
     // one inserter at a time, so two syncs never make two canonical references for one document
     await tx`select pg_advisory_xact_lock(hashtextextended('catalogue:insert-reference', 0))`
     const [known] = await tx`select id from public.curriculum_references where source_url = ${file.url} or pdf_source = ${link.url}`
     if (known) return 'known'
-    const [near] = await tx`select canonical_of from public.find_near_duplicates(${fingerprint}::bigint, ${config.DUPLICATE_HAMMING_THRESHOLD}) limit 1`
+    const [near] = fingerprint === null ? [] : await tx`select canonical_of from public.find_near_duplicates(${fingerprint}::bigint, ${config.DUPLICATE_HAMMING_THRESHOLD}) limit 1`
     const canonicalId = (near?.canonical_of as string | undefined) ?? null
     const [ref] = await tx`
       insert into public.curriculum_references (source, pdf_source, source_url, title, major, weight, category, grade, subject, language,
@@ -102,9 +133,9 @@ async function processLink(ctx: Ctx, source: Source, runId: string, link: Discov
     // its job could only fail ("no namespace"): the reference waits, discovered, for an operator to set
     // its grade and subject (PATCH /admin/references/{id}) and ask for its ingestion
     if (!hasNamespace(meta.grade, meta.subject)) return 'needs_metadata'
-    const [job] = await tx`insert into public.ingestion_jobs (reference_id) values (${ref!.id}) returning id`
+    const [job] = await tx`insert into public.ingestion_jobs (reference_id, needs_ocr) values (${ref!.id}, ${waitsForOcr || extracted.ocr.pages > 0}) returning id`
     await tx`insert into public.ingestion_audit (job_id, reference_id, source_url, from_status, to_status, details)
-             values (${job!.id}, ${ref!.id}, ${file.url}, null, 'queued', ${tx.json({ source: source.name, trigger: 'scraper sync', warnings: quality.warnings })})`
+             values (${job!.id}, ${ref!.id}, ${file.url}, null, 'queued', ${tx.json({ source: source.name, trigger: 'scraper sync', warnings: quality.warnings, ...(extracted.ocr.attempted > 0 ? { ocr_pages: extracted.ocr.pages } : {}) })})`
     return 'new'
   })
   if (outcome === 'needs_metadata') {

@@ -8,6 +8,8 @@ export interface IngestionMetrics {
   retries: Counter<'stage'>
   outcomes: Counter<'outcome'>
   failures: Counter<'reason'>
+  ocrPages: Counter<'outcome'>
+  ocrSeconds: Counter
 }
 
 const byRegistry = new WeakMap<Registry, IngestionMetrics>()
@@ -23,6 +25,13 @@ export function ingestionMetrics(registry: Registry, sql: Sql): IngestionMetrics
       retries: new Counter({ name: 'ingestion_retries_total', help: 'Retries of transient failures, by stage', labelNames: ['stage'], registers: [registry] }),
       outcomes: new Counter({ name: 'ingestion_jobs_finished_total', help: 'Jobs finished, by outcome', labelNames: ['outcome'], registers: [registry] }),
       failures: new Counter({ name: 'ingestion_failures_total', help: 'Failed jobs, by reason', labelNames: ['reason'], registers: [registry] }),
+      ocrPages: new Counter({
+        name: 'ingestion_ocr_pages_total',
+        help: 'Pages given to the recognizer, by outcome: used (its text kept), kept_layer (the text layer read better), failed (error or deadline)',
+        labelNames: ['outcome'],
+        registers: [registry],
+      }),
+      ocrSeconds: new Counter({ name: 'ingestion_ocr_seconds_total', help: 'Wall time spent recognizing pages (rendering included)', registers: [registry] }),
     }
     new Gauge({
       name: 'ingestion_jobs',
@@ -40,11 +49,21 @@ export function ingestionMetrics(registry: Registry, sql: Sql): IngestionMetrics
   return m
 }
 
+/** Counts what the recognizer did for one document (pipeline, scraper and upload alike). */
+export function countOcr(m: IngestionMetrics, ocr: { pages: number; attempted: number; failed: number; seconds: number }) {
+  if (ocr.attempted === 0) return
+  m.ocrPages.inc({ outcome: 'used' }, ocr.pages)
+  m.ocrPages.inc({ outcome: 'failed' }, ocr.failed)
+  m.ocrPages.inc({ outcome: 'kept_layer' }, Math.max(0, ocr.attempted - ocr.pages - ocr.failed))
+  m.ocrSeconds.inc(ocr.seconds)
+}
+
 /** A failure's reason, coarse enough to be a label. */
 export function failureReason(message: string): string {
   if (message.startsWith('download failed')) return 'download'
   if (/not a PDF|unreadable PDF|took longer/.test(message)) return 'pdf'
-  if (/no page with text/.test(message)) return 'no_text'
+  if (/no page with text|no text layer/.test(message)) return 'no_text'
+  if (/OCR confidence|recogni/.test(message)) return 'ocr'
   if (/embed/i.test(message)) return 'embedding'
   if (/no grade or subject/.test(message)) return 'metadata'
   if (/worker stopped responding/.test(message)) return 'stale'

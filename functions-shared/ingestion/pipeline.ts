@@ -7,13 +7,15 @@
 import type { Deps } from '../deps.ts'
 import { asService, isPgError } from '../db/tx.ts'
 import { FetchError, safeFetch } from '../net/safe-fetch.ts'
-import { extractPdf, PdfError } from '../catalogue/extract-pdf.ts'
-import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
+import { PdfError } from '../catalogue/extract-pdf.ts'
+import { arabicShare, canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
+import { checkQuality } from '../catalogue/quality.ts'
+import { readPdf, type ReadPdf } from './read-pdf.ts'
 import { allowedHosts, globalAllowlist } from '../catalogue/sources.ts'
 import { retry } from '../lib/retry.ts'
 import { chunkId, chunkPages, tokenWindows, type TextChunk } from './chunk.ts'
 import { defaultTokenizer } from './tokenizer.ts'
-import { failureReason, ingestionMetrics } from './metrics.ts'
+import { countOcr, failureReason, ingestionMetrics } from './metrics.ts'
 
 export interface ClaimedJob {
   id: string
@@ -28,7 +30,8 @@ export class PipelineError extends Error {
 
 export interface JobOutcome {
   job_id: string
-  status: 'ready' | 'failed' | 'superseded'
+  /** deferred: its pages need the recognizer and this process has none; queued again for a Node worker */
+  status: 'ready' | 'failed' | 'superseded' | 'deferred'
   error?: string
   pages?: number
   chunks?: number
@@ -114,7 +117,8 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     if (!hasNamespace(reference.grade, reference.subject)) throw new PipelineError('the reference has no grade or subject, so it has no namespace')
     const source = deps.sources.find((s) => s.name === reference.source)
     const namespace = namespaceFor(reference.grade as string, reference.subject as string)
-    const language = (reference.language as string | null) ?? 'fr'
+    // a scan registered where it could not be read has no language yet: its pages tell
+    const registeredLanguage = (reference.language as string | null) ?? null
     // a source's own allowlist; for a reference whose source is not configured, only FETCH_ALLOWED_HOSTS
     // (never the URL's own host, which would let any stored URL reach anywhere)
     const allowlist = source ? allowedHosts(source) : globalAllowlist(config.FETCH_ALLOWED_HOSTS)
@@ -147,14 +151,57 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
       },
     )
     stage.next('extract')
-    const extracted = await extractPdf(file.bytes, { deadlineMs: config.PDF_PARSE_DEADLINE_MS })
+    // the pages: text layers, and the recognizer's reading where a layer is missing or unreadable; the
+    // job row shows pages done / total meanwhile (and the reports keep the job from looking stale)
+    const extracted = await readPdf(file.bytes, {
+      deadlineMs: config.PDF_PARSE_DEADLINE_MS,
+      mode: config.OCR_MODE,
+      engine: deps.ocr,
+      language: registeredLanguage,
+      minPageChars: config.QUALITY_MIN_PAGE_CHARS,
+      maxOcrPages: config.OCR_MAX_PAGES,
+      minConfidence: (l) => (l === 'fr' ? config.OCR_MIN_CONFIDENCE_FR : config.OCR_MIN_CONFIDENCE_AR),
+      onProgress: async ({ done, total }) => {
+        await asService(deps.sql, (tx) => tx`select public.report_job_progress(${job.id}, ${job.attempt}, ${done}, ${total}, ${null})`)
+        await deps.onJobProgress?.({ job_id: job.id, attempt: job.attempt, done, total })
+      },
+    })
+    countOcr(m, extracted.ocr)
+    if (extracted.needsOcr.length > 0) return await deferForOcr(deps, job, extracted)
     // the text as written (chunks are quoted to students); the folded form only measures content
     const options = source ? { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers } : {}
     const pages = extracted.pages
-      .map((p) => ({ number: p.number, text: canonicalize(p.text, options) }))
+      .map((p) => ({ number: p.number, text: canonicalize(p.text, options), source: p.source, confidence: p.confidence }))
       .filter((p) => matchingForm(p.text, options).length >= config.QUALITY_MIN_PAGE_CHARS)
-    if (pages.length === 0) throw new PipelineError('no page with text')
-    await transition(deps, job, 'tokenizing', { pages: pages.length, page_count: extracted.pageCount })
+    if (pages.length === 0) {
+      throw new PipelineError(extracted.ocr.attempted > 0 || config.OCR_MODE === 'never' ? `no page with text (${ocrSummary(extracted, config.OCR_MODE)})` : 'no page with text')
+    }
+    const language = registeredLanguage ?? (arabicShare(pages.map((p) => p.text).join('\n')) > 0.5 ? 'ar' : 'fr')
+    // recognized text is judged by the recognizer's confidence, as the scraper's quality gate does
+    const ocrText = pages.filter((p) => p.source === 'ocr').map((p) => p.text)
+    if (ocrText.length > 0) {
+      const quality = checkQuality(
+        {
+          sizeBytes: file.bytes.byteLength,
+          text: pages.map((p) => p.text).join('\n'),
+          pageCount: extracted.pageCount,
+          textPages: pages.length,
+          language: language === 'fr' ? 'fr' : 'ar',
+          ocr: { chars: ocrText.join('\n').length, confidence: extracted.ocr.confidence },
+        },
+        { minTextChars: 0, maxFileBytes: Number.MAX_SAFE_INTEGER, minConfidenceAr: config.OCR_MIN_CONFIDENCE_AR, minConfidenceFr: config.OCR_MIN_CONFIDENCE_FR },
+      )
+      if (!quality.passed) throw new PipelineError(quality.reason!)
+    }
+    const pageInfo = new Map(pages.map((p) => [p.number, p]))
+    await asService(deps.sql, (tx) => tx`select public.report_job_progress(${job.id}, ${job.attempt}, ${extracted.pageCount}, ${extracted.pageCount}, ${extracted.ocr.pages})`)
+    await transition(deps, job, 'tokenizing', {
+      pages: pages.length,
+      page_count: extracted.pageCount,
+      ...(extracted.ocr.attempted > 0
+        ? { ocr_pages: extracted.ocr.pages, ocr_attempted: extracted.ocr.attempted, ocr_failed: extracted.ocr.failed, ocr_skipped: extracted.ocr.skipped, ocr_seconds: Math.round(extracted.ocr.seconds * 10) / 10, ocr_confidence: roundConfidence(extracted.ocr.confidence) }
+        : {}),
+    })
 
     // 4. chunks: cl100k windows, 512/64 for French, 384/48 for Arabic and Hassaniya
     stage.next('chunk')
@@ -198,7 +245,12 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
           token_count: c.token_count ?? null,
           embedding: vectorLiteral(vectors[k]!),
           // only the light fields of spec §1.4; the text stays in document_chunks
-          metadata: { chunk_id: ids[i + k], file_id: fileId, language, grade: reference.grade, subject: reference.subject, source_url: reference.source_url, page_number: c.page_number, ingestion_ts: ingestionTs },
+          metadata: {
+            chunk_id: ids[i + k], file_id: fileId, language, grade: reference.grade, subject: reference.subject, source_url: reference.source_url, page_number: c.page_number, ingestion_ts: ingestionTs,
+            // where the page's text came from: its text layer, or the recognizer (with its confidence)
+            text_source: pageInfo.get(c.page_number)?.source ?? 'pdf',
+            ...(pageInfo.get(c.page_number)?.source === 'ocr' ? { ocr_confidence: roundConfidence(pageInfo.get(c.page_number)!.confidence) } : {}),
+          },
         }))
         await tx`insert into public.ingestion_staging ${tx(rows as never[])}
                  on conflict (job_id, id) do update set content = excluded.content, token_count = excluded.token_count, embedding = excluded.embedding, metadata = excluded.metadata`
@@ -208,9 +260,16 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     // 8-9. in one transaction: embedding_upserted, the staged version published in place of the previous
     // one, the document and the reference synced, the job ready (public.complete_ingestion)
     stage.next('store')
-    await asService(deps.sql, (tx) => tx`
+    await asService(deps.sql, async (tx) => {
+      if (registeredLanguage === null) {
+        await tx`select public.check_job_attempt(${job.id}, ${job.attempt})`
+        await tx`update public.curriculum_references set language = ${language} where id = ${job.reference_id} and language is null`
+        await tx`update public.documents set language = ${language} where id = ${fileId} and language is null`
+      }
+      return tx`
       select id from public.complete_ingestion(${job.id}, ${job.attempt}, ${config.VECTOR_INDEX_NAME}, ${namespace}, ${extracted.pageCount},
-                                               ${tx.json({ pages: pages.length, chunks: chunks.length, vectors: chunks.length, embedder: deps.embedder.name, ms: Math.round(performance.now() - started) })})`)
+                                               ${tx.json({ pages: pages.length, chunks: chunks.length, vectors: chunks.length, embedder: deps.embedder.name, ms: Math.round(performance.now() - started) })})`
+    })
     await deps.onJobTransition?.({ job_id: job.id, attempt: job.attempt, status: 'ready' })
     stage.next('done')
     m.pages.inc(pages.length)
@@ -229,8 +288,24 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
   }
 }
 
-/** Claims the oldest queued job, if any. */
+const roundConfidence = (c: number | null) => (c === null ? null : Math.round(c * 1000) / 1000)
+
+/** Why a scan gave no text: the mode, or what the recognizer did. */
+function ocrSummary(read: ReadPdf, mode: string): string {
+  if (mode === 'never') return 'scanned PDF; OCR_MODE is never'
+  return `the recognizer read ${read.ocr.pages} of ${read.ocr.attempted} pages, ${read.ocr.failed} failed`
+}
+
+/** Back to the queue for a process with a recognizer (a Node worker); the audit says why. */
+async function deferForOcr(deps: Deps, job: ClaimedJob, read: ReadPdf): Promise<JobOutcome> {
+  await asService(deps.sql, (tx) => tx`select id from public.defer_job_for_ocr(${job.id}, ${job.attempt}, ${read.needsOcr.length})`)
+  await deps.onJobTransition?.({ job_id: job.id, attempt: job.attempt, status: 'queued' })
+  deps.logs.get('ingestion').info({ job_id: job.id, pages: read.needsOcr.length }, 'job needs OCR: left queued for a Node worker')
+  return { job_id: job.id, status: 'deferred', pages: read.needsOcr.length }
+}
+
+/** Claims the oldest queued job, if any (a job that needs OCR only when this process can recognize). */
 export async function claimNextJob(deps: Deps): Promise<ClaimedJob | null> {
-  const [row] = await asService(deps.sql, (tx) => tx`select id, reference_id, file_id, attempt from public.claim_next_job()`)
+  const [row] = await asService(deps.sql, (tx) => tx`select id, reference_id, file_id, attempt from public.claim_next_job(${deps.ocr !== undefined})`)
   return row?.id ? { id: row.id as string, reference_id: row.reference_id as string, file_id: (row.file_id as string | null) ?? null, attempt: row.attempt as number } : null
 }

@@ -18,6 +18,8 @@ export function jobJson(r: Record<string, unknown>) {
     retry_count: r.retry_count as number,
     attempt: r.attempt as number,
     error_message: (r.error_message as string | null) ?? null,
+    progress: { pages_done: (r.pages_done as number) ?? 0, pages_total: (r.pages_total as number | null) ?? null, pages_ocr: (r.pages_ocr as number) ?? 0 },
+    needs_ocr: (r.needs_ocr as boolean) ?? false,
     created_at: iso(r.created_at)!,
     updated_at: iso(r.updated_at)!,
   }

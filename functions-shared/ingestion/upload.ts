@@ -4,7 +4,9 @@
 import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
-import { extractPdf, isPdf, PdfError } from '../catalogue/extract-pdf.ts'
+import { isPdf, PdfError } from '../catalogue/extract-pdf.ts'
+import { readPdf } from './read-pdf.ts'
+import { countOcr, ingestionMetrics } from './metrics.ts'
 import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { charWindows, chunkId, chunkPages } from './chunk.ts'
 import { namespaceFor } from './pipeline.ts'
@@ -25,13 +27,34 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
   if (!isPdf(input.bytes)) throw new ApiError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'The file is not a PDF (it does not start with %PDF-)')
   let extracted
   try {
-    extracted = await extractPdf(input.bytes, { deadlineMs: config.PDF_PARSE_DEADLINE_MS })
+    // scanned pages are recognized in the request where this process can (Node); OCR_MAX_PAGES bounds it
+    extracted = await readPdf(input.bytes, {
+      deadlineMs: config.PDF_PARSE_DEADLINE_MS,
+      mode: config.OCR_MODE,
+      engine: deps.ocr,
+      language: input.language,
+      minPageChars: config.QUALITY_MIN_PAGE_CHARS,
+      maxOcrPages: config.OCR_MAX_PAGES,
+      minConfidence: (l) => (l === 'fr' ? config.OCR_MIN_CONFIDENCE_FR : config.OCR_MIN_CONFIDENCE_AR),
+    })
   } catch (err) {
     if (err instanceof PdfError) throw new ApiError(ErrorCode.VALIDATION_FAILED, err.message, { details: { fields: [{ field: 'file', message: err.message }] } })
     throw err
   }
-  const pages = extracted.pages.map((p) => ({ number: p.number, text: canonicalize(p.text) })).filter((p) => matchingForm(p.text).length >= config.QUALITY_MIN_PAGE_CHARS)
-  if (pages.length === 0) throw new ApiError(ErrorCode.VALIDATION_FAILED, 'The PDF has no page with text (a scan without a text layer?)', { details: { fields: [{ field: 'file', message: 'no text' }] } })
+  countOcr(ingestionMetrics(deps.metrics.registry, deps.sql), extracted.ocr)
+  const pages = extracted.pages
+    .map((p) => ({ number: p.number, text: canonicalize(p.text), source: p.source, confidence: p.confidence }))
+    .filter((p) => matchingForm(p.text).length >= config.QUALITY_MIN_PAGE_CHARS)
+  if (pages.length === 0) {
+    const why =
+      extracted.needsOcr.length > 0
+        ? 'The PDF has no text layer, and this server cannot recognize scanned pages (OCR runs in Node processes: npm start, npm run worker); register it as a reference and ingest it instead'
+        : config.OCR_MODE === 'never'
+          ? 'The PDF has no page with text (a scan without a text layer? OCR_MODE is never)'
+          : 'The PDF has no page with text (nothing was recognized either)'
+    throw new ApiError(ErrorCode.VALIDATION_FAILED, why, { details: { fields: [{ field: 'file', message: 'no text' }] } })
+  }
+  const sourceOf = new Map(pages.map((p) => [p.number, p]))
   const chunks = chunkPages(pages, (text) => charWindows(text, config.CHUNK_CHARS, config.CHUNK_CHAR_OVERLAP).map((t) => ({ text: t })))
   const vectors: number[][] = []
   for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) vectors.push(...(await deps.embedder.embed(chunks.slice(i, i + config.EMBED_BATCH_SIZE).map((c) => c.text))))
@@ -56,10 +79,15 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
           metadata: {
             chunk_id: ids[i + k], file_id: documentId, language: input.language, grade: input.grade, subject: input.subject,
             source_url: input.pdf_source ?? null, page_number: c.page_number, ingestion_ts: ingestionTs, text: c.text,
+            text_source: sourceOf.get(c.page_number)?.source ?? 'pdf',
+            ...(sourceOf.get(c.page_number)?.source === 'ocr' ? { ocr_confidence: Math.round(sourceOf.get(c.page_number)!.confidence! * 1000) / 1000 } : {}),
           },
         })) as never[],
       )}`
     }
   })
-  return { status: 'ready' as const, document_id: documentId, namespace, pages: extracted.pageCount, content_pages: pages.length, chunks: chunks.length, vectors: chunks.length }
+  return {
+    status: 'ready' as const, document_id: documentId, namespace, pages: extracted.pageCount, content_pages: pages.length, chunks: chunks.length, vectors: chunks.length,
+    ocr_pages: extracted.ocr.pages,
+  }
 }

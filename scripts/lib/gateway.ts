@@ -12,6 +12,7 @@ import { createSupabaseClients } from '../../functions-shared/identity/supabase.
 import { expireReservations } from '../../functions-shared/wallet/service.ts'
 import { readAssetNode, readSourcesNode, remoteAddressNode, resolveHostNode } from './node-adapter.ts'
 import { buildDemoPortal, DEMO_PORTAL_BASE } from './demo-portal.ts'
+import { ocrFromConfig } from './ocr.ts'
 
 export const FUNCTIONS_BASE = '/functions/v1'
 
@@ -56,6 +57,8 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
     readAsset: readAssetNode,
     resolveHost: resolveHostNode,
     sources: options.deps?.sources ?? (await readSourcesNode(config.SCRAPER_SOURCES_FILE, { PUBLIC_URL: publicBase, PUBLIC_HOST: new URL(publicBase).host })),
+    // scanned pages are recognized in this process (recognizers start on the first scan)
+    ocr: ocrFromConfig(config),
     ...options.deps,
   })
   app = createApp(deps, { basePath: FUNCTIONS_BASE })
@@ -96,6 +99,7 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
         let timer: ReturnType<typeof setTimeout> | undefined
         await Promise.race([deps.background.idle(), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))])
         clearTimeout(timer)
+        await deps.ocr?.close()
       }),
   }
 }

@@ -6,6 +6,42 @@ import PDFDocument from 'pdfkit'
 
 const require = createRequire(import.meta.url)
 const AMIRI = require.resolve('@fontsource/amiri/files/amiri-arabic-400-normal.woff')
+// the Arabic subset has no digits or Latin punctuation (: . « » ( ) %): those are drawn in the Latin subset
+const AMIRI_LATIN = require.resolve('@fontsource/amiri/files/amiri-latin-400-normal.woff')
+const ARABIC_SUBSET = /[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF\u200C-\u200F]/
+
+// Amiri's kerning pulls some letter pairs apart (و and ر before ي), and pdf.js reads such a gap as a
+// space inside the word ("و يأتي"): the words are set without kerning, so their text layer reads right
+const NO_KERN = { features: { kern: false } } as unknown as PDFKit.Mixins.TextOptions
+
+/**
+ * Amiri's required ligatures insert a connecting glyph that stands for no character (between lam and kaf
+ * in "الكريم"); it has an advance, and pdf.js reads that gap as a space inside the word ("ال كريم"). The
+ * demo's PDFs leave such glyphs out, so their text layer reads as written.
+ */
+function dropUnmappedGlyphs(doc: PDFKit.PDFDocument) {
+  const font = (doc as unknown as { _font: { font: { layout: (...args: unknown[]) => { glyphs: { codePoints: number[] }[]; positions: unknown[] } } } })._font.font
+  const layout = font.layout.bind(font)
+  font.layout = (...args) => {
+    const run = layout(...args)
+    const keep = run.glyphs.map((g) => g.codePoints.length > 0)
+    run.glyphs = run.glyphs.filter((_, i) => keep[i])
+    run.positions = run.positions.filter((_, i) => keep[i])
+    return run
+  }
+}
+
+/** A word's runs, each in the font that has its glyphs, in reading order. */
+function fontRuns(word: string): { text: string; font: string }[] {
+  const runs: { text: string; font: string }[] = []
+  for (const ch of word) {
+    const font = ARABIC_SUBSET.test(ch) ? AMIRI : AMIRI_LATIN
+    const last = runs.at(-1)
+    if (last?.font === font) last.text += ch
+    else runs.push({ text: ch, font })
+  }
+  return runs
+}
 
 /**
  * `rtl` (Arabic only) lays each line out right to left as a reader sees it: the words, broken into lines
@@ -17,33 +53,85 @@ export async function makePdf(pages: string[], options: { arabic?: boolean; rtl?
   const chunks: Buffer[] = []
   doc.on('data', (c: Buffer) => chunks.push(c))
   const done = new Promise<void>((resolve) => doc.on('end', () => resolve()))
-  if (options.arabic) doc.font(AMIRI)
+  if (options.arabic) dropUnmappedGlyphs(doc.font(AMIRI))
   pages.forEach((text, i) => {
     if (i > 0) doc.addPage()
     doc.fontSize(12)
     if (!(options.arabic && options.rtl)) return void doc.text(text, { align: options.arabic ? 'right' : 'left' })
     const width = doc.page.width - doc.page.margins.left - doc.page.margins.right
+    const wordWidth = (word: string) => fontRuns(word).reduce((w, run) => w + doc.font(run.font).widthOfString(run.text, NO_KERN), 0)
+    const space = doc.font(AMIRI).widthOfString(' ')
     const lines: string[][] = [[]]
     for (const word of text.split(/\s+/).filter(Boolean)) {
       const line = lines.at(-1)!
-      if (line.length > 0 && doc.widthOfString([...line, word].join(' ')) > width) lines.push([word])
+      if (line.length > 0 && line.reduce((w, x) => w + wordWidth(x) + space, wordWidth(word)) > width) lines.push([word])
       else line.push(word)
     }
-    // each word its own text item, drawn in reading order from the right margin leftwards
-    const space = doc.widthOfString(' ')
+    // each word its own text items (one per font), drawn in reading order from the right margin leftwards
     let y = doc.y
+    const lineHeight = doc.font(AMIRI).currentLineHeight(true)
     for (const line of lines) {
-      if (y + doc.currentLineHeight(true) > doc.page.height - doc.page.margins.bottom) {
+      if (y + lineHeight > doc.page.height - doc.page.margins.bottom) {
         doc.addPage()
         y = doc.page.margins.top
       }
       let x = doc.page.width - doc.page.margins.right
       for (const word of line) {
-        x -= doc.widthOfString(word)
-        doc.text(word, x, y, { lineBreak: false })
+        // the runs of a word also go right to left (a digit run keeps its own left-to-right order)
+        for (const run of fontRuns(word)) {
+          x -= doc.font(run.font).widthOfString(run.text, NO_KERN)
+          doc.text(run.text, x, y, { lineBreak: false, ...NO_KERN })
+        }
         x -= space
       }
-      y += doc.currentLineHeight(true)
+      y += lineHeight
+    }
+  })
+  doc.end()
+  await done
+  return new Uint8Array(Buffer.concat(chunks))
+}
+
+/** Each page of a PDF rendered by pdf.js as a grayscale PNG at `dpi` (for scans made from typeset text). */
+export async function renderPages(pdf: Uint8Array, dpi: number): Promise<Buffer[]> {
+  const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs')
+  const task = getDocument({ data: pdf.slice(), disableFontFace: true, useSystemFonts: false, verbosity: 0 })
+  const doc = await task.promise
+  const images: Buffer[] = []
+  try {
+    for (let n = 1; n <= doc.numPages; n++) {
+      const page = await doc.getPage(n)
+      const viewport = page.getViewport({ scale: dpi / 72 })
+      const factory = (doc as unknown as { canvasFactory: { create(w: number, h: number): { canvas: { toBuffer(mime: string): Buffer } } } }).canvasFactory
+      const { canvas } = factory.create(Math.ceil(viewport.width), Math.ceil(viewport.height))
+      await page.render({ canvas: canvas as never, viewport, background: 'white' }).promise
+      images.push(canvas.toBuffer('image/png'))
+      page.cleanup()
+    }
+  } finally {
+    await task.destroy()
+  }
+  return images
+}
+
+/**
+ * A scanned lesson: the pages typeset by makePdf, rendered at `dpi` and put back as images, with no text
+ * layer; or, with `layer`, with an invisible text layer carrying those strings instead (a broken layer
+ * over a right image, as PDFs from some typesetters and OCR tools have).
+ */
+export async function makeScannedPdf(pages: string[], options: { arabic?: boolean; dpi?: number; layer?: string[] } = {}): Promise<Uint8Array> {
+  const images = await renderPages(await makePdf(pages, { arabic: options.arabic, rtl: options.arabic }), options.dpi ?? 150)
+  const doc = new PDFDocument({ size: 'A4', margin: 0, autoFirstPage: false, info: { Title: 'Scan', CreationDate: new Date(Date.UTC(2026, 0, 1)) } })
+  const chunks: Buffer[] = []
+  doc.on('data', (c: Buffer) => chunks.push(c))
+  const done = new Promise<void>((resolve) => doc.on('end', () => resolve()))
+  images.forEach((png, i) => {
+    doc.addPage({ size: 'A4', margin: 0 })
+    doc.image(png, 0, 0, { width: doc.page.width, height: doc.page.height })
+    const layer = options.layer?.[i]
+    if (layer) {
+      if (options.arabic) doc.font(AMIRI)
+      doc.fillOpacity(0).fontSize(12).text(layer, 50, 50, { width: doc.page.width - 100, align: options.arabic ? 'right' : 'left' }).fillOpacity(1)
     }
   })
   doc.end()

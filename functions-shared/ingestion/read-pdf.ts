@@ -1,0 +1,135 @@
+// The pages of a PDF as the pipeline stores them: the text layer where it reads right, the recognizer's
+// reading (OCR) of the page's image where the layer is missing or fails the readability check
+// (OCR_MODE auto), of every page (always), or never. The recognizer is a port: Node gives one
+// (tesseract.js on pages rendered by pdf.js, scripts/lib/ocr.ts); Edge Functions have none, and then
+// the pages that need it are reported so the job can wait for a Node worker.
+import { extractPdf } from '../catalogue/extract-pdf.ts'
+import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
+import { readability } from '../catalogue/readability.ts'
+
+export type OcrLanguage = 'ara' | 'fra'
+export type OcrMode = 'auto' | 'always' | 'never'
+
+export interface OcrReading {
+  number: number
+  text: string
+  /** the recognizer's mean word confidence, 0 to 1 */
+  confidence: number
+}
+
+export interface OcrFailure {
+  number: number
+  error: string
+}
+
+export interface OcrEngine {
+  /**
+   * Renders and recognizes the given pages (1-based) of a PDF, `onPage` after each one; a page that fails
+   * or misses its deadline comes back as an OcrFailure, the others as readings, in page order.
+   */
+  recognize(pdf: Uint8Array, pages: readonly number[], languages: readonly OcrLanguage[], onPage?: (done: number) => void | Promise<void>): Promise<(OcrReading | OcrFailure)[]>
+  close(): Promise<void>
+}
+
+/** Recognizer languages for a document: Arabic script for Arabic and Hassaniya, both when unknown. */
+export function ocrLanguagesFor(language: string | null | undefined): OcrLanguage[] {
+  if (language === 'fr') return ['fra']
+  if (language === 'ar' || language === 'hassaniya') return ['ara']
+  return ['ara', 'fra']
+}
+
+export interface ReadPage {
+  number: number
+  /** the text as extracted or recognized (not yet canonicalized) */
+  text: string
+  source: 'pdf' | 'ocr'
+  /** the recognizer's confidence (0-1) for OCR text; null for a text layer */
+  confidence: number | null
+}
+
+export interface ReadPdf {
+  pageCount: number
+  pages: ReadPage[]
+  ocr: {
+    /** pages whose text now comes from the recognizer */
+    pages: number
+    /** pages given to the recognizer (some keep their text layer, the better reading) */
+    attempted: number
+    failed: number
+    /** pages past OCR_MAX_PAGES, left as their text layer (or out) */
+    skipped: number
+    seconds: number
+    /** mean confidence of the recognized text, weighted by its length; null without OCR text */
+    confidence: number | null
+  }
+  /** pages that need the recognizer where none is available (Edge Functions): the job waits for Node */
+  needsOcr: number[]
+}
+
+export interface ReadPdfOptions {
+  deadlineMs: number
+  mode: OcrMode
+  engine?: OcrEngine | undefined
+  language?: string | null | undefined
+  /** a page with fewer characters than this (folded) has no usable text layer */
+  minPageChars: number
+  maxOcrPages: number
+  /** the confidence under which a recognized page does not replace a text layer */
+  minConfidence: (language: 'fr' | 'ar') => number
+  onProgress?: (progress: { done: number; total: number }) => void | Promise<void>
+  now?: () => number
+}
+
+/**
+ * Which pages the recognizer reads, by the mode: auto, pages whose layer fails the readability check and
+ * pages with too little text that paint an image (a scan; a short page of drawn text has nothing more
+ * to give); always, every page; never, none.
+ */
+export function pagesNeedingOcr(pages: readonly { number: number; text: string; images?: boolean }[], mode: OcrMode, minPageChars: number): number[] {
+  if (mode === 'never') return []
+  if (mode === 'always') return pages.map((p) => p.number)
+  return pages.filter((p) => (matchingForm(canonicalize(p.text)).length < minPageChars ? p.images !== false : !readability(p.text).readable)).map((p) => p.number)
+}
+
+export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promise<ReadPdf> {
+  const now = options.now ?? (() => performance.now())
+  // images are looked for on short pages only (generously: the check folds and trims after)
+  const extracted = await extractPdf(bytes, { deadlineMs: options.deadlineMs, imageCheckBelowChars: options.mode === 'auto' ? options.minPageChars * 4 : undefined })
+  const pages: ReadPage[] = extracted.pages.map((p) => ({ number: p.number, text: p.text, source: 'pdf', confidence: null }))
+  const wanted = pagesNeedingOcr(extracted.pages, options.mode, options.minPageChars)
+  const result: ReadPdf = { pageCount: extracted.pageCount, pages, ocr: { pages: 0, attempted: 0, failed: 0, skipped: 0, seconds: 0, confidence: null }, needsOcr: [] }
+  if (wanted.length === 0) return result
+  if (!options.engine) return { ...result, needsOcr: wanted }
+  const chosen = wanted.slice(0, options.maxOcrPages)
+  result.ocr.skipped = wanted.length - chosen.length
+  result.ocr.attempted = chosen.length
+  const started = now()
+  await options.onProgress?.({ done: 0, total: chosen.length })
+  const readings = await options.engine.recognize(bytes, chosen, ocrLanguagesFor(options.language), (done) => options.onProgress?.({ done, total: chosen.length }))
+  result.ocr.seconds = (now() - started) / 1000
+  let weighted = 0
+  let chars = 0
+  for (const reading of readings) {
+    if ('error' in reading) {
+      result.ocr.failed++
+      continue
+    }
+    const page = pages[reading.number - 1]!
+    const layer = canonicalize(page.text)
+    const recognized = canonicalize(reading.text)
+    if (matchingForm(recognized).length < options.minPageChars) continue
+    const language = options.language === 'fr' || (options.language == null && !/[\u0621-\u064A]/.test(recognized)) ? 'fr' : 'ar'
+    // the better reading: no usable layer, or a layer that fails the check while the recognizer is
+    // confident and reads cleaner (mode always: a confident reading replaces the layer)
+    const noLayer = matchingForm(layer).length < options.minPageChars
+    const confident = reading.confidence >= options.minConfidence(language)
+    const better = options.mode === 'always' ? confident : confident && readability(reading.text).score < readability(page.text).score
+    if (!noLayer && !better) continue
+    pages[reading.number - 1] = { number: reading.number, text: reading.text, source: 'ocr', confidence: reading.confidence }
+    result.ocr.pages++
+    weighted += reading.confidence * recognized.length
+    chars += recognized.length
+  }
+  result.ocr.confidence = chars > 0 ? weighted / chars : null
+  return result
+}

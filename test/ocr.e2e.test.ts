@@ -1,0 +1,190 @@
+// Scanned lessons from the portal to cited answers: the scraper recognizes a scanned French and a
+// scanned Arabic lesson (no text layer at all), the ingestion reads them page by page with progress,
+// students' paraphrased questions are answered from the right page. Where no recognizer runs (an Edge
+// Function), such a job waits in the queue for a Node worker; OCR_MODE never refuses scans.
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { createTestApp, json, type TestApp } from './helpers/app.ts'
+import { bearer } from './helpers/tokens.ts'
+import { createUser } from './helpers/users.ts'
+import { SCAN_AR, SCAN_FR } from './helpers/scans.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+import { SourceSchema } from '../functions-shared/catalogue/sources.ts'
+import type { OcrEngine } from '../functions-shared/ingestion/read-pdf.ts'
+import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
+import { createNodeOcr } from '../scripts/lib/ocr.ts'
+import { makeScannedPdf } from '../scripts/lib/pdf.ts'
+
+let db: TestDatabase
+let server: Server
+let base: string
+let engine: OcrEngine
+let node: TestApp // a Node process: it recognizes
+let edge: TestApp // an Edge Function: it cannot
+let service: Record<string, string>
+
+const source = (name: string, listing: string) =>
+  SourceSchema.parse({
+    name,
+    index_urls: [`${base}/${listing}`],
+    rules: [
+      { field: 'grade', from: 'url', pattern: '/fichiers/(\\d+AS)/' },
+      { field: 'subject', from: 'url', pattern: '/fichiers/\\d+AS/([a-z-]+)/' },
+    ],
+  })
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  const files = new Map<string, Uint8Array>([
+    ['/fichiers/3AS/sciences-naturelles/photosynthese.pdf', await makeScannedPdf(SCAN_FR)],
+    ['/fichiers/3AS/geographie/nahr-senegal.pdf', await makeScannedPdf(SCAN_AR, { arabic: true })],
+  ])
+  // the same scan at another address (a mirror the Edge Function's sync finds)
+  files.set('/fichiers/3AS/sciences-naturelles/copie.pdf', files.get('/fichiers/3AS/sciences-naturelles/photosynthese.pdf')!)
+  const listings: Record<string, string[]> = {
+    'scans.html': ['/fichiers/3AS/sciences-naturelles/photosynthese.pdf', '/fichiers/3AS/geographie/nahr-senegal.pdf'],
+    'edge.html': ['/fichiers/3AS/sciences-naturelles/copie.pdf'],
+  }
+  server = createServer((req, res) => {
+    const path = new URL(req.url!, 'http://portal').pathname
+    const listing = listings[path.slice(1)]
+    if (listing) return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html><ul>${listing.map((l) => `<li><a href="${l}">Leçon</a></li>`).join('')}</ul>`)
+    const file = files.get(path)
+    if (file) return res.writeHead(200, { 'content-type': 'application/pdf' }).end(Buffer.from(file))
+    res.writeHead(404).end()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  engine = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 60_000, idleMs: 0 })
+  const env = { FETCH_ALLOW_LOOPBACK: 'true', RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000', RATE_LIMIT_CHAT_PER_MINUTE: '1000' }
+  const sources = [source('scans', 'scans.html'), source('edge', 'edge.html')]
+  node = createTestApp({ sql: db.sql, env, deps: { sources, resolveHost: resolveHostNode, ocr: engine } })
+  edge = createTestApp({ sql: db.sql, env, deps: { sources, resolveHost: resolveHostNode } })
+  service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
+})
+afterAll(async () => {
+  await node?.deps.background.idle()
+  await edge?.deps.background.idle()
+  await engine?.close()
+  await new Promise((r) => server?.close(r))
+  await db?.close()
+})
+
+const post = async (t: TestApp, path: string, body?: unknown, headers = service) => {
+  const res = await t.request(path, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  return { status: res.status, body: await json(res) }
+}
+const get = async (t: TestApp, path: string) => json(await t.request(path, { headers: service }))
+async function dispatchAll(t: TestApp) {
+  const out: string[] = []
+  for (;;) {
+    const r = await post(t, '/admin/jobs/dispatch')
+    out.push(r.body.status)
+    if (r.body.status === 'idle') break
+    await t.deps.background.idle()
+  }
+  return out
+}
+const referenceOf = async (file: string) => (await db.sql`select id, status, language from public.curriculum_references where pdf_source like ${`%${file}`}`)[0]!
+
+describe('a scanned French and a scanned Arabic lesson, portal to cited answers', () => {
+  it('the scraper recognizes the scans, judges them by the recognizer\'s confidence and queues them for a worker that can OCR', async () => {
+    const sync = await post(node, '/scraping/scans/sync')
+    expect(sync.body).toMatchObject({ status: 'completed', found_count: 2, new_count: 2, quality_failed: 0 })
+    const jobs = await db.sql`select needs_ocr from public.ingestion_jobs`
+    expect(jobs.map((j) => j.needs_ocr)).toEqual([true, true])
+    expect((await referenceOf('nahr-senegal.pdf')).language).toBe('ar')
+    expect((await referenceOf('photosynthese.pdf')).language).toBe('fr')
+    expect(await node.deps.metrics.registry.getSingleMetricAsString('ingestion_ocr_pages_total')).toContain('ingestion_ocr_pages_total{outcome="used"} 4')
+  })
+
+  it('an Edge Function (no recognizer) leaves those jobs queued; the Node process ingests them, showing pages read and OCR\'d', async () => {
+    expect(await dispatchAll(edge)).toEqual(['idle'])
+    expect(await dispatchAll(node)).toEqual(['dispatched', 'dispatched', 'idle'])
+    const { items } = await get(node, '/admin/jobs')
+    expect(items.map((j: Record<string, any>) => j.status)).toEqual(['ready', 'ready'])
+    for (const job of items) {
+      expect(job.progress).toEqual({ pages_done: 2, pages_total: 2, pages_ocr: 2 })
+      const detail = await get(node, `/admin/jobs/${job.id}`)
+      const tokenizing = detail.audit.find((a: Record<string, any>) => a.to_status === 'tokenizing')
+      expect(tokenizing.details).toMatchObject({ pages: 2, page_count: 2, ocr_pages: 2, ocr_failed: 0 })
+      expect(tokenizing.details.ocr_confidence).toBeGreaterThan(0.7)
+    }
+    const chunks = await db.sql`select metadata from public.vectors`
+    expect(chunks.length).toBeGreaterThanOrEqual(4)
+    for (const c of chunks) {
+      expect(c.metadata.text_source).toBe('ocr')
+      expect(c.metadata.ocr_confidence).toBeGreaterThan(0.7)
+    }
+  })
+
+  it('answers paraphrased questions from the right page of each scan', async () => {
+    const student = await createUser(db.sql)
+    const ask = async (message: string) => {
+      const res = await post(node, '/chat', { message }, { Authorization: `Bearer ${student.token}` })
+      expect(res.status, JSON.stringify(res.body)).toBe(200)
+      return res.body
+    }
+    const cases = [
+      ['Dans quelle partie de la cellule le glucose est-il dégradé pour libérer de l\'énergie ?', 'photosynthese.pdf', 2],
+      ['Où se trouve la chlorophylle qui permet aux plantes de fabriquer leur matière ?', 'photosynthese.pdf', 1],
+      ['ماذا يزرع الناس على ضفة نهر السنغال؟', 'nahr-senegal.pdf', 2],
+      ['أين ينبع نهر السنغال وأين يصب؟', 'nahr-senegal.pdf', 1],
+    ] as const
+    for (const [message, file, page] of cases) {
+      const answer = await ask(message)
+      expect(answer, message).toMatchObject({ path: 'answer', outcome: 'answered' })
+      expect(answer.sources[0].source_url, message).toContain(file)
+      expect(answer.sources[0].page_number, message).toBe(page)
+    }
+  })
+})
+
+describe('where no recognizer runs', () => {
+  it('an ingestion that meets scanned pages goes back to the queue, marked, and a Node worker finishes it', async () => {
+    const ref = await referenceOf('photosynthese.pdf')
+    const queued = await post(edge, `/admin/ingest/${ref.id}?force=true`)
+    expect(queued.status).toBe(202)
+    expect(await dispatchAll(edge)).toEqual(['dispatched', 'idle'])
+    const waiting = await get(edge, `/admin/jobs/${queued.body.job_id}`)
+    expect(waiting).toMatchObject({ status: 'queued', needs_ocr: true, retry_count: 0, progress: { pages_total: null, pages_ocr: 0 } })
+    expect(waiting.audit.at(-1)).toMatchObject({ from_status: 'parsing', to_status: 'queued', details: { needs_ocr: true, pages: 2 } })
+    expect(waiting.audit.at(-1).details.reason).toContain('npm run worker')
+    // the previous version is still served meanwhile
+    const [served] = await db.sql`select d.status, count(v.id)::int as vectors from public.documents d join public.vectors v on v.file_id = d.id
+                                   where d.reference_id = ${ref.id} group by d.status`
+    expect(served).toMatchObject({ status: 'ready' })
+    expect(served!.vectors).toBeGreaterThan(0)
+    expect(await dispatchAll(node)).toEqual(['dispatched', 'idle'])
+    expect(await get(node, `/admin/jobs/${queued.body.job_id}`)).toMatchObject({ status: 'ready', progress: { pages_done: 2, pages_total: 2, pages_ocr: 2 } })
+  })
+
+  it('the scraper on an Edge Function registers a scan it cannot read, with a warning, and queues it for a Node worker', async () => {
+    const sync = await post(edge, '/scraping/edge/sync')
+    expect(sync.body).toMatchObject({ status: 'completed', new_count: 1, quality_failed: 0, duplicates: 0 })
+    const ref = await referenceOf('copie.pdf')
+    expect(ref.language).toBeNull()
+    const [audit] = await db.sql`select details from public.ingestion_audit where reference_id = ${ref.id} and to_status = 'queued'`
+    expect(audit!.details.warnings).toEqual(['2 of 2 pages need OCR: the job waits for a Node worker'])
+    expect(await dispatchAll(edge)).toEqual(['idle'])
+    expect(await dispatchAll(node)).toEqual(['dispatched', 'idle'])
+    // its language comes from the recognized pages
+    expect(await referenceOf('copie.pdf')).toMatchObject({ status: 'ready', language: 'fr' })
+  })
+
+  it('OCR_MODE never refuses a scan at the quality gate, saying why', async () => {
+    const never = createTestApp({
+      sql: db.sql,
+      env: { FETCH_ALLOW_LOOPBACK: 'true', OCR_MODE: 'never', RATE_LIMIT_ADMIN_PER_MINUTE: '1000' },
+      deps: { sources: [{ ...source('never', 'scans.html') }], resolveHost: resolveHostNode, ocr: engine },
+    })
+    await db.sql`delete from public.curriculum_references`
+    const sync = await post(never, '/scraping/never/sync')
+    expect(sync.body).toMatchObject({ found_count: 2, new_count: 0, quality_failed: 2 })
+    const rejected = await db.sql`select error_message from public.ingestion_audit where to_status = 'rejected' order by id`
+    expect(rejected.map((r) => r.error_message)).toEqual(['no text layer (scanned PDF; OCR_MODE is never)', 'no text layer (scanned PDF; OCR_MODE is never)'])
+  })
+})

@@ -1,0 +1,176 @@
+// Verified text layers and the recognizer: the readability check on clean and damaged text, scanned
+// French and Arabic pages read by tesseract.js from pdf.js renderings (no network: traineddata from
+// node_modules), the better reading kept, deadlines, the page cap and the readings kept for a while.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readability } from '../functions-shared/catalogue/readability.ts'
+import { canonicalize } from '../functions-shared/catalogue/canonicalize.ts'
+import { ocrLanguagesFor, pagesNeedingOcr, readPdf, type OcrEngine, type ReadPdfOptions } from '../functions-shared/ingestion/read-pdf.ts'
+import { createNodeOcr } from '../scripts/lib/ocr.ts'
+import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
+import { characterErrorRate, reverseLamAlef, SCAN_AR, SCAN_FR, splitWords } from './helpers/scans.ts'
+
+const CLEAN_AR =
+  'تعد الزكاة الركن الثالث من أركان الإسلام، وهي حق معلوم في أموال الأغنياء يعطى للفقراء والمساكين. وتجب الزكاة في الذهب والفضة والأنعام والزروع إذا بلغت النصاب. ومن حكمها تطهير النفس من البخل وتحقيق التكافل بين أفراد المجتمع.'
+const CLEAN_FR =
+  "Le mouvement d'un solide est décrit dans un référentiel : on choisit un repère d'espace et une origine des dates. La vitesse moyenne est le quotient de la distance parcourue par la durée du parcours ; elle s'exprime en mètres par seconde."
+
+describe('readability', () => {
+  it('passes clean French and Arabic, and Arabic whose lines came out reversed (the order is repaired first)', () => {
+    expect(readability(CLEAN_FR)).toMatchObject({ readable: true, score: 0 })
+    expect(readability(CLEAN_AR)).toMatchObject({ readable: true, score: 0 })
+    const reversedLine = Array.from(CLEAN_AR).reverse().join('')
+    expect(readability(reversedLine).readable).toBe(true)
+  })
+
+  it('fails reversed lam-alef, words split inside, unmapped glyphs and French encoding garbage', () => {
+    const lamAlef = readability(reverseLamAlef(CLEAN_AR))
+    expect(lamAlef.readable).toBe(false)
+    expect(lamAlef.problems.reversedLamAlef).toBeGreaterThanOrEqual(3)
+    const split = readability(splitWords(CLEAN_AR))
+    expect(split.readable).toBe(false)
+    expect(split.problems.brokenWords).toBeGreaterThanOrEqual(3)
+    const unmapped = readability(CLEAN_AR.replace(/[.،]/g, '\u0000'))
+    expect(unmapped.readable).toBe(false)
+    expect(unmapped.problems.unmapped).toBeGreaterThanOrEqual(3)
+    const mojibake = readability(Buffer.from(CLEAN_FR, 'utf8').toString('latin1'))
+    expect(mojibake.readable).toBe(false)
+    expect(mojibake.problems.mojibake).toBeGreaterThanOrEqual(3)
+    // the score orders readings: the damaged one is worse
+    expect(lamAlef.score).toBeGreaterThan(readability(CLEAN_AR).score)
+  })
+
+  it('takes one odd word for a name or a typo, not a broken layer', () => {
+    expect(readability(`${CLEAN_AR} و`).readable).toBe(true)
+    expect(readability(`${CLEAN_FR} Ã©`).readable).toBe(true)
+  })
+})
+
+describe('pagesNeedingOcr', () => {
+  const pages = [
+    { number: 1, text: CLEAN_FR },
+    { number: 2, text: '3', images: true },
+    { number: 3, text: 'Sommaire', images: false },
+    { number: 4, text: reverseLamAlef(CLEAN_AR) },
+  ]
+  it('auto: pages that paint an image with too little text, and unreadable layers; always: all; never: none', () => {
+    expect(pagesNeedingOcr(pages, 'auto', 50)).toEqual([2, 4])
+    expect(pagesNeedingOcr(pages, 'always', 50)).toEqual([1, 2, 3, 4])
+    expect(pagesNeedingOcr(pages, 'never', 50)).toEqual([])
+  })
+  it('reads Arabic and Hassaniya with the Arabic model, French with the French one, both when unknown', () => {
+    expect(ocrLanguagesFor('fr')).toEqual(['fra'])
+    expect(ocrLanguagesFor('ar')).toEqual(['ara'])
+    expect(ocrLanguagesFor('hassaniya')).toEqual(['ara'])
+    expect(ocrLanguagesFor(null)).toEqual(['ara', 'fra'])
+  })
+})
+
+describe('the recognizer on scanned and damaged PDFs', () => {
+  let engine: OcrEngine
+  let recognized = 0
+  let scanFr: Uint8Array
+  let scanAr: Uint8Array
+  const options = (over: Partial<ReadPdfOptions> = {}): ReadPdfOptions => ({
+    deadlineMs: 60_000,
+    mode: 'auto',
+    engine,
+    minPageChars: 50,
+    maxOcrPages: 100,
+    minConfidence: (l) => (l === 'fr' ? 0.8 : 0.7),
+    ...over,
+  })
+
+  beforeAll(async () => {
+    engine = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 60_000, idleMs: 0, onPage: () => void recognized++ })
+    scanFr = await makeScannedPdf(SCAN_FR)
+    scanAr = await makeScannedPdf(SCAN_AR, { arabic: true })
+  })
+  afterAll(async () => engine?.close())
+
+  it('reads a scanned French lesson page by page, with the recognizer\'s confidence, and reports progress', async () => {
+    const progress: string[] = []
+    const read = await readPdf(scanFr, options({ language: 'fr', onProgress: ({ done, total }) => void progress.push(`${done}/${total}`) }))
+    expect(read.pageCount).toBe(2)
+    expect(read.pages.map((p) => p.source)).toEqual(['ocr', 'ocr'])
+    expect(progress).toEqual(['0/2', '1/2', '2/2'])
+    expect(read.ocr).toMatchObject({ pages: 2, attempted: 2, failed: 0, skipped: 0 })
+    expect(read.ocr.confidence).toBeGreaterThan(0.8)
+    for (const [i, page] of read.pages.entries()) {
+      expect(page.number).toBe(i + 1)
+      expect(characterErrorRate(canonicalize(SCAN_FR[i]!), canonicalize(page.text))).toBeLessThan(0.03)
+    }
+    expect(canonicalize(read.pages[1]!.text)).toContain('mitochondries')
+  })
+
+  it('reads a scanned Arabic lesson in logical order, hamzas included', async () => {
+    const read = await readPdf(scanAr, options({ language: 'ar' }))
+    expect(read.pages.map((p) => p.source)).toEqual(['ocr', 'ocr'])
+    expect(read.ocr.confidence).toBeGreaterThan(0.7)
+    for (const [i, page] of read.pages.entries()) expect(characterErrorRate(canonicalize(SCAN_AR[i]!), canonicalize(page.text))).toBeLessThan(0.08)
+    const text = canonicalize(read.pages.map((p) => p.text).join(' '))
+    // hamza forms as written (a recognizer may miss a letter here and there: most, not all)
+    const hamzaWords = ['الأطلسي', 'الأرز', 'الأراضي', 'أقيمت', 'مياه', 'السنغال', 'الفيضان', 'الشمال']
+    expect(hamzaWords.filter((w) => text.includes(w)).length).toBeGreaterThanOrEqual(6)
+    expect(text).toMatch(/[أإآ]/)
+  })
+
+  it('keeps the readings of a file for a while: a second read recognizes nothing again', async () => {
+    const before = recognized
+    const read = await readPdf(scanFr, options({ language: 'fr' }))
+    expect(read.ocr.pages).toBe(2)
+    expect(recognized).toBe(before)
+  })
+
+  it('recognizes a page whose text layer is broken and keeps the better reading; never keeps the layer', async () => {
+    for (const damage of [reverseLamAlef, splitWords]) {
+      const pdf = await makeScannedPdf(SCAN_AR.slice(0, 1), { arabic: true, layer: [damage(SCAN_AR[0]!)] })
+      const auto = await readPdf(pdf, options({ language: 'ar' }))
+      expect(auto.pages[0]!.source).toBe('ocr')
+      // the reading kept is one that passes the check, and is near the source
+      expect(readability(auto.pages[0]!.text).readable).toBe(true)
+      expect(characterErrorRate(canonicalize(SCAN_AR[0]!), canonicalize(auto.pages[0]!.text))).toBeLessThan(0.08)
+      const never = await readPdf(pdf, options({ language: 'ar', mode: 'never' }))
+      expect(readability(never.pages[0]!.text).readable).toBe(false)
+      expect(readability(auto.pages[0]!.text).score).toBeLessThan(readability(never.pages[0]!.text).score)
+      expect(never.pages[0]).toMatchObject({ source: 'pdf', confidence: null })
+      expect(never.ocr.attempted).toBe(0)
+    }
+  })
+
+  it('leaves a readable text layer alone in auto mode, and replaces it with a confident reading in always mode', async () => {
+    const pdf = await makePdf(SCAN_AR.slice(0, 1), { arabic: true, rtl: true })
+    const auto = await readPdf(pdf, options({ language: 'ar' }))
+    expect(auto.ocr.attempted).toBe(0)
+    expect(canonicalize(auto.pages[0]!.text)).toBe(canonicalize(SCAN_AR[0]!))
+    const always = await readPdf(pdf, options({ language: 'ar', mode: 'always' }))
+    expect(always.ocr.attempted).toBe(1)
+    expect(always.pages[0]!.source).toBe('ocr')
+  })
+
+  it('without a recognizer, names the pages that need one', async () => {
+    const read = await readPdf(scanFr, options({ engine: undefined, language: 'fr' }))
+    expect(read.needsOcr).toEqual([1, 2])
+    expect(read.pages.every((p) => p.source === 'pdf')).toBe(true)
+  })
+
+  it('recognizes at most OCR_MAX_PAGES pages of a document', async () => {
+    const read = await readPdf(scanFr, options({ language: 'fr', maxOcrPages: 1 }))
+    expect(read.ocr).toMatchObject({ attempted: 1, skipped: 1, pages: 1 })
+    expect(read.pages.map((p) => p.source)).toEqual(['ocr', 'pdf'])
+  })
+
+  it('gives up a page past its deadline, stops that recognizer and goes on with a new one', async () => {
+    const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 1, idleMs: 0 })
+    try {
+      const readings = await hasty.recognize(scanFr, [1, 2], ['fra'])
+      expect(readings).toEqual([
+        { number: 1, error: 'recognition took longer than 1 ms' },
+        { number: 2, error: 'recognition took longer than 1 ms' },
+      ])
+      const read = await readPdf(scanFr, options({ engine: hasty, language: 'fr' }))
+      expect(read.ocr).toMatchObject({ attempted: 2, failed: 2, pages: 0 })
+    } finally {
+      await hasty.close()
+    }
+  })
+})
