@@ -1,5 +1,5 @@
 // The recognizer of Node processes (npm start's background ingestion, npm run worker): pdf.js renders a
-// page onto an @napi-rs/canvas at OCR_DPI, tesseract.js (LSTM, traineddata from @tesseract.js-data,
+// page onto an @napi-rs/canvas at OCR_DPI, tesseract.js (LSTM, the integer "best" models of @tesseract.js-data,
 // read from node_modules: no network) recognizes it in a worker thread. A pool of OCR_CONCURRENCY
 // recognizers; at most that many rendered pages exist at once (memory does not grow with the
 // document); each page has a deadline, after which its recognizer is stopped and replaced; recognizers
@@ -35,10 +35,10 @@ export interface NodeOcrOptions {
  * folder to the files in node_modules.
  */
 function languageFolder(): string {
-  const dir = join(tmpdir(), `curriculum-tutor-tessdata-${process.getuid?.() ?? 0}`)
+  const dir = join(tmpdir(), `curriculum-tutor-tessdata-${process.getuid?.() ?? 0}-best-int`)
   mkdirSync(dir, { recursive: true })
   for (const code of ['ara', 'fra']) {
-    const source = join((require(`@tesseract.js-data/${code}`) as { langPath: string }).langPath, `${code}.traineddata.gz`)
+    const source = join(dirname(require.resolve(`@tesseract.js-data/${code}/package.json`)), '4.0.0_best_int', `${code}.traineddata.gz`)
     try {
       symlinkSync(source, join(dir, `${code}.traineddata.gz`))
     } catch (err) {
@@ -160,8 +160,8 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
               const late = new Promise<never>((_, reject) => {
                 timer = setTimeout(() => reject(new Deadline()), left)
               })
-              const { data } = await Promise.race([slot.worker.recognize(image), late])
-              const reading = { number, text: data.text, confidence: Math.max(0, Math.min(1, data.confidence / 100)) }
+              const { data } = await Promise.race([slot.worker.recognize(image, {}, { text: true, blocks: true }), late])
+                            const reading = { number, text: keptLines(data), confidence: Math.max(0, Math.min(1, data.confidence / 100)) }
               readings.set(`${key}:${number}`, reading)
               results.push(reading)
               options.onPage?.({ seconds: (performance.now() - started) / 1000, ok: true })
@@ -196,6 +196,17 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
       await Promise.all([...slots].map(stop))
     },
   }
+}
+
+// A line read with less confidence than this is noise taken for text (the dots and tall letters of an
+// Arabic line found as a line of their own, a smudge): it is left out of the page's text.
+const MIN_LINE_CONFIDENCE = 30
+
+/** The page's text, line by line, without the lines the recognizer itself doubts most. */
+function keptLines(data: { text: string; blocks?: { paragraphs: { lines: { text: string; confidence: number }[] }[] }[] | null }): string {
+  if (!data.blocks) return data.text
+  const paragraphs = data.blocks.flatMap((b) => b.paragraphs.map((p) => p.lines.filter((l) => l.confidence >= MIN_LINE_CONFIDENCE).map((l) => l.text.trimEnd()).join('\n')))
+  return paragraphs.filter((p) => p.trim() !== '').join('\n\n')
 }
 
 /** One page as a grayscale PNG at `dpi`, white behind transparent content. */

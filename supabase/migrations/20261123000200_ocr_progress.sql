@@ -18,7 +18,7 @@ language plpgsql security definer set search_path = '' as $$
 begin
   perform public.check_job_attempt(p_job, p_attempt);
   update public.ingestion_jobs
-     set pages_done = greatest(0, p_done), pages_total = greatest(0, p_total), pages_ocr = coalesce(greatest(0, p_ocr), pages_ocr),
+     set pages_done = greatest(0, p_done), pages_total = greatest(0, p_total), pages_ocr = case when p_ocr is null then pages_ocr else greatest(0, p_ocr) end,
          locked_at = now(), updated_at = now()
    where id = p_job;
 end;
