@@ -50,10 +50,10 @@ describe('npm run demo', () => {
     expect(first.code, `${first.stdout}\n${first.stderr}`).toBe(0)
     const out = first.stdout
     expect(out).toContain('No stack is running: starting one on the embedded database')
-    expect(out).toMatch(/sync {9}run [0-9a-f-]+: completed; found 19, new 17, duplicates 1, quality failures 1, errors 0/)
-    expect(out).toContain('ingest       17 reference(s) queued')
-    expect(out).toContain('[####################] 17/17 done  ready 17')
-    expect(out).toContain('catalogue    17 textbook(s) ready')
+    expect(out).toMatch(/sync {9}run [0-9a-f-]+: completed; found 21, new 19, duplicates 1, quality failures 1, errors 0/)
+    expect(out).toContain('ingest       19 reference(s) queued')
+    expect(out).toContain('[####################] 19/19 done  ready 19')
+    expect(out).toContain('catalogue    19 textbook(s) ready')
     expect(out).toContain('[ar] 4AS education-islamique')
     // the French and the Arabic question, answered from the right textbooks with page links
     expect(out).toMatch(/\(answer, fr, subject mathematiques, 15 tokens reserved\)\n {2}\[1\] Mathématiques 4AS — Équations du premier degré p\.\d .*equations-premier-degre\.pdf#page=\d/)
@@ -70,7 +70,7 @@ describe('npm run demo', () => {
     // are new and the documents are recognised by their content), the questions are answered again
     const second = await run('scripts/demo.ts', [], env)
     expect(second.code, `${second.stdout}\n${second.stderr}`).toBe(0)
-    expect(second.stdout).toMatch(/found 19, new 0, duplicates 18, quality failures 1, errors 0/)
+    expect(second.stdout).toMatch(/found 21, new 0, duplicates 20, quality failures 1, errors 0/)
     expect(second.stdout).toContain('ingest       0 reference(s) queued (everything was ingested by an earlier run)')
     expect(second.stdout.match(/→ answered/g)).toHaveLength(2)
   }, 240_000)
@@ -119,20 +119,20 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
   it('runs the operator commands: sync, references, ingest, watch, jobs, users, roles, top-up, requeue, stats', async () => {
     expect((await json('sources')).sources).toContain('demo')
     const sync = await json('sync', 'demo')
-    expect(sync).toMatchObject({ status: 'completed', found_count: 19, new_count: 17, duplicates: 1, quality_failed: 1 })
+    expect(sync).toMatchObject({ status: 'completed', found_count: 21, new_count: 19, duplicates: 1, quality_failed: 1 })
     const refs = await json('references', '--source', 'demo', '--status', 'discovered')
-    expect(refs.total).toBe(17)
+    expect(refs.total).toBe(19)
     const queued = await json('ingest', '--all', '--source', 'demo')
-    expect(queued.queued).toHaveLength(17)
+    expect(queued.queued).toHaveLength(19)
     const watch = await admin('watch', '--dispatch', '--interval', '100', '--json')
     expect(watch.code, watch.stderr).toBe(0)
     const last = JSON.parse(watch.stdout.trim().split('\n').at(-1)!)
-    expect(last).toMatchObject({ counts: { ready: 17 }, active: [] })
-    expect((await json('jobs', '--status', 'ready')).total).toBe(17)
+    expect(last).toMatchObject({ counts: { ready: 19 }, active: [] })
+    expect((await json('jobs', '--status', 'ready')).total).toBe(19)
     // the Arabic lessons are stored as demo/curriculum.json writes them: every chunk is a piece of its
     // page's text, letters, hamzas and punctuation included, and every page's text is stored whole
-    const curriculum = JSON.parse(await readFile(CURRICULUM_FILE, 'utf8')) as { lessons: { path: string; language?: string; pages?: string[] }[] }
-    const arabic = curriculum.lessons.filter((l) => l.language === 'ar' && l.pages)
+    const curriculum = JSON.parse(await readFile(CURRICULUM_FILE, 'utf8')) as { lessons: { path: string; language?: string; pages?: string[]; scanned?: boolean }[] }
+    const arabic = curriculum.lessons.filter((l) => l.language === 'ar' && l.pages && !l.scanned)
     expect(arabic.length).toBeGreaterThanOrEqual(4)
     for (const lesson of arabic) {
       const chunks = await db.sql`select c.page_number, c.chunk_index, c.content from public.document_chunks c join public.documents d on d.id = c.file_id
@@ -146,6 +146,13 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
         expect(canonicalize(page).endsWith(stored.at(-1)!)).toBe(true)
       }
     }
+    // the scanned lessons were read by OCR, every page of them
+    for (const lesson of curriculum.lessons.filter((l) => l.scanned)) {
+      const pages = await db.sql`select distinct (v.metadata->>'page_number')::int as page, v.metadata->>'text_source' as source from public.vectors v
+                                  join public.documents d on d.id = v.file_id join public.curriculum_references r on r.id = d.reference_id
+                                  where r.pdf_source like ${`%${lesson.path}`} order by 1`
+      expect(pages).toEqual(lesson.pages!.map((_, i) => ({ page: i + 1, source: 'ocr' })))
+    }
     expect((await json('dispatch')).status).toBe('idle')
 
     const created = await json('create-admin', 'chef@demo.mr', 'Tr3s-secret!', '--name', 'Chef')
@@ -157,7 +164,7 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     expect(top).toMatchObject({ tokens: 100, new_balance: 150, replayed: false, payment_method: 'bankily' })
     expect(await json('topup', 'chef@demo.mr', '100', '--amount', '250', '--method', 'bankily', '--idempotency-key', 'cli-1')).toMatchObject({ replayed: true, new_balance: 150 })
     const stats = await json('stats')
-    expect(stats.documents).toMatchObject({ ready: 17 })
+    expect(stats.documents).toMatchObject({ ready: 19 })
 
     const missing = await admin('requeue', crypto.randomUUID())
     expect(missing.code).toBe(1)
@@ -171,7 +178,7 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     // the deprecated admin key works too, and a wrong one is refused
     const byKey = await run('scripts/admin.ts', ['stats', '--json', '--admin-key', 'cli-admin-key'], { CT_URL: gw.url }, 30_000)
     expect(byKey.code, byKey.stderr).toBe(0)
-    expect(JSON.parse(byKey.stdout).documents.ready).toBe(17)
+    expect(JSON.parse(byKey.stdout).documents.ready).toBe(19)
     const wrongKey = await run('scripts/admin.ts', ['stats'], { CT_URL: gw.url, ADMIN_API_KEY: 'wrong' }, 30_000)
     expect(wrongKey.code).toBe(1)
     expect(wrongKey.stderr).toContain('401')

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readability } from '../functions-shared/catalogue/readability.ts'
 import { canonicalize } from '../functions-shared/catalogue/canonicalize.ts'
-import { ocrLanguagesFor, pagesNeedingOcr, readPdf, type OcrEngine, type ReadPdfOptions } from '../functions-shared/ingestion/read-pdf.ts'
+import { ocrLanguagesFor, pagesNeedingOcr, readPdf, separateRunOnWords, type OcrEngine, type ReadPdfOptions } from '../functions-shared/ingestion/read-pdf.ts'
 import { createNodeOcr } from '../scripts/lib/ocr.ts'
 import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { characterErrorRate, reverseLamAlef, SCAN_AR, SCAN_FR, splitWords } from './helpers/scans.ts'
@@ -42,6 +42,13 @@ describe('readability', () => {
   it('takes one odd word for a name or a typo, not a broken layer', () => {
     expect(readability(`${CLEAN_AR} و`).readable).toBe(true)
     expect(readability(`${CLEAN_FR} Ã©`).readable).toBe(true)
+  })
+})
+
+describe('separateRunOnWords', () => {
+  it('puts back a space the recognizer missed after a word-final taa marbuta or alef maqsura, and nothing else', () => {
+    expect(separateRunOnWords('الزوارق الصغيرةقرب الشاطئ، وعلىكل صياد')).toBe('الزوارق الصغيرة قرب الشاطئ، وعلى كل صياد')
+    for (const kept of ['مدرستي عليه', 'مدرسةٌ كبيرة', 'فيالعالم', 'parles impôts']) expect(separateRunOnWords(kept)).toBe(kept)
   })
 })
 

@@ -91,6 +91,15 @@ export function pagesNeedingOcr(pages: readonly { number: number; text: string; 
   return pages.filter((p) => (matchingForm(canonicalize(p.text)).length < minPageChars ? p.images !== false : !readability(p.text).readable)).map((p) => p.number)
 }
 
+/**
+ * A recognizer misses narrow word spaces ("الصغيرةقرب"). Taa marbuta and alef maqsura end an Arabic word
+ * (a suffix turns them into ت and ي), so a letter right after one starts the next word: the space goes
+ * back there. Nothing else is guessed.
+ */
+export function separateRunOnWords(text: string): string {
+  return text.replace(/([\u0629\u0649])(?=[\u0621-\u064A])/g, '$1 ')
+}
+
 export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promise<ReadPdf> {
   const now = options.now ?? (() => performance.now())
   // images are looked for on short pages only (generously: the check folds and trims after)
@@ -115,17 +124,18 @@ export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promi
       continue
     }
     const page = pages[reading.number - 1]!
+    const text = separateRunOnWords(reading.text)
     const layer = canonicalize(page.text)
-    const recognized = canonicalize(reading.text)
+    const recognized = canonicalize(text)
     if (matchingForm(recognized).length < options.minPageChars) continue
     const language = options.language === 'fr' || (options.language == null && !/[\u0621-\u064A]/.test(recognized)) ? 'fr' : 'ar'
     // the better reading: no usable layer, or a layer that fails the check while the recognizer is
     // confident and reads cleaner (mode always: a confident reading replaces the layer)
     const noLayer = matchingForm(layer).length < options.minPageChars
     const confident = reading.confidence >= options.minConfidence(language)
-    const better = options.mode === 'always' ? confident : confident && readability(reading.text).score < readability(page.text).score
+    const better = options.mode === 'always' ? confident : confident && readability(text).score < readability(page.text).score
     if (!noLayer && !better) continue
-    pages[reading.number - 1] = { number: reading.number, text: reading.text, source: 'ocr', confidence: reading.confidence }
+    pages[reading.number - 1] = { number: reading.number, text, source: 'ocr', confidence: reading.confidence }
     result.ocr.pages++
     weighted += reading.confidence * recognized.length
     chars += recognized.length

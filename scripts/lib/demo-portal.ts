@@ -1,5 +1,6 @@
 // The bundled demo curriculum portal: listing pages with pagination and curriculum PDFs generated from
-// demo/curriculum.json (pdfkit; Arabic in the Amiri font) the first time they are needed, kept under
+// demo/curriculum.json (pdfkit; Arabic in the Amiri font; the lessons marked scanned as page images with
+// no text layer) the first time they are needed, kept under
 // DATA_DIR/demo-portal/<hash of the lessons>/ so a change of the text regenerates them. Served by the
 // local gateway at /demo-portal (DEMO_PORTAL); the "demo" scraper source points at it.
 import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises'
@@ -7,7 +8,7 @@ import { createHash } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Hono } from 'hono'
-import { makePdf } from './pdf.ts'
+import { makePdf, makeScannedPdf } from './pdf.ts'
 
 export const DEMO_PORTAL_BASE = '/demo-portal'
 export const CURRICULUM_FILE = fileURLToPath(new URL('../../demo/curriculum.json', import.meta.url))
@@ -19,6 +20,8 @@ interface Lesson {
   language?: 'fr' | 'ar'
   pages?: string[]
   near_duplicate_of?: string
+  /** a scan: the typeset pages rendered and put back as images, no text layer */
+  scanned?: boolean
   replace?: [string, string][]
 }
 
@@ -60,7 +63,7 @@ export async function buildDemoPortal(dataDir: string): Promise<DemoPortal> {
     const target = join(dir, lesson.path)
     if (await exists(target)) continue
     const { pages, language } = resolveLesson(lesson, byId)
-    const pdf = await makePdf(pages, { arabic: language === 'ar', rtl: true, title: lesson.link })
+    const pdf = lesson.scanned ? await makeScannedPdf(pages, { arabic: language === 'ar', dpi: 200 }) : await makePdf(pages, { arabic: language === 'ar', rtl: true, title: lesson.link })
     await mkdir(dirname(target), { recursive: true })
     const tmp = `${target}.${process.pid}.tmp`
     await writeFile(tmp, pdf)
