@@ -17,6 +17,7 @@ import type { OcrEngine } from '../functions-shared/ingestion/read-pdf.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { createNodeOcr } from '../scripts/lib/ocr.ts'
 import { makeScannedPdf } from '../scripts/lib/pdf.ts'
+import { jobProgress } from '../scripts/lib/job-progress.ts'
 
 let db: TestDatabase
 let server: Server
@@ -186,5 +187,41 @@ describe('where no recognizer runs', () => {
     expect(sync.body).toMatchObject({ found_count: 2, new_count: 0, quality_failed: 2 })
     const rejected = await db.sql`select error_message from public.ingestion_audit where to_status = 'rejected' order by id`
     expect(rejected.map((r) => r.error_message)).toEqual(['no text layer (scanned PDF; OCR_MODE is never)', 'no text layer (scanned PDF; OCR_MODE is never)'])
+  })
+})
+
+describe('manual uploads of a scan', () => {
+  const upload = async (t: TestApp, pdf: Uint8Array) => {
+    const form = new FormData()
+    for (const [k, v] of Object.entries({ grade: '3AS', subject: 'sciences-naturelles', language: 'fr' })) form.set(k, v)
+    form.set('file', new File([Buffer.from(pdf)], 'scan.pdf', { type: 'application/pdf' }))
+    const res = await t.request('/admin/upload-curriculum', { method: 'POST', headers: service, body: form })
+    return { status: res.status, body: await json(res) }
+  }
+
+  it('are recognized in the request where this process can, and refused with the way forward where it cannot', async () => {
+    const scan = await makeScannedPdf(SCAN_FR)
+    const done = await upload(node, scan)
+    expect(done.status, JSON.stringify(done.body)).toBe(201)
+    expect(done.body).toMatchObject({ status: 'ready', pages: 2, content_pages: 2, ocr_pages: 2 })
+    const [v] = await db.sql`select metadata from public.vectors where file_id = ${done.body.document_id} order by id limit 1`
+    expect(v!.metadata).toMatchObject({ text_source: 'ocr' })
+    expect(v!.metadata.text).toContain('photosynthèse')
+    const refused = await upload(edge, scan)
+    expect(refused.status).toBe(400)
+    expect(refused.body).toMatchObject({ error: 'validation_failed', request_id: expect.any(String) })
+    expect(refused.body.message).toContain('cannot recognize scanned pages')
+    expect(refused.body.message).toContain('npm run worker')
+  })
+})
+
+describe('npm run admin -- watch', () => {
+  const job = (status: string, progress: { pages_done: number; pages_total: number | null; pages_ocr: number }, extra: Partial<{ chunks_created: number; vectors_upserted: number; needs_ocr: boolean }> = {}) =>
+    jobProgress({ status, progress, chunks_created: 0, vectors_upserted: 0, needs_ocr: false, ...extra })
+  it('draws a progress bar per job: pages read while it reads them, then vectors stored', () => {
+    expect(job('queued', { pages_done: 0, pages_total: null, pages_ocr: 0 }, { needs_ocr: true })).toBe('waiting for a worker that can OCR (npm run worker)')
+    expect(job('parsing', { pages_done: 0, pages_total: null, pages_ocr: 0 })).toBe('reading pages')
+    expect(job('parsing', { pages_done: 5, pages_total: 20, pages_ocr: 4 })).toBe('[#####...............] pages 5/20, 4 by OCR')
+    expect(job('embedding_request_sent', { pages_done: 20, pages_total: 20, pages_ocr: 20 }, { chunks_created: 40, vectors_upserted: 40 })).toBe('[####################] vectors 40/40 (20 pages by OCR)')
   })
 })
