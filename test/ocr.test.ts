@@ -121,6 +121,14 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     expect(text).toMatch(/[أإآ]/)
   })
 
+  it('reads a document of unknown language with the one model its first page shows (one page read with both first)', async () => {
+    const scan = await makeScannedPdf(SCAN_AR.slice(1), { arabic: true })
+    const before = recognized
+    const read = await readPdf(scan, options({ language: null }))
+    expect(recognized - before).toBe(2) // the probe, then the page with the Arabic model alone
+    expect(characterErrorRate(canonicalize(SCAN_AR[1]!), canonicalize(read.pages[0]!.text))).toBeLessThan(0.08)
+  })
+
   it('keeps the readings of a file for a while: a second read recognizes nothing again', async () => {
     const before = recognized
     const read = await readPdf(scanFr, options({ language: 'fr' }))

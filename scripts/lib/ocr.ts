@@ -125,15 +125,12 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
   return {
     async recognize(pdf, pages, languages, onPage) {
       const code = [...languages].sort().join('+')
-      const file = createHash('sha256').update(pdf).digest('hex')
-      const key = `${file}:${code}:${options.dpi}`
-      // a reading with both models (the scraper's, for a document of unknown language) serves either
-      const both = `${file}:ara+fra:${options.dpi}`
+      const key = `${createHash('sha256').update(pdf).digest('hex')}:${code}:${options.dpi}`
       const results: (OcrReading | OcrFailure)[] = []
       let done = 0
       const missing: number[] = []
       for (const number of pages) {
-        const known = readings.get(`${key}:${number}`) ?? readings.get(`${both}:${number}`)
+        const known = readings.get(`${key}:${number}`)
         if (!known) {
           missing.push(number)
           continue
