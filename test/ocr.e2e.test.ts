@@ -43,11 +43,13 @@ beforeAll(async () => {
     ['/fichiers/3AS/sciences-naturelles/photosynthese.pdf', await makeScannedPdf(SCAN_FR)],
     ['/fichiers/3AS/geographie/nahr-senegal.pdf', await makeScannedPdf(SCAN_AR, { arabic: true })],
   ])
+  files.set('/fichiers/3AS/sciences-naturelles/respiration.pdf', await makeScannedPdf([SCAN_FR[1]!, SCAN_FR[0]!]))
   // the same scan at another address (a mirror the Edge Function's sync finds)
   files.set('/fichiers/3AS/sciences-naturelles/copie.pdf', files.get('/fichiers/3AS/sciences-naturelles/photosynthese.pdf')!)
   const listings: Record<string, string[]> = {
     'scans.html': ['/fichiers/3AS/sciences-naturelles/photosynthese.pdf', '/fichiers/3AS/geographie/nahr-senegal.pdf'],
     'edge.html': ['/fichiers/3AS/sciences-naturelles/copie.pdf'],
+    'sample.html': ['/fichiers/3AS/sciences-naturelles/respiration.pdf'],
   }
   server = createServer((req, res) => {
     const path = new URL(req.url!, 'http://portal').pathname
@@ -190,6 +192,26 @@ describe('where no recognizer runs', () => {
   })
 })
 
+describe('a long scan', () => {
+  it('the scraper reads a sample of it (OCR_SCRAPER_PAGES) and its job reads the rest, with progress', async () => {
+    const sampling = createTestApp({
+      sql: db.sql,
+      env: { FETCH_ALLOW_LOOPBACK: 'true', OCR_SCRAPER_PAGES: '1', RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000' },
+      deps: { sources: [source('sample', 'sample.html')], resolveHost: resolveHostNode, ocr: engine },
+    })
+    const sync = await post(sampling, '/scraping/sample/sync')
+    expect(sync.body).toMatchObject({ new_count: 1, quality_failed: 0 })
+    const ref = await referenceOf('respiration.pdf')
+    const [audit] = await db.sql`select job_id, details from public.ingestion_audit where reference_id = ${ref.id} and to_status = 'queued'`
+    expect(audit!.details).toMatchObject({ ocr_pages: 1, warnings: ['1 more page needs OCR: the ingestion reads it'] })
+    const progress: string[] = []
+    sampling.deps.onJobProgress = ({ done, total }) => void progress.push(`${done}/${total}`)
+    expect(await dispatchAll(sampling)).toEqual(['dispatched', 'idle'])
+    expect(await get(sampling, `/admin/jobs/${audit!.job_id}`)).toMatchObject({ status: 'ready', progress: { pages_done: 2, pages_total: 2, pages_ocr: 2 } })
+    expect(progress).toEqual(['0/2', '1/2', '2/2'])
+  })
+})
+
 describe('manual uploads of a scan', () => {
   const upload = async (t: TestApp, pdf: Uint8Array) => {
     const form = new FormData()
@@ -204,7 +226,7 @@ describe('manual uploads of a scan', () => {
     const done = await upload(node, scan)
     expect(done.status, JSON.stringify(done.body)).toBe(201)
     expect(done.body).toMatchObject({ status: 'ready', pages: 2, content_pages: 2, ocr_pages: 2 })
-    const [v] = await db.sql`select metadata from public.vectors where file_id = ${done.body.document_id} order by id limit 1`
+    const [v] = await db.sql`select metadata from public.vectors where file_id = ${done.body.document_id} and metadata->>'page_number' = '1' limit 1`
     expect(v!.metadata).toMatchObject({ text_source: 'ocr' })
     expect(v!.metadata.text).toContain('photosynthèse')
     const refused = await upload(edge, scan)

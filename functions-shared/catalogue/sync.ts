@@ -75,7 +75,8 @@ async function processLink(ctx: Ctx, source: Source, runId: string, link: Discov
       engine: ctx.deps.ocr,
       language: meta.language,
       minPageChars: config.QUALITY_MIN_PAGE_CHARS,
-      maxOcrPages: config.OCR_MAX_PAGES,
+      // a sample: enough to judge and fingerprint a scan; the job reads the rest (with progress)
+      maxOcrPages: Math.min(config.OCR_MAX_PAGES, config.OCR_SCRAPER_PAGES),
       minConfidence: (l) => (l === 'fr' ? config.OCR_MIN_CONFIDENCE_FR : config.OCR_MIN_CONFIDENCE_AR),
     })
   } catch (err) {
@@ -98,7 +99,8 @@ async function processLink(ctx: Ctx, source: Source, runId: string, link: Discov
         {
           sizeBytes: file.bytes.byteLength,
           text,
-          pageCount: extracted.pageCount,
+          // pages left for the ingestion to recognize are not judged here
+          pageCount: extracted.pageCount - extracted.ocr.skipped,
           textPages: extracted.pages.filter((p) => p.text.trim() !== '').length,
           language: language ?? 'ar',
           ocr: {
@@ -113,6 +115,8 @@ async function processLink(ctx: Ctx, source: Source, runId: string, link: Discov
     await rejectForQuality(ctx, source, link, quality.reason!)
     return 'quality_failed'
   }
+  const more = extracted.ocr.skipped
+  if (more > 0) quality.warnings.push(`${more} more ${more === 1 ? 'page needs' : 'pages need'} OCR: the ingestion reads ${more === 1 ? 'it' : 'them'}`)
   // the fingerprint compares folded text: two typesettings of one lesson differ in hamza forms and tatweel
   // (a scan that waits for OCR has too little text to compare: it gets none, and is not a duplicate)
   const fingerprint = waitsForOcr && matchingForm(text, options).length < config.QUALITY_MIN_TEXT_CHARS ? null : toSigned(simhash(matchingForm(text, options))).toString()
