@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs a local PostgreSQL 15 with pgvector and pgTAP on Debian (run as root):
-# Debian's postgresql-15, postgresql-server-dev-15 and postgresql-15-pgtap, and pgvector built from
+# Installs a local PostgreSQL 15 with pgvector, pgTAP, pg_cron and plpgsql_check on Debian (run as root):
+# Debian's postgresql-15, postgresql-server-dev-15, postgresql-15-pgtap, -cron and -plpgsql-check, and pgvector built from
 # Debian's pgvector source package of the next release (trixie: 0.8, with iterative index scans), fetched
 # through a deb-src entry that is used for that download only.
 set -euo pipefail
@@ -11,7 +11,7 @@ PGVECTOR_SUITE=${PGVECTOR_SUITE:-trixie}
 MIN_PGVECTOR=0.8.0
 
 missing=()
-for pkg in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-$PG_MAJOR-pgtap dpkg-dev make gcc; do
+for pkg in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-$PG_MAJOR-pgtap postgresql-$PG_MAJOR-cron postgresql-$PG_MAJOR-plpgsql-check dpkg-dev make gcc; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -369,12 +369,18 @@ grant execute on function public.get_or_create_wallet(uuid, integer), public.res
   to service_role;
 
 -- On Supabase, pg_cron runs the expiry every minute; where the extension is not available (the local
--- stack), the server runs it on an interval instead. Either way every wallet RPC expires first.
+-- stack), or not usable in this database (pg_cron lives in one database of a server, cron.database_name,
+-- and needs shared_preload_libraries), the server runs it on an interval instead. Either way every wallet
+-- RPC expires first.
 do $$
 begin
   if exists (select 1 from pg_available_extensions where name = 'pg_cron') then
-    create extension if not exists pg_cron with schema pg_catalog;
-    perform cron.schedule('expire-reservations', '* * * * *', 'select public.expire_reservations()');
+    begin
+      create extension if not exists pg_cron with schema pg_catalog;
+      perform cron.schedule('expire-reservations', '* * * * *', 'select public.expire_reservations()');
+    exception when others then
+      raise notice 'pg_cron is not usable in this database (%); the server expires reservations on an interval', sqlerrm;
+    end;
   end if;
 end
 $$;
