@@ -4,10 +4,11 @@ import { loadConfigOrExit } from './lib/load-config.ts'
 import type { Sql } from '../functions-shared/db/client.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import type { EmbeddedDb } from './lib/embedded-db.ts'
-import { FUNCTIONS_BASE, type Gateway } from './lib/gateway.ts'
+import type { Gateway } from './lib/gateway.ts'
 import { startStack } from './lib/stack.ts'
 import { DEMO_PORTAL_BASE } from './lib/demo-portal.ts'
 import { exitWithStartupError, safeDbUrl } from './lib/startup-error.ts'
+import { stackStatus, statusLines } from './lib/status.ts'
 
 const config = loadConfigOrExit('curriculum-tutor')
 
@@ -51,16 +52,17 @@ const stack = await startStack(config, logs, {
 const { databaseUrl } = stack
 const demo = stack.gateway.deps.config.FETCH_ALLOW_LOOPBACK && (config.DEMO_PORTAL === 'on' || (config.DEMO_PORTAL === 'auto' && stack.embedded))
 
+const status = await stackStatus(stack.gateway.deps.config, { base: stack.gateway.url, dbUrl: stack.embedded ? databaseUrl : safeDbUrl(databaseUrl) })
+const extra: [string, string][] = [
+  ['Health', `${status.functions_url}/health`],
+  ['API reference', `${status.functions_url}/docs`],
+]
+if (demo) extra.push(['Demo portal', `${stack.gateway.url}${DEMO_PORTAL_BASE}/programmes/page1.html`])
 process.stdout.write(`
 curriculum-tutor is running (${stack.embedded ? 'embedded PGlite database' : 'PostgreSQL server'})
 
-  API URL        ${stack.gateway.url}${FUNCTIONS_BASE}
-  Health         ${stack.gateway.url}${FUNCTIONS_BASE}/health
-  API reference  ${stack.gateway.url}${FUNCTIONS_BASE}/docs
-  Auth URL       ${stack.gateway.deps.config.SUPABASE_URL}/auth/v1${stack.gateway.deps.config.LOCAL_AUTH ? "" : " (external)"}
-  Database URL   ${stack.embedded ? databaseUrl : safeDbUrl(databaseUrl)}
-  anon key       ${stack.anonKey}
-  service_role key ${stack.serviceKey}${demo ? `\n  Demo portal    ${stack.gateway.url}${DEMO_PORTAL_BASE}/programmes/page1.html (scraper source "demo"; try npm run demo)` : ''}
+${statusLines({ ...status, anon_key: stack.anonKey, service_role_key: stack.serviceKey }, extra)}
 
+An app connects with createClient(API URL, anon key); \`npm run status -- -o env\` prints these as .env lines.${demo ? '\nThe demo portal is the scraper source "demo": try npm run demo.' : ''}
 Press Ctrl-C to stop.
 `)

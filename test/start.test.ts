@@ -6,6 +6,7 @@ import { hostname } from 'node:os'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
+import { createClient } from '@supabase/supabase-js'
 import { afterAll, describe, expect, it } from 'vitest'
 import { DataDirLockedError, LOCK_FILE, lockDataDir } from '../scripts/lib/data-dir-lock.ts'
 
@@ -17,8 +18,12 @@ afterAll(async () => Promise.all(dirs.map((d) => rm(d, { recursive: true, force:
 interface Started {
   child: ChildProcess
   output: () => string
+  /** what createClient takes */
+  baseUrl: string
+  /** the functions' base */
   apiUrl: string
   dbUrl: string
+  anonKey: string
   serviceKey: string
 }
 
@@ -42,7 +47,15 @@ async function start(env: Record<string, string>): Promise<Started> {
     })
   })
   const line = (label: string) => new RegExp(`^\\s+${label}\\s+(\\S+)$`, 'm').exec(output)?.[1] ?? ''
-  return { child, output: () => output, apiUrl: line('API URL'), dbUrl: line('Database URL'), serviceKey: line('service_role key') }
+  return {
+    child,
+    output: () => output,
+    baseUrl: line('API URL'),
+    apiUrl: line('Functions URL'),
+    dbUrl: line('Database URL'),
+    anonKey: line('anon key'),
+    serviceKey: line('service_role key'),
+  }
 }
 
 async function stop(s: Started): Promise<number | null> {
@@ -57,7 +70,21 @@ describe('npm start (embedded mode)', () => {
     dirs.push(dataDir)
     const s = await start({ DATA_DIR: dataDir, ADMIN_API_KEY: 'start-test-key' })
     try {
-      expect(s.apiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/functions\/v1$/)
+      expect(s.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      expect(s.apiUrl).toBe(`${s.baseUrl}/functions/v1`)
+      // the printed API URL and anon key are what supabase-js takes
+      const client = createClient(s.baseUrl, s.anonKey, { auth: { persistSession: false, autoRefreshToken: false } })
+      const signUp = await client.auth.signUp({ email: 'start@example.mr', password: 'Start-passw0rd!' })
+      expect(signUp.error).toBeNull()
+      expect(signUp.data.user?.email).toBe('start@example.mr')
+      const invoked = await client.functions.invoke('health', { method: 'GET' })
+      expect(invoked.data).toMatchObject({ status: 'ok' })
+      // npm run status prints the same, as .env lines too
+      const port = new URL(s.baseUrl).port
+      const status = await run('scripts/status.ts', { PORT: port, DB_PORT: new URL(s.dbUrl).port }, ['-o', 'env'])
+      expect(status.code, status.err).toBe(0)
+      expect(status.out).toContain(`SUPABASE_URL="${s.baseUrl}"\nSUPABASE_ANON_KEY="${s.anonKey}"\n`)
+      expect(status.out).toContain(`SUPABASE_DB_URL="${s.dbUrl}"`)
       const health = await fetch(`${s.apiUrl}/health`, { headers: { 'X-Request-ID': 'abc-123' } })
       expect(health.status).toBe(200)
       expect(health.headers.get('x-request-id')).toBe('abc-123')
