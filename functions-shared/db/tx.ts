@@ -7,9 +7,14 @@ import { ApiError, ErrorCode } from '../http/errors.ts'
 export type Claims = Record<string, unknown> & { sub: string }
 
 export async function asUser<T>(sql: Sql, claims: Claims, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  const json = JSON.stringify({ ...claims, role: 'authenticated' })
+  return asRole(sql, 'authenticated', claims, fn)
+}
+
+/** A transaction as PostgREST runs a request: `role` and `request.jwt.claims` set for it alone. */
+export async function asRole<T>(sql: Sql, role: string, claims: Record<string, unknown>, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const json = JSON.stringify({ ...claims, role })
   return (await sql.begin(async (tx) => {
-    await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${json}, true)`
+    await tx`select set_config('role', ${role}, true), set_config('request.jwt.claims', ${json}, true)`
     return fn(tx)
   })) as T
 }

@@ -36,6 +36,8 @@ export function roleFromClaims(claims: JWTPayload): Role {
 export interface TokenVerifier {
   /** Verifies signature, algorithm and expiry and classifies the token; throws ApiError 401 otherwise. */
   verify(token: string): Promise<Principal>
+  /** Verifies signature, algorithm and expiry and returns the claims of any role (anon keys too). */
+  claims(token: string): Promise<JWTPayload>
 }
 
 export function createTokenVerifier(options: { secret: string; jwksUrl?: string | undefined; clockToleranceSeconds: number; clock?: Clock }): TokenVerifier {
@@ -47,20 +49,24 @@ export function createTokenVerifier(options: { secret: string; jwksUrl?: string 
     if (!jwks) throw new joseErrors.JOSEAlgNotAllowed(`"${header.alg}" is not allowed`)
     return jwks(header, input)
   }
+  const claims = async (token: string): Promise<JWTPayload> => {
+    try {
+      const { payload } = await jwtVerify(token, key, {
+        algorithms,
+        requiredClaims: ['exp'],
+        clockTolerance: options.clockToleranceSeconds,
+        ...(options.clock ? { currentDate: new Date(options.clock.now()) } : {}),
+      })
+      return payload
+    } catch (err) {
+      const expired = err instanceof joseErrors.JWTExpired
+      throw unauthorized(expired ? 'Access token has expired' : 'Access token is invalid', expired ? 'expired' : 'invalid')
+    }
+  }
   return {
+    claims,
     async verify(token) {
-      let payload: JWTPayload
-      try {
-        ;({ payload } = await jwtVerify(token, key, {
-          algorithms,
-          requiredClaims: ['exp'],
-          clockTolerance: options.clockToleranceSeconds,
-          ...(options.clock ? { currentDate: new Date(options.clock.now()) } : {}),
-        }))
-      } catch (err) {
-        const expired = err instanceof joseErrors.JWTExpired
-        throw unauthorized(expired ? 'Access token has expired' : 'Access token is invalid', expired ? 'expired' : 'invalid')
-      }
+      const payload = await claims(token)
       if (payload.role === 'service_role') return { kind: 'service', token }
       const aud = Array.isArray(payload.aud) ? payload.aud : [payload.aud]
       if (payload.role === 'anon' || !aud.includes('authenticated')) throw unauthorized('A signed-in user token is required', 'invalid')

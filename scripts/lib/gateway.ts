@@ -13,6 +13,18 @@ import { expireReservations } from '../../functions-shared/wallet/service.ts'
 import { readAssetNode, readSourcesNode, remoteAddressNode, resolveHostNode } from './node-adapter.ts'
 import { buildDemoPortal, DEMO_PORTAL_BASE } from './demo-portal.ts'
 import { ocrFromConfig } from './ocr.ts'
+import { restRouter, type RestOptions } from '../../functions-shared/rest/router.ts'
+import { readFile } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
+import { parse as parseToml } from 'smol-toml'
+
+const CONFIG_TOML = fileURLToPath(new URL('../../supabase/config.toml', import.meta.url))
+
+/** /rest/v1's schemas and row cap, from supabase/config.toml's [api] section (as PostgREST takes them). */
+export async function restSettings(): Promise<RestOptions> {
+  const api = (parseToml(await readFile(CONFIG_TOML, 'utf8')).api ?? {}) as { schemas?: string[]; max_rows?: number }
+  return { schemas: api.schemas ?? ['public'], maxRows: typeof api.max_rows === 'number' && api.max_rows > 0 ? api.max_rows : null }
+}
 
 export const FUNCTIONS_BASE = '/functions/v1'
 
@@ -68,6 +80,8 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
     deps.logs.get('start').info({ url: `${publicBase}${DEMO_PORTAL_BASE}/programmes/page1.html`, files: portal.files.length }, 'demo portal served')
   }
   if (config.LOCAL_AUTH) app.route('/auth/v1', localAuthRouter(deps))
+  // supabase-js's .from() and .rpc(): a PostgREST subset with the same role-and-claims path (hosted: PostgREST)
+  app.route('/rest/v1', restRouter(deps, await restSettings()))
   handle = (request, env) => app.fetch(request, env as never)
   // The expiry job, locally (on Supabase, pg_cron runs it); every wallet RPC also expires first.
   const log = deps.logs.get('expiry')

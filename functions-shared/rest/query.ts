@@ -1,0 +1,171 @@
+// The /rest/v1 subset's reading of a request: select=, the filters, order, limit and offset (or a Range
+// header), Prefer and Accept, turned into SQL whose identifiers are checked against the catalogue and
+// quoted, and whose values are parameters cast to their column's type. What the subset does not read
+// is refused by name (outsideSubset), never ignored.
+import { badRequest, outsideSubset, RestError } from './errors.ts'
+
+export interface Relation {
+  schema: string
+  name: string
+  /** column name → its type as format_type writes it */
+  columns: Map<string, string>
+}
+
+export interface Built {
+  text: string
+  params: unknown[]
+}
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
+const RESERVED = new Set(['select', 'order', 'limit', 'offset', 'columns'])
+const COMPARISON: Record<string, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' }
+
+export const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
+export const relationSql = (r: Relation) => `${ident(r.schema)}.${ident(r.name)}`
+
+/** A name as the URL gives it, checked to be a plain identifier. */
+export function checkIdent(name: string, what: string): string {
+  if (!IDENT.test(name)) throw badRequest(`"${name}" is not a plain ${what} name`)
+  return name
+}
+
+function column(r: Relation, name: string): string {
+  if (name.includes('->')) throw outsideSubset(`The JSON path "${name}"`)
+  checkIdent(name, 'column')
+  if (!r.columns.has(name)) throw new RestError(400, '42703', `column ${r.name}.${name} does not exist`, null, null)
+  return name
+}
+
+/** select=: `*` or a list of columns (no embedding, aliases or casts). */
+export function selectList(r: Relation, select: string | null): string {
+  if (select === null || select.trim() === '' || select.trim() === '*') return '*'
+  const names = select.split(',').map((s) => s.trim())
+  for (const name of names) {
+    if (name.includes('(')) throw outsideSubset(`Embedding ("${name}")`)
+    if (name.includes(':')) throw outsideSubset(`An alias or cast in select ("${name}")`)
+    if (name === '*') continue
+    column(r, name)
+  }
+  return names.map((n) => (n === '*' ? '*' : ident(n))).join(', ')
+}
+
+/** `(a,b,"c,d")` of an in. filter. */
+function inList(raw: string): string[] {
+  if (!raw.startsWith('(') || !raw.endsWith(')')) throw badRequest(`in. takes a list in parentheses, e.g. in.(1,2,3): "${raw}"`)
+  const body = raw.slice(1, -1)
+  const out: string[] = []
+  let i = 0
+  while (i <= body.length && body.length > 0) {
+    if (body[i] === '"') {
+      let value = ''
+      i++
+      while (i < body.length && body[i] !== '"') {
+        if (body[i] === '\\' && i + 1 < body.length) i++
+        value += body[i]
+        i++
+      }
+      out.push(value)
+      i += 2 // closing quote and comma
+    } else {
+      const end = body.indexOf(',', i)
+      out.push(body.slice(i, end === -1 ? body.length : end))
+      if (end === -1) break
+      i = end + 1
+    }
+  }
+  return out
+}
+
+/** The filters of the query string, ANDed, as a WHERE clause (params appended to `params`). */
+export function whereClause(r: Relation, query: URLSearchParams, params: unknown[]): string {
+  const parts: string[] = []
+  for (const [key, raw] of query) {
+    if (RESERVED.has(key)) continue
+    if (key === 'or' || key === 'and' || key === 'not.or' || key === 'not.and') throw outsideSubset(`The logical filter "${key}"`)
+    const name = column(r, key)
+    const dot = raw.indexOf('.')
+    const op = dot === -1 ? raw : raw.slice(0, dot)
+    const value = dot === -1 ? '' : raw.slice(dot + 1)
+    const type = r.columns.get(name)!
+    const param = (v: unknown, cast: string) => {
+      params.push(v)
+      return `$${params.length}::${cast}`
+    }
+    if (op in COMPARISON) parts.push(`${ident(name)} ${COMPARISON[op]} ${param(value, type)}`)
+    else if (op === 'like' || op === 'ilike') parts.push(`${ident(name)}::text ${op} ${param(value.replaceAll('*', '%'), 'text')}`)
+    else if (op === 'in') parts.push(`${ident(name)} = any(${param(inList(value), `${type}[]`)})`)
+    else if (op === 'is') {
+      const keyword = { null: 'null', true: 'true', false: 'false', unknown: 'unknown', not_null: 'not null' }[value.toLowerCase()]
+      if (!keyword) throw badRequest(`is. takes null, not_null, true, false or unknown: "${value}"`)
+      parts.push(`${ident(name)} is ${keyword}`)
+    } else if (op === 'not') throw outsideSubset(`The negated filter "${key}=${raw}"`)
+    else throw outsideSubset(`The operator "${op}" (in "${key}=${raw}"; the subset has eq, neq, gt, gte, lt, lte, in, is, like, ilike)`)
+  }
+  return parts.length === 0 ? '' : ` where ${parts.join(' and ')}`
+}
+
+/** order=col.desc.nullslast,col2 */
+export function orderClause(r: Relation, order: string | null): string {
+  if (!order) return ''
+  const terms = order.split(',').map((term) => {
+    const [name, ...mods] = term.trim().split('.')
+    const parts = [ident(column(r, name!))]
+    for (const m of mods) {
+      if (m === 'asc' || m === 'desc') parts.push(m)
+      else if (m === 'nullsfirst' || m === 'nullslast') parts.push(m === 'nullsfirst' ? 'nulls first' : 'nulls last')
+      else throw badRequest(`order takes column.asc|desc.nullsfirst|nullslast: "${term}"`)
+    }
+    return parts.join(' ')
+  })
+  return ` order by ${terms.join(', ')}`
+}
+
+export interface Page {
+  limit: number | null
+  offset: number
+}
+
+/** limit and offset, or a Range header (`0-9`), capped at max_rows. */
+export function page(query: URLSearchParams, range: string | undefined, maxRows: number | null): Page {
+  const int = (v: string | null, what: string) => {
+    if (v === null) return null
+    if (!/^\d{1,9}$/.test(v)) throw badRequest(`${what} must be a whole number: "${v}"`)
+    return Number(v)
+  }
+  let limit = int(query.get('limit'), 'limit')
+  let offset = int(query.get('offset'), 'offset') ?? 0
+  if (range) {
+    const m = /^(?:items=)?(\d{1,9})-(\d{0,9})$/.exec(range.trim())
+    if (!m) throw new RestError(416, 'PGRST103', `Requested range not satisfiable: "${range}"`)
+    offset = Number(m[1])
+    if (m[2] !== '') {
+      const to = Number(m[2])
+      if (to < offset) throw new RestError(416, 'PGRST103', `Requested range not satisfiable: "${range}"`)
+      limit = limit === null ? to - offset + 1 : Math.min(limit, to - offset + 1)
+    }
+  }
+  if (maxRows !== null) limit = limit === null ? maxRows : Math.min(limit, maxRows)
+  return { limit, offset }
+}
+
+export interface Preferences {
+  returnRepresentation: boolean
+  count: boolean
+}
+
+/** Prefer: return=representation|minimal|headers-only, count=exact; other preferences are left (as PostgREST does without handling=strict). */
+export function preferences(header: string | undefined): Preferences {
+  const prefs = (header ?? '').split(',').map((p) => p.trim().toLowerCase())
+  if (prefs.some((p) => p.startsWith('resolution='))) throw outsideSubset('An upsert (Prefer: resolution=...)')
+  const count = prefs.find((p) => p.startsWith('count='))
+  if (count && count !== 'count=exact') throw outsideSubset(`"Prefer: ${count}" (the subset counts exactly: count=exact)`)
+  return { returnRepresentation: prefs.includes('return=representation'), count: count === 'count=exact' }
+}
+
+/** A JSON body value as a parameter for a column of `type`. */
+export function bodyValue(value: unknown, type: string): unknown {
+  if (value === null || value === undefined) return null
+  if (type.endsWith('[]') && Array.isArray(value)) return value.map((v) => (v === null ? null : typeof v === 'object' ? JSON.stringify(v) : String(v)))
+  if (typeof value === 'object') return JSON.stringify(value)
+  return String(value)
+}

@@ -1,0 +1,178 @@
+// /rest/v1 on the local gateway, driven by the real supabase-js client as an app drives a hosted
+// project: grants and RLS decide (role and request.jwt.claims set as PostgREST sets them), errors come
+// in PostgREST's shape, and what the subset does not serve is a 400 that says so.
+import { createClient, type SupabaseClient } from '@supabase/supabase-js'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { testConfig } from './helpers/app.ts'
+import { createUser, type TestUser } from './helpers/users.ts'
+import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+import { createLogRoot } from '../functions-shared/lib/logger.ts'
+import { page } from '../functions-shared/rest/query.ts'
+
+let db: TestDatabase
+let gateway: Gateway
+let anonKey: string
+let serviceKey: string
+let me: TestUser
+let other: TestUser
+let admin: TestUser
+
+const options = { auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false } }
+/** A client signed in as `user` (its access token on every request), or anon. */
+const as = (user?: TestUser): SupabaseClient => createClient(gateway.url, anonKey, user ? { ...options, accessToken: async () => user.token } : options)
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  gateway = await startGateway({ config: testConfig({ LOG_LEVEL: 'silent' }), sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }) } })
+  anonKey = await apiKey(LOCAL_JWT_SECRET, 'anon')
+  serviceKey = await apiKey(LOCAL_JWT_SECRET, 'service_role')
+  me = await createUser(db.sql, { fullName: 'Aïcha Mint Ahmed' })
+  other = await createUser(db.sql, { fullName: 'Sidi Ould Cheikh' })
+  admin = await createUser(db.sql, { role: 'admin', fullName: 'Admin' })
+  for (const u of [me, other]) {
+    await db.sql`select public.get_or_create_wallet(${u.id})`
+    await db.sql`select id from public.reserve_tokens(${u.id}, 5)`
+  }
+})
+afterAll(async () => {
+  await gateway?.close(1000)
+  await db?.close()
+})
+
+describe('a student with supabase-js', () => {
+  it('reads their own profile and nothing of anyone else\'s', async () => {
+    const all = await as(me).from('profiles').select('*')
+    expect(all.error).toBeNull()
+    expect(all.data!.map((p) => p.id)).toEqual([me.id])
+    const theirs = await as(me).from('profiles').select('id, full_name').eq('id', other.id)
+    expect(theirs).toMatchObject({ error: null, data: [] })
+    const one = await as(me).from('profiles').select('id, full_name, role').eq('id', me.id).single()
+    expect(one.data).toEqual({ id: me.id, full_name: 'Aïcha Mint Ahmed', role: 'student' })
+    const none = await as(me).from('profiles').select('id').eq('id', other.id).maybeSingle()
+    expect(none).toMatchObject({ error: null, data: null })
+    const notOne = await as(me).from('profiles').select('id').eq('id', other.id).single()
+    expect(notOne.status).toBe(406)
+    expect(notOne.error).toMatchObject({ code: 'PGRST116', details: 'The result contains 0 rows' })
+  })
+
+  it('changes their full name, and only that', async () => {
+    const renamed = await as(me).from('profiles').update({ full_name: 'Aïcha Mint Ahmed Salem' }).eq('id', me.id).select('full_name')
+    expect(renamed).toMatchObject({ error: null, data: [{ full_name: 'Aïcha Mint Ahmed Salem' }] })
+    const role = await as(me).from('profiles').update({ role: 'admin' }).eq('id', me.id)
+    expect(role.status).toBe(403)
+    expect(role.error).toMatchObject({ code: '42501', message: expect.stringContaining('permission denied') })
+    const elsewhere = await as(me).from('profiles').update({ full_name: 'X' }).eq('id', other.id).select()
+    expect(elsewhere).toMatchObject({ error: null, data: [] })
+    const rows = await db.sql`select id, full_name, role from public.profiles where id in (${me.id}, ${other.id}) order by full_name`
+    expect(rows).toEqual([
+      { id: me.id, full_name: 'Aïcha Mint Ahmed Salem', role: 'student' },
+      { id: other.id, full_name: 'Sidi Ould Cheikh', role: 'student' },
+    ])
+    const inserted = await as(me).from('profiles').insert({ id: crypto.randomUUID(), full_name: 'Faux' })
+    expect(inserted.status).toBe(403)
+    expect(inserted.error?.code).toBe('42501')
+  })
+
+  it('reads their wallet, reservations and ledger, counted, and nothing of another wallet', async () => {
+    const wallet = await as(me).from('wallets').select('user_id, token_balance').single()
+    expect(wallet.data).toEqual({ user_id: me.id, token_balance: 45 })
+    const ledger = await as(me).from('token_ledger').select('reason, delta', { count: 'exact' }).order('id')
+    expect(ledger.error).toBeNull()
+    expect(ledger.count).toBe(ledger.data!.length)
+    expect(ledger.data!.map((l) => l.reason)).toEqual(['welcome_bonus', 'reservation_hold'])
+    expect(await as(me).from('token_ledger').select('id').eq('user_id', other.id)).toMatchObject({ error: null, data: [] })
+    expect(await as(me).from('reservations').select('user_id').in('user_id', [me.id, other.id])).toMatchObject({ data: [{ user_id: me.id }] })
+    const financial = await as(me).from('financial_transactions').select('*')
+    expect(financial.status).toBe(403)
+  })
+})
+
+describe('an admin and the service role', () => {
+  it('an admin reads every profile, counted, paged, ordered and filtered', async () => {
+    const [{ n }] = (await db.sql`select count(*)::int as n from public.profiles`) as unknown as [{ n: number }]
+    const all = await as(admin).from('profiles').select('id', { count: 'exact' })
+    expect(all.data).toHaveLength(n)
+    expect(all.count).toBe(n)
+    const firstTwo = await as(admin).from('profiles').select('full_name', { count: 'exact' }).order('full_name', { ascending: true }).range(0, 1)
+    expect(firstTwo.data!.map((p) => p.full_name)).toEqual(['Admin', 'Aïcha Mint Ahmed Salem'])
+    expect(firstTwo.count).toBe(n)
+    expect(await as(admin).from('profiles').select('full_name').ilike('full_name', '%ould%')).toMatchObject({ data: [{ full_name: 'Sidi Ould Cheikh' }] })
+    expect(await as(admin).from('profiles').select('full_name').like('full_name', 'Sidi%').neq('id', me.id)).toMatchObject({ data: [{ full_name: 'Sidi Ould Cheikh' }] })
+    expect((await as(admin).from('profiles').select('id').is('full_name', null)).data).toEqual([])
+  })
+
+  it('an admin writes what the policies let them write: a reference inserted, read back, deleted', async () => {
+    const row = { source: 'manual', pdf_source: 'https://portail.example.mr/a.pdf', source_url: 'https://portail.example.mr/a.pdf', title: 'Manuel', grade: '4AS', subject: 'mathematiques' }
+    const inserted = await as(admin).from('curriculum_references').insert(row).select('id, title, status').single()
+    expect(inserted.status).toBe(201)
+    expect(inserted.data).toMatchObject({ title: 'Manuel', status: 'discovered' })
+    const student = await as(me).from('curriculum_references').select('id')
+    expect(student).toMatchObject({ error: null, data: [] })
+    const gone = await as(admin).from('curriculum_references').delete().eq('id', inserted.data!.id)
+    expect(gone.status).toBe(204)
+    expect(await db.sql`select id from public.curriculum_references where id = ${inserted.data!.id}`).toEqual([])
+  })
+
+  it('calls granted functions with rpc; the same function is refused to a student', async () => {
+    const service = createClient(gateway.url, serviceKey, options)
+    const turns = await service.rpc('turns_today', { p_user: me.id })
+    expect(turns).toMatchObject({ error: null, data: 0 })
+    const refused = await as(me).rpc('turns_today', { p_user: me.id })
+    expect(refused.status).toBe(403)
+    expect(refused.error?.code).toBe('42501')
+    const wallet = await service.rpc('get_or_create_wallet', { p_user: other.id })
+    expect(wallet.data).toMatchObject([{ user_id: other.id, token_balance: 45 }])
+    const unknown = await service.rpc('no_such_function', {})
+    expect(unknown.status).toBe(404)
+    expect(unknown.error?.code).toBe('PGRST202')
+  })
+})
+
+describe('anon, errors and the edges of the subset', () => {
+  it('anon reads nothing private (401, as PostgREST answers anon)', async () => {
+    for (const table of ['profiles', 'wallets', 'token_ledger', 'reservations', 'usage_log', 'financial_transactions']) {
+      const res = await as().from(table).select('*')
+      expect(res.status, table).toBe(401)
+      expect(res.error, table).toMatchObject({ code: '42501' })
+    }
+    const noKey = await fetch(`${gateway.url}/rest/v1/profiles`)
+    expect(noKey.status).toBe(401)
+    expect(await noKey.json()).toMatchObject({ code: 'PGRST301', message: 'No API key found in request' })
+    const forged = await fetch(`${gateway.url}/rest/v1/profiles`, { headers: { apikey: anonKey, Authorization: 'Bearer not.a.jwt' } })
+    expect(forged.status).toBe(401)
+  })
+
+  it('answers in PostgREST\'s shape: unknown table and column, bad values, and what is outside the subset', async () => {
+    const missing = await as(me).from('nope').select('*')
+    expect(missing.status).toBe(404)
+    expect(missing.error).toEqual({ code: 'PGRST205', message: "Could not find the table 'public.nope' in the schema cache", details: null, hint: null })
+    const column = await as(me).from('profiles').select('nope')
+    expect(column.status).toBe(400)
+    expect(column.error?.code).toBe('42703')
+    const badUuid = await as(me).from('profiles').select('id').eq('id', "x'; drop table public.profiles; --")
+    expect(badUuid.status).toBe(400)
+    expect(badUuid.error?.code).toBe('22P02')
+    expect(await db.sql`select to_regclass('public.profiles') is not null as ok`).toEqual([{ ok: true }])
+    for (const query of [as(me).from('profiles').select('*').or('id.eq.1,id.eq.2'), as(me).from('profiles').select('id, wallets(*)'), as(me).from('profiles').select('*').not('id', 'eq', me.id)]) {
+      const res = await query
+      expect(res.status).toBe(400)
+      expect(res.error).toMatchObject({ code: 'PGRST100', message: expect.stringContaining('outside the /rest/v1 subset') })
+    }
+    const injected = await fetch(`${gateway.url}/rest/v1/profiles?${encodeURIComponent('id"; select 1; --')}=eq.1`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
+    expect(injected.status).toBe(400)
+    const otherSchema = await fetch(`${gateway.url}/rest/v1/profiles`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}`, 'Accept-Profile': 'private' } })
+    expect(otherSchema.status).toBe(406)
+    expect(await otherSchema.json()).toMatchObject({ code: 'PGRST106', message: 'The schema must be one of the following: public' })
+  })
+
+  it('caps rows at config.toml\'s max_rows and reads a Range header', () => {
+    expect(page(new URLSearchParams(''), undefined, 1000)).toEqual({ limit: 1000, offset: 0 })
+    expect(page(new URLSearchParams('limit=5000'), undefined, 1000)).toEqual({ limit: 1000, offset: 0 })
+    expect(page(new URLSearchParams('limit=10&offset=20'), undefined, 1000)).toEqual({ limit: 10, offset: 20 })
+    expect(page(new URLSearchParams(''), '5-9', null)).toEqual({ limit: 5, offset: 5 })
+    expect(() => page(new URLSearchParams(''), '9-5', null)).toThrow(/not satisfiable/)
+  })
+})
