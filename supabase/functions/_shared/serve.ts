@@ -1,5 +1,8 @@
 // The Deno side of every Edge Function: settings from Deno.env, the database on SUPABASE_DB_URL, one
 // router served with Deno.serve. Locally FUNCTION_PORT picks the port; on Supabase the runtime does.
+// The edge runtime's globals (EdgeRuntime.waitUntil keeps a function alive for a promise) are typed by
+// Supabase's own declarations, as its function template takes them; plain Deno has no EdgeRuntime.
+/// <reference types="@supabase/functions-js/src/edge-runtime.d.ts" />
 import { getConnInfo } from 'hono/deno'
 import { createApp, type RouterName } from '../../../functions-shared/app.ts'
 import { loadConfig } from '../../../functions-shared/config.ts'
@@ -7,9 +10,6 @@ import { createDb } from '../../../functions-shared/db/client.ts'
 import { createDeps, type AssetReader } from '../../../functions-shared/deps.ts'
 import { parseSources } from '../../../functions-shared/catalogue/sources.ts'
 import { BackgroundTasks } from '../../../functions-shared/lib/background.ts'
-
-// Supabase's edge runtime keeps a function alive for promises handed to EdgeRuntime.waitUntil.
-declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined
 
 const readAsset: AssetReader = async (pkg, file) => {
   if (file.includes('..') || file.startsWith('/')) return null
@@ -36,7 +36,7 @@ export async function serveFunction(name: RouterName): Promise<void> {
       const answers = await Promise.allSettled([Deno.resolveDns(host, 'A'), Deno.resolveDns(host, 'AAAA')])
       return answers.flatMap((a) => (a.status === 'fulfilled' ? a.value : []))
     },
-    background: new BackgroundTasks(typeof EdgeRuntime === 'undefined' ? undefined : (p) => EdgeRuntime!.waitUntil(p)),
+    background: new BackgroundTasks(typeof EdgeRuntime === 'undefined' ? undefined : (p) => EdgeRuntime.waitUntil(p)),
     // sources naming ${PUBLIC_URL} (the local demo portal) are left out here
     sources: name === 'scraping' || name === 'admin' ? parseSources(await Deno.readTextFile(config.SCRAPER_SOURCES_FILE)) : [],
     remoteAddress: (c) => {
