@@ -1,0 +1,39 @@
+-- The catalogue stays closed: every table of public has row level security, every security-definer
+-- function pins its search_path, the API roles can execute nothing outside an explicit allowlist, and a
+-- function created now is closed until granted.
+begin;
+create extension if not exists pgtap with schema extensions;
+set local search_path = public, extensions;
+select plan(6);
+
+select is(
+  (select array_agg(c.relname::text order by c.relname) from pg_class c join pg_namespace n on n.oid = c.relnamespace
+    where n.nspname = 'public' and c.relkind in ('r', 'p') and not c.relrowsecurity),
+  null, 'every table in public has row level security');
+
+select is(
+  (select array_agg(n.nspname || '.' || p.proname order by 1) from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+    where p.prosecdef and n.nspname in ('public', 'private', 'auth')
+      and not exists (select 1 from unnest(coalesce(p.proconfig, '{}')) s where s like 'search\_path=%')),
+  null, 'every security-definer function pins its search_path');
+
+-- the allowlist: what anon and authenticated may call (none today: every RPC is the service role's)
+select is(
+  (select array_agg(p.proname::text || ' (' || r.rolname || ')' order by 1) from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+    cross join (values ('anon'), ('authenticated')) r(rolname)
+    where n.nspname = 'public' and has_function_privilege(r.rolname, p.oid, 'execute')
+      and p.proname <> all (array[]::text[])
+      -- an extension's own functions (pgTAP, where a server keeps it in public) are not ours
+      and not exists (select 1 from pg_depend d where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')),
+  null, 'anon and authenticated can execute nothing in public outside the allowlist');
+
+create function public.zz_forgotten_revoke() returns integer language sql security definer set search_path = '' as 'select 1';
+select ok(not has_function_privilege('anon', 'public.zz_forgotten_revoke()', 'execute')
+          and not has_function_privilege('authenticated', 'public.zz_forgotten_revoke()', 'execute'),
+  'a new function in public is closed to anon and authenticated without a revoke');
+select ok(has_function_privilege('service_role', 'public.zz_forgotten_revoke()', 'execute'), 'and open to the service role');
+create function extensions.zz_extension_helper() returns integer language sql as 'select 1';
+select ok(has_function_privilege('anon', 'extensions.zz_extension_helper()', 'execute'), 'a function of schema extensions stays callable by every role');
+
+select * from finish();
+rollback;
