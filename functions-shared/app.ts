@@ -1,15 +1,10 @@
 // Builds the Hono app: cross-cutting middleware, then each top-level path's router at its base path.
 // The Node gateway serves it under /functions/v1; each Supabase Edge Function serves one router.
 import { OpenAPIHono } from '@hono/zod-openapi'
-import { cors } from 'hono/cors'
-import { bodyLimit } from 'hono/body-limit'
-import type { Context, MiddlewareHandler } from 'hono'
-import { GoTrueError, goTrueErrorResponse } from './local-auth/errors.ts'
 import type { Deps } from './deps.ts'
 import { publicUrl } from './config.ts'
-import { requestContext } from './http/request-context.ts'
-import { ApiError, ErrorCode, handleError, notFound } from './http/errors.ts'
 import { validationHook } from './http/router.ts'
+import { withCommonMiddleware } from './http/shell.ts'
 import { healthRouter } from './health/routes.ts'
 import { metricsRouter } from './metrics/routes.ts'
 import { docsRouter } from './docs/routes.ts'
@@ -21,6 +16,8 @@ import { scrapingRouter } from './catalogue/routes.ts'
 import { curriculumRouter } from './curriculum/routes.ts'
 import { chatRouter } from './chat/routes.ts'
 import { SERVICE_NAME, VERSION } from './version.ts'
+
+export { withCommonMiddleware }
 
 type RouterFactory = (deps: Deps) => OpenAPIHono
 
@@ -41,51 +38,11 @@ export const ROUTERS = {
 export type RouterName = keyof typeof ROUTERS
 export const ROUTER_NAMES = Object.keys(ROUTERS) as RouterName[]
 
-/** Paths whose bodies may reach UPLOAD_MAX_BYTES; every other route gets BODY_LIMIT_BYTES. */
-const UPLOAD_PATHS = ['/admin/upload-curriculum']
-
-function bodyLimits(deps: Deps): MiddlewareHandler {
-  const onError = (c: Context): Response => {
-    // the local auth server answers in GoTrue's shape
-    if (c.req.path.startsWith('/auth/v1/')) return goTrueErrorResponse(new GoTrueError(413, 'request_too_large', 'Request body is too large'), c)
-    throw new ApiError(ErrorCode.PAYLOAD_TOO_LARGE, 'Request body is too large')
-  }
-  const small = bodyLimit({ maxSize: deps.config.BODY_LIMIT_BYTES, onError })
-  const upload = bodyLimit({ maxSize: deps.config.UPLOAD_MAX_BYTES, onError })
-  return async function bodyLimits(c, next) {
-    const path = c.req.path
-    return (UPLOAD_PATHS.some((p) => path.endsWith(p)) ? upload : small)(c, next)
-  }
-}
-
 export interface AppOptions {
   /** routers to mount (default: all) */
   routers?: readonly RouterName[]
   /** '' for an Edge Function (it sees /<name>/...), '/functions/v1' for the local gateway */
   basePath?: string
-}
-
-/** Request context, CORS and body limits in front; JSON 404 and the one error handler behind. */
-export function withCommonMiddleware(app: OpenAPIHono, deps: Deps, mount: (app: OpenAPIHono) => void): OpenAPIHono {
-  app.use('*', requestContext({ logs: deps.logs, metrics: deps.metrics }))
-  app.use(
-    '*',
-    cors({
-      origin: deps.config.CORS_ORIGIN,
-      allowHeaders: [
-        'authorization', 'x-client-info', 'apikey', 'content-type', 'x-request-id', 'x-admin-key', 'idempotency-key', 'x-retry-count', 'x-supabase-api-version',
-        'prefer', 'range', 'range-unit', 'accept-profile', 'content-profile',
-      ],
-      allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-      exposeHeaders: ['X-Request-ID', 'Retry-After', 'Deprecation', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Total-Count', 'Link', 'X-Supabase-Api-Version', 'Content-Range'],
-      maxAge: 86400,
-    }),
-  )
-  app.use('*', bodyLimits(deps))
-  mount(app)
-  app.notFound(notFound)
-  app.onError(handleError)
-  return app
 }
 
 export function createApp(deps: Deps, options: AppOptions = {}): OpenAPIHono {

@@ -14,7 +14,7 @@ import { createSupabaseClients, type SupabaseClients } from './identity/supabase
 import type { Resolver } from './net/safe-fetch.ts'
 import type { Source } from './catalogue/sources.ts'
 import type { AiProvider, Embedder } from './ai/provider.ts'
-import type { OcrEngine } from './ingestion/read-pdf.ts'
+import type { OcrEngine } from './ingestion/ocr-port.ts'
 import { createAiProvider } from './ai/select.ts'
 import { realSleep } from './lib/retry.ts'
 import { BackgroundTasks } from './lib/background.ts'

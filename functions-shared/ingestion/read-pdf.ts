@@ -7,29 +7,9 @@ import { extractPdf } from '../catalogue/extract-pdf.ts'
 import { arabicShare, canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { readability } from '../catalogue/readability.ts'
 
-export type OcrLanguage = 'ara' | 'fra'
-export type OcrMode = 'auto' | 'always' | 'never'
+import type { OcrEngine, OcrLanguage, OcrMode } from './ocr-port.ts'
 
-export interface OcrReading {
-  number: number
-  text: string
-  /** the recognizer's mean word confidence, 0 to 1 */
-  confidence: number
-}
-
-export interface OcrFailure {
-  number: number
-  error: string
-}
-
-export interface OcrEngine {
-  /**
-   * Renders and recognizes the given pages (1-based) of a PDF, `onPage` after each one; a page that fails
-   * or misses its deadline comes back as an OcrFailure, the others as readings, in page order.
-   */
-  recognize(pdf: Uint8Array, pages: readonly number[], languages: readonly OcrLanguage[], onPage?: (done: number) => void | Promise<void>): Promise<(OcrReading | OcrFailure)[]>
-  close(): Promise<void>
-}
+export type { OcrEngine, OcrFailure, OcrLanguage, OcrMode, OcrReading } from './ocr-port.ts'
 
 /**
  * The recognizer's languages for a document of unknown language: one page read with both models tells the

@@ -4,10 +4,11 @@
 // Supabase's own declarations, as its function template takes them; plain Deno has no EdgeRuntime.
 /// <reference types="@supabase/functions-js/src/edge-runtime.d.ts" />
 import { getConnInfo } from 'hono/deno'
-import { createApp, type RouterName } from '../../../functions-shared/app.ts'
+import type { OpenAPIHono } from '@hono/zod-openapi'
+import { createFunctionApp } from '../../../functions-shared/http/shell.ts'
 import { loadConfig } from '../../../functions-shared/config.ts'
 import { createDb } from '../../../functions-shared/db/client.ts'
-import { createDeps, type AssetReader } from '../../../functions-shared/deps.ts'
+import { createDeps, type AssetReader, type Deps } from '../../../functions-shared/deps.ts'
 import { parseSources } from '../../../functions-shared/catalogue/sources.ts'
 import { BackgroundTasks } from '../../../functions-shared/lib/background.ts'
 
@@ -20,7 +21,8 @@ const readAsset: AssetReader = async (pkg, file) => {
   }
 }
 
-export async function serveFunction(name: RouterName): Promise<void> {
+/** Serves one router at /<name>: each entry passes its own, so a function loads only its own code. */
+export async function serveFunction(name: string, router: (deps: Deps) => OpenAPIHono): Promise<void> {
   const config = loadConfig()
   if (!config.DATABASE_URL) throw new Error('SUPABASE_DB_URL (or DATABASE_URL) must be set for Edge Functions')
   const sql = createDb(config.DATABASE_URL, {
@@ -47,7 +49,7 @@ export async function serveFunction(name: RouterName): Promise<void> {
       }
     },
   })
-  const app = createApp(deps, { routers: [name] })
+  const app = createFunctionApp(deps, name, router)
   const port = Deno.env.get('FUNCTION_PORT')
   if (port) Deno.serve({ port: Number(port), hostname: '127.0.0.1' }, app.fetch)
   else Deno.serve(app.fetch)

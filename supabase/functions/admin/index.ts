@@ -1,4 +1,5 @@
-// Edge Function for {base_url}/admin/...: mounts the admin router only.
+// Edge Function for {base_url}/admin/...: the admin router alone (only its code is loaded).
 import { serveFunction } from '../_shared/serve.ts'
+import { adminRouter } from '../../../functions-shared/admin/routes.ts'
 
-await serveFunction('admin')
+await serveFunction('admin', adminRouter)

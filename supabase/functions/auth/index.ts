@@ -1,4 +1,5 @@
-// Edge Function for {base_url}/auth/...: mounts the auth router only.
+// Edge Function for {base_url}/auth/...: the auth router alone (only its code is loaded).
 import { serveFunction } from '../_shared/serve.ts'
+import { authRouter } from '../../../functions-shared/identity/auth-routes.ts'
 
-await serveFunction('auth')
+await serveFunction('auth', authRouter)

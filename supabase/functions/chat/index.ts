@@ -1,4 +1,5 @@
-// Edge Function for {base_url}/chat/...: mounts the chat router only.
+// Edge Function for {base_url}/chat/...: the chat router alone (only its code is loaded).
 import { serveFunction } from '../_shared/serve.ts'
+import { chatRouter } from '../../../functions-shared/chat/routes.ts'
 
-await serveFunction('chat')
+await serveFunction('chat', chatRouter)

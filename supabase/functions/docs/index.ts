@@ -1,4 +1,6 @@
-// Edge Function for {base_url}/docs/...: mounts the docs router only.
+// Edge Function for {base_url}/docs/...: the API reference, which describes every router, so it loads
+// them all (the other functions load their own router alone).
 import { serveFunction } from '../_shared/serve.ts'
+import { ROUTERS } from '../../../functions-shared/app.ts'
 
-await serveFunction('docs')
+await serveFunction('docs', ROUTERS.docs)

@@ -1,4 +1,5 @@
-// Edge Function for {base_url}/metrics/...: mounts the metrics router only.
+// Edge Function for {base_url}/metrics/...: the metrics router alone (only its code is loaded).
 import { serveFunction } from '../_shared/serve.ts'
+import { metricsRouter } from '../../../functions-shared/metrics/routes.ts'
 
-await serveFunction('metrics')
+await serveFunction('metrics', metricsRouter)

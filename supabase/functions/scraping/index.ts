@@ -1,4 +1,5 @@
-// Edge Function for {base_url}/scraping/...: mounts the scraping router only.
+// Edge Function for {base_url}/scraping/...: the scraping router alone (only its code is loaded).
 import { serveFunction } from '../_shared/serve.ts'
+import { scrapingRouter } from '../../../functions-shared/catalogue/routes.ts'
 
-await serveFunction('scraping')
+await serveFunction('scraping', scrapingRouter)

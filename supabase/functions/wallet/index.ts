@@ -1,4 +1,5 @@
-// Edge Function for {base_url}/wallet/...: mounts the wallet router only.
+// Edge Function for {base_url}/wallet/...: the wallet router alone (only its code is loaded).
 import { serveFunction } from '../_shared/serve.ts'
+import { walletRouter } from '../../../functions-shared/wallet/routes.ts'
 
-await serveFunction('wallet')
+await serveFunction('wallet', walletRouter)

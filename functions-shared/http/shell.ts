@@ -1,0 +1,59 @@
+// The shell every app is served in, the Node gateway's and each Edge Function's alike: request context
+// (request id, access log, metrics), CORS, body limits in front; the JSON 404 and the one error handler
+// behind. It imports no router, so an Edge Function that mounts one router loads only that router's code.
+import { OpenAPIHono } from '@hono/zod-openapi'
+import { cors } from 'hono/cors'
+import { bodyLimit } from 'hono/body-limit'
+import type { Context, MiddlewareHandler } from 'hono'
+import { GoTrueError, goTrueErrorResponse } from '../local-auth/errors.ts'
+import type { Deps } from '../deps.ts'
+import { requestContext } from './request-context.ts'
+import { ApiError, ErrorCode, handleError, notFound } from './errors.ts'
+import { validationHook } from './router.ts'
+
+/** Paths whose bodies may reach UPLOAD_MAX_BYTES; every other route gets BODY_LIMIT_BYTES. */
+const UPLOAD_PATHS = ['/admin/upload-curriculum']
+
+function bodyLimits(deps: Deps): MiddlewareHandler {
+  const onError = (c: Context): Response => {
+    // the local auth server answers in GoTrue's shape
+    if (c.req.path.startsWith('/auth/v1/')) return goTrueErrorResponse(new GoTrueError(413, 'request_too_large', 'Request body is too large'), c)
+    throw new ApiError(ErrorCode.PAYLOAD_TOO_LARGE, 'Request body is too large')
+  }
+  const small = bodyLimit({ maxSize: deps.config.BODY_LIMIT_BYTES, onError })
+  const upload = bodyLimit({ maxSize: deps.config.UPLOAD_MAX_BYTES, onError })
+  return async function bodyLimits(c, next) {
+    const path = c.req.path
+    return (UPLOAD_PATHS.some((p) => path.endsWith(p)) ? upload : small)(c, next)
+  }
+}
+
+/** Request context, CORS and body limits in front; JSON 404 and the one error handler behind. */
+export function withCommonMiddleware(app: OpenAPIHono, deps: Deps, mount: (app: OpenAPIHono) => void): OpenAPIHono {
+  app.use('*', requestContext({ logs: deps.logs, metrics: deps.metrics }))
+  app.use(
+    '*',
+    cors({
+      origin: deps.config.CORS_ORIGIN,
+      allowHeaders: [
+        'authorization', 'x-client-info', 'apikey', 'content-type', 'x-request-id', 'x-admin-key', 'idempotency-key', 'x-retry-count', 'x-supabase-api-version',
+        'prefer', 'range', 'range-unit', 'accept-profile', 'content-profile',
+      ],
+      allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+      exposeHeaders: ['X-Request-ID', 'Retry-After', 'Deprecation', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Total-Count', 'Link', 'X-Supabase-Api-Version', 'Content-Range'],
+      maxAge: 86400,
+    }),
+  )
+  app.use('*', bodyLimits(deps))
+  mount(app)
+  app.notFound(notFound)
+  app.onError(handleError)
+  return app
+}
+
+/** One router at /<name> in the shell: what an Edge Function serves. */
+export function createFunctionApp(deps: Deps, name: string, router: (deps: Deps) => OpenAPIHono): OpenAPIHono {
+  return withCommonMiddleware(new OpenAPIHono({ defaultHook: validationHook }), deps, (app) => {
+    app.route(`/${name}`, router(deps))
+  })
+}
