@@ -9,7 +9,7 @@ import { allowedHosts, linkMetadata, type Source } from './sources.ts'
 import { arabicShare, contentPages, matchingForm } from './canonicalize.ts'
 import { checkQuality } from './quality.ts'
 import { isPdf, PdfError } from './extract-pdf.ts'
-import { readPdf } from '../ingestion/read-pdf.ts'
+import { readPdf, readPdfSettings } from '../ingestion/read-pdf.ts'
 import { countOcr, ingestionMetrics } from '../ingestion/metrics.ts'
 import { simhash, toSigned } from './simhash.ts'
 import { hasNamespace } from '../ingestion/pipeline.ts'
@@ -70,14 +70,11 @@ async function processLink(ctx: Ctx, source: Source, runId: string, link: Discov
     // scanned pages and unreadable text layers are recognized here already (their text is judged and
     // fingerprinted like any other); the recognizer keeps its readings, so the ingestion does not redo them
     extracted = await readPdf(file.bytes, {
-      deadlineMs: config.PDF_PARSE_DEADLINE_MS,
-      mode: config.OCR_MODE,
+      ...readPdfSettings(config),
       engine: ctx.deps.ocr,
       language: meta.language,
-      minPageChars: config.QUALITY_MIN_PAGE_CHARS,
       // a sample: enough to judge and fingerprint a scan; the job reads the rest (with progress)
       maxOcrPages: Math.min(config.OCR_MAX_PAGES, config.OCR_SCRAPER_PAGES),
-      minConfidence: (l) => (l === 'fr' ? config.OCR_MIN_CONFIDENCE_FR : config.OCR_MIN_CONFIDENCE_AR),
     })
   } catch (err) {
     if (!(err instanceof PdfError)) throw err

@@ -10,7 +10,7 @@ import { FetchError, safeFetch } from '../net/safe-fetch.ts'
 import { PdfError } from '../catalogue/extract-pdf.ts'
 import { arabicShare, canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { checkQuality } from '../catalogue/quality.ts'
-import { readPdf, type ReadPdf } from './read-pdf.ts'
+import { readPdf, readPdfSettings, type ReadPdf } from './read-pdf.ts'
 import { allowedHosts, globalAllowlist } from '../catalogue/sources.ts'
 import { retry } from '../lib/retry.ts'
 import { chunkId, chunkPages, tokenWindows, type TextChunk } from './chunk.ts'
@@ -154,13 +154,9 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     // the pages: text layers, and the recognizer's reading where a layer is missing or unreadable; the
     // job row shows pages done / total meanwhile (and the reports keep the job from looking stale)
     const extracted = await readPdf(file.bytes, {
-      deadlineMs: config.PDF_PARSE_DEADLINE_MS,
-      mode: config.OCR_MODE,
+      ...readPdfSettings(config),
       engine: deps.ocr,
       language: registeredLanguage,
-      minPageChars: config.QUALITY_MIN_PAGE_CHARS,
-      maxOcrPages: config.OCR_MAX_PAGES,
-      minConfidence: (l) => (l === 'fr' ? config.OCR_MIN_CONFIDENCE_FR : config.OCR_MIN_CONFIDENCE_AR),
       onProgress: async ({ done, total }) => {
         await asService(deps.sql, (tx) => tx`select public.report_job_progress(${job.id}, ${job.attempt}, ${done}, ${total}, ${null})`)
         await deps.onJobProgress?.({ job_id: job.id, attempt: job.attempt, done, total })

@@ -7,6 +7,7 @@ import { extractPdf } from '../catalogue/extract-pdf.ts'
 import { arabicShare, canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { readability } from '../catalogue/readability.ts'
 
+import type { Config } from '../config.ts'
 import type { OcrEngine, OcrLanguage, OcrMode } from './ocr-port.ts'
 
 export type { OcrEngine, OcrFailure, OcrLanguage, OcrMode, OcrReading } from './ocr-port.ts'
@@ -71,6 +72,17 @@ export interface ReadPdfOptions {
   minConfidence: (language: 'fr' | 'ar') => number
   onProgress?: (progress: { done: number; total: number }) => void | Promise<void>
   now?: () => number
+}
+
+/** The settings part of ReadPdfOptions, from the service's configuration (the scraper, jobs and uploads read alike). */
+export function readPdfSettings(config: Config): Pick<ReadPdfOptions, 'deadlineMs' | 'mode' | 'minPageChars' | 'maxOcrPages' | 'minConfidence'> {
+  return {
+    deadlineMs: config.PDF_PARSE_DEADLINE_MS,
+    mode: config.OCR_MODE,
+    minPageChars: config.QUALITY_MIN_PAGE_CHARS,
+    maxOcrPages: config.OCR_MAX_PAGES,
+    minConfidence: (language) => (language === 'fr' ? config.OCR_MIN_CONFIDENCE_FR : config.OCR_MIN_CONFIDENCE_AR),
+  }
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { isPdf, PdfError } from '../catalogue/extract-pdf.ts'
-import { readPdf } from './read-pdf.ts'
+import { readPdf, readPdfSettings } from './read-pdf.ts'
 import { countOcr, ingestionMetrics } from './metrics.ts'
 import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { charWindows, chunkId, chunkPages } from './chunk.ts'
@@ -28,15 +28,7 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
   let extracted
   try {
     // scanned pages are recognized in the request where this process can (Node); OCR_MAX_PAGES bounds it
-    extracted = await readPdf(input.bytes, {
-      deadlineMs: config.PDF_PARSE_DEADLINE_MS,
-      mode: config.OCR_MODE,
-      engine: deps.ocr,
-      language: input.language,
-      minPageChars: config.QUALITY_MIN_PAGE_CHARS,
-      maxOcrPages: config.OCR_MAX_PAGES,
-      minConfidence: (l) => (l === 'fr' ? config.OCR_MIN_CONFIDENCE_FR : config.OCR_MIN_CONFIDENCE_AR),
-    })
+    extracted = await readPdf(input.bytes, { ...readPdfSettings(config), engine: deps.ocr, language: input.language })
   } catch (err) {
     if (err instanceof PdfError) throw new ApiError(ErrorCode.VALIDATION_FAILED, err.message, { details: { fields: [{ field: 'file', message: err.message }] } })
     throw err

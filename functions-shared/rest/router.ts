@@ -63,6 +63,12 @@ async function relation(tx: Tx, schema: string, name: string): Promise<Relation>
   return { schema, name, columns: new Map(rows.map((r) => [r.name as string, r.type as string])) }
 }
 
+/** A column a write names, known to the relation (PGRST204 otherwise, as PostgREST says). */
+function writableColumn(r: Relation, col: string): string {
+  if (!r.columns.has(checkIdent(col, 'column'))) throw new RestError(400, 'PGRST204', `Could not find the '${col}' column of '${r.name}' in the schema cache`)
+  return col
+}
+
 async function body(c: Context): Promise<unknown> {
   const text = await c.req.text()
   if (text.trim() === '') return null
@@ -119,6 +125,14 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
     return c.json({ code: e.code, message: e.message, details: e.details, hint: e.hint }, e.status as 400)
   })
 
+  /** Who asks, in which schema, with which query and preferences: the start of every table request. */
+  const request = async (c: Context) => ({
+    who: await caller(deps, c),
+    schema: schemaOf(c, options),
+    query: new URL(c.req.url).searchParams,
+    prefs: preferences(c.req.header('prefer')),
+  })
+
   app.post('/rpc/:fn', async (c) => {
     const who = await caller(deps, c)
     const schema = schemaOf(c, options)
@@ -172,10 +186,7 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
   })
 
   app.get('/:table', async (c) => {
-    const who = await caller(deps, c)
-    const schema = schemaOf(c, options)
-    const query = new URL(c.req.url).searchParams
-    const prefs = preferences(c.req.header('prefer'))
+    const { who, schema, query, prefs } = await request(c)
     const { rows, total, offset } = await run(deps, who, async (tx) => {
       const r = await relation(tx, schema, c.req.param('table'))
       const params: unknown[] = []
@@ -197,10 +208,7 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
       : respond(c, created ? 201 : 204, null, { 'Content-Range': `*/${result.count}` })
 
   app.post('/:table', async (c) => {
-    const who = await caller(deps, c)
-    const schema = schemaOf(c, options)
-    const query = new URL(c.req.url).searchParams
-    const prefs = preferences(c.req.header('prefer'))
+    const { who, schema, query, prefs } = await request(c)
     if (query.has('on_conflict')) throw outsideSubset('An upsert (on_conflict)')
     const payload = await body(c)
     const items = Array.isArray(payload) ? payload : [payload]
@@ -208,7 +216,7 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
     const rows = await run(deps, who, async (tx) => {
       const r = await relation(tx, schema, c.req.param('table'))
       const chosen = query.get('columns')?.split(',').map((s) => s.trim()) ?? [...new Set(items.flatMap((i) => Object.keys(i as object)))]
-      for (const col of chosen) if (!r.columns.has(checkIdent(col, 'column'))) throw new RestError(400, 'PGRST204', `Could not find the '${col}' column of '${r.name}' in the schema cache`)
+      for (const col of chosen) writableColumn(r, col)
       if (chosen.length === 0) throw new RestError(400, 'PGRST102', 'An insert needs at least one column')
       const params: unknown[] = []
       // a key an object leaves out takes the column's default
@@ -220,10 +228,7 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
   })
 
   app.patch('/:table', async (c) => {
-    const who = await caller(deps, c)
-    const schema = schemaOf(c, options)
-    const query = new URL(c.req.url).searchParams
-    const prefs = preferences(c.req.header('prefer'))
+    const { who, schema, query, prefs } = await request(c)
     if (query.has('limit') || query.has('order')) throw outsideSubset('A limited or ordered update')
     const payload = await body(c)
     if (payload === null || typeof payload !== 'object' || Array.isArray(payload) || Object.keys(payload).length === 0) throw new RestError(400, 'PGRST102', 'An update takes a JSON object of the columns to change')
@@ -231,7 +236,7 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
       const r = await relation(tx, schema, c.req.param('table'))
       const params: unknown[] = []
       const sets = Object.entries(payload).map(([col, v]) => {
-        if (!r.columns.has(checkIdent(col, 'column'))) throw new RestError(400, 'PGRST204', `Could not find the '${col}' column of '${r.name}' in the schema cache`)
+        writableColumn(r, col)
         params.push(bodyValue(v, r.columns.get(col)!))
         return `${ident(col)} = $${params.length}::${r.columns.get(col)}`
       })
@@ -243,10 +248,7 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
   })
 
   app.delete('/:table', async (c) => {
-    const who = await caller(deps, c)
-    const schema = schemaOf(c, options)
-    const query = new URL(c.req.url).searchParams
-    const prefs = preferences(c.req.header('prefer'))
+    const { who, schema, query, prefs } = await request(c)
     if (query.has('limit') || query.has('order')) throw outsideSubset('A limited or ordered delete')
     const rows = await run(deps, who, async (tx) => {
       const r = await relation(tx, schema, c.req.param('table'))

@@ -13,7 +13,8 @@ import { LRUCache } from 'lru-cache'
 import { dirname, join } from 'node:path'
 import { createWorker, OEM, PSM, type Worker } from 'tesseract.js'
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
-import type { OcrEngine, OcrFailure, OcrReading } from '../../functions-shared/ingestion/read-pdf.ts'
+import type { OcrEngine, OcrFailure, OcrReading } from '../../functions-shared/ingestion/ocr-port.ts'
+import { renderPage } from './render-page.ts'
 import type { Config } from '../../functions-shared/config.ts'
 
 const require = createRequire(import.meta.url)
@@ -151,7 +152,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
           let timer: ReturnType<typeof setTimeout> | undefined
           const run = (async () => {
             try {
-              const image = await render(doc, number, options.dpi)
+              const image = await renderPage(doc, number, options.dpi)
               if (performance.now() > deadlineAt) throw new Deadline()
               const left = Math.max(1, deadlineAt - performance.now())
               const late = new Promise<never>((_, reject) => {
@@ -204,20 +205,4 @@ function keptLines(data: { text: string; blocks?: { paragraphs: { lines: { text:
   if (!data.blocks) return data.text
   const paragraphs = data.blocks.flatMap((b) => b.paragraphs.map((p) => p.lines.filter((l) => l.confidence >= MIN_LINE_CONFIDENCE).map((l) => l.text.trimEnd()).join('\n')))
   return paragraphs.filter((p) => p.trim() !== '').join('\n\n')
-}
-
-/** One page as a grayscale PNG at `dpi`, white behind transparent content. */
-async function render(doc: Awaited<ReturnType<typeof getDocument>['promise']>, number: number, dpi: number): Promise<Buffer> {
-  const page = await doc.getPage(number)
-  try {
-    const viewport = page.getViewport({ scale: dpi / 72 })
-    const factory = (doc as unknown as { canvasFactory: { create(w: number, h: number): { canvas: { toBuffer(mime: string): Buffer } }; destroy(c: unknown): void } }).canvasFactory
-    const target = factory.create(Math.ceil(viewport.width), Math.ceil(viewport.height))
-    await page.render({ canvas: target.canvas as never, viewport, background: 'white' }).promise
-    const png = target.canvas.toBuffer('image/png')
-    factory.destroy(target)
-    return png
-  } finally {
-    page.cleanup()
-  }
 }

@@ -3,6 +3,7 @@
 // pdf.js extracts it in visual order, as many real PDFs do).
 import { createRequire } from 'node:module'
 import PDFDocument from 'pdfkit'
+import { renderPage } from './render-page.ts'
 
 const require = createRequire(import.meta.url)
 const AMIRI = require.resolve('@fontsource/amiri/files/amiri-arabic-400-normal.woff')
@@ -92,22 +93,14 @@ export async function makePdf(pages: string[], options: { arabic?: boolean; rtl?
   return new Uint8Array(Buffer.concat(chunks))
 }
 
-/** Each page of a PDF rendered by pdf.js as a grayscale PNG at `dpi` (for scans made from typeset text). */
+/** Each page of a PDF rendered by pdf.js as a PNG at `dpi` (for scans made from typeset text). */
 export async function renderPages(pdf: Uint8Array, dpi: number): Promise<Buffer[]> {
   const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs')
   const task = getDocument({ data: pdf.slice(), disableFontFace: true, useSystemFonts: false, verbosity: 0 })
   const doc = await task.promise
   const images: Buffer[] = []
   try {
-    for (let n = 1; n <= doc.numPages; n++) {
-      const page = await doc.getPage(n)
-      const viewport = page.getViewport({ scale: dpi / 72 })
-      const factory = (doc as unknown as { canvasFactory: { create(w: number, h: number): { canvas: { toBuffer(mime: string): Buffer } } } }).canvasFactory
-      const { canvas } = factory.create(Math.ceil(viewport.width), Math.ceil(viewport.height))
-      await page.render({ canvas: canvas as never, viewport, background: 'white' }).promise
-      images.push(canvas.toBuffer('image/png'))
-      page.cleanup()
-    }
+    for (let n = 1; n <= doc.numPages; n++) images.push(await renderPage(doc, n, dpi))
   } finally {
     await task.destroy()
   }
