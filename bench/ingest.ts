@@ -26,7 +26,8 @@ const server = createServer((_, res) => res.writeHead(200, { 'content-type': 'ap
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
 const pdfUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/manuel.pdf`
 
-const deps = createDeps(loadConfig({ LOG_LEVEL: 'silent', FETCH_ALLOW_LOOPBACK: 'true' }), { sql, logs: createLogRoot({ level: 'silent' }), resolveHost: resolveHostNode })
+// the reference's source is not configured: its download may reach only FETCH_ALLOWED_HOSTS
+const deps = createDeps(loadConfig({ LOG_LEVEL: 'silent', FETCH_ALLOW_LOOPBACK: 'true', FETCH_ALLOWED_HOSTS: new URL(pdfUrl).host }), { sql, logs: createLogRoot({ level: 'silent' }), resolveHost: resolveHostNode })
 const [ref] = await sql`insert into public.curriculum_references (source, pdf_source, source_url, title, grade, subject, language)
   values ('bench', ${pdfUrl}, ${pdfUrl}, 'Manuel', '4AS', 'mathematiques', 'fr') returning id`
 await sql`select id from public.request_ingestion(${ref!.id})`
@@ -38,6 +39,7 @@ const seconds = (performance.now() - started) / 1000
 const histogram = await ingestionMetrics(deps.metrics.registry, sql).stageSeconds.get()
 const sums = new Map(histogram.values.filter((v) => v.metricName === 'ingestion_stage_seconds_sum').map((v) => [String(v.labels.stage), v.value]))
 console.log(`database: ${db.label}; ${PAGES}-page French PDF (${(pdf.byteLength / 1024).toFixed(0)} KB); offline embedder; node ${process.version}\n`)
+if (outcome.status !== 'ready') console.log(`the job did not finish: ${outcome.error ?? outcome.status}`)
 console.log(`outcome ${outcome.status}: ${outcome.pages} pages, ${outcome.chunks} chunks in ${seconds.toFixed(2)} s = ${(PAGES / seconds).toFixed(1)} pages/s end to end\n`)
 for (const [name, s] of sums) console.log(`  ${name.padEnd(9)} ${s.toFixed(3).padStart(8)} s  ${((s / seconds) * 100).toFixed(1).padStart(5)} %`)
 
