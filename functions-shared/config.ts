@@ -23,6 +23,7 @@ export const settings = {
   HOST: [str('127.0.0.1'), 'Interface the local gateway listens on'],
   PUBLIC_URL: [optionalUrl, 'Public base URL of the gateway; defaults to http://HOST:PORT'],
   LOG_LEVEL: [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'), 'Lowest log level written'],
+  FUNCTIONS_RUNTIME: [z.enum(['node', 'deno']).default('node'), 'Local gateway: node serves every function in this process; deno runs each of them in its own Deno process behind /functions/v1/<name>, as the edge runtime does'],
   SHUTDOWN_TIMEOUT_MS: [int(10000), 'How long Ctrl-C waits for in-flight requests before closing anyway'],
   // --- database
   DATABASE_URL: [optionalUrl, 'PostgreSQL 15+ with pgvector; when unset the embedded PGlite database is used (SUPABASE_DB_URL is read too)'],

@@ -59,7 +59,7 @@ const extra: [string, string][] = [
 ]
 if (demo) extra.push(['Demo portal', `${stack.gateway.url}${DEMO_PORTAL_BASE}/programmes/page1.html`])
 process.stdout.write(`
-curriculum-tutor is running (${stack.embedded ? 'embedded PGlite database' : 'PostgreSQL server'})
+curriculum-tutor is running (${stack.embedded ? 'embedded PGlite database' : 'PostgreSQL server'}${config.FUNCTIONS_RUNTIME === 'deno' ? ', each function in its own Deno process' : ''})
 
 ${statusLines({ ...status, anon_key: stack.anonKey, service_role_key: stack.serviceKey }, extra)}
 

@@ -5,8 +5,7 @@ import { existsSync } from 'node:fs'
 import { loadConfigOrExit } from './lib/load-config.ts'
 import { createDb } from '../functions-shared/db/client.ts'
 import { createDeps } from '../functions-shared/deps.ts'
-import { asService } from '../functions-shared/db/tx.ts'
-import { claimNextJob, processJob } from '../functions-shared/ingestion/pipeline.ts'
+import { runNextJob } from './lib/job-loop.ts'
 import { readSourcesNode, resolveHostNode } from './lib/node-adapter.ts'
 import { exitWithStartupError, unreachableDatabase } from './lib/startup-error.ts'
 import { ocrFromConfig } from './lib/ocr.ts'
@@ -44,14 +43,12 @@ try {
 let processed = 0
 log.info({ once }, 'worker started')
 while (!stopping) {
-  await asService(sql, (tx) => tx`select public.reclaim_stale_jobs(${config.JOB_STALE_SECONDS})`)
-  const job = await claimNextJob(deps)
-  if (!job) {
+  const outcome = await runNextJob(deps)
+  if (!outcome) {
     if (once) break
     await new Promise((r) => setTimeout(r, 2000))
     continue
   }
-  const outcome = await processJob(deps, job, `worker-${job.id}`)
   processed++
   log.info({ ...outcome }, 'job finished')
 }

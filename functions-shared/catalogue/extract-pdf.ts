@@ -2,7 +2,11 @@
 // errors, no font faces or system fonts, a deadline, and the document destroyed whatever happens.
 // (pdf.js 6 no longer compiles fonts with eval at all, the vector of CVE-2024-4367, so the old
 // isEvalSupported switch is gone.)
-import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs'
+
+// pdf.js is loaded on the first PDF read: a function that never reads one (the docs, or the admin
+// routes that list) does not pay for it at cold start.
+let pdfjs: Promise<typeof import('pdfjs-dist/legacy/build/pdf.mjs')> | undefined
+const loadPdfjs = () => (pdfjs ??= import('pdfjs-dist/legacy/build/pdf.mjs'))
 
 export interface ExtractedPdf {
   pageCount: number
@@ -13,7 +17,6 @@ export interface ExtractedPdf {
   pages: { number: number; text: string; images?: boolean }[]
 }
 
-const IMAGE_OPS = new Set<number>([OPS.paintImageXObject, OPS.paintInlineImageXObject, OPS.paintInlineImageXObjectGroup, OPS.paintImageXObjectRepeat, OPS.paintImageMaskXObject])
 
 /** What pdf.js says of a run of text: its string, direction, position (transform e, f) and size. */
 export interface TextRun {
@@ -75,6 +78,8 @@ export const isPdf = (bytes: Uint8Array): boolean =>
 
 export async function extractPdf(bytes: Uint8Array, options: { deadlineMs: number; maxPages?: number; imageCheckBelowChars?: number }): Promise<ExtractedPdf> {
   if (!isPdf(bytes)) throw new PdfError('not a PDF (the file does not start with %PDF-)')
+  const { getDocument, OPS } = await loadPdfjs()
+  const imageOps = new Set<number>([OPS.paintImageXObject, OPS.paintInlineImageXObject, OPS.paintInlineImageXObjectGroup, OPS.paintImageXObjectRepeat, OPS.paintImageMaskXObject])
   const task = getDocument({
     data: bytes.slice(), // pdf.js takes ownership of the buffer
     maxImageSize: 16 * 1024 * 1024,
@@ -104,7 +109,7 @@ export async function extractPdf(bytes: Uint8Array, options: { deadlineMs: numbe
           const text = joinItems(content.items.flatMap((item) => ('str' in item ? [item] : []))).replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').trim()
           if (options.imageCheckBelowChars !== undefined && text.length < options.imageCheckBelowChars) {
             const ops = await page.getOperatorList()
-            pages.push({ number: n, text, images: ops.fnArray.some((op) => IMAGE_OPS.has(op)) })
+            pages.push({ number: n, text, images: ops.fnArray.some((op) => imageOps.has(op)) })
           } else pages.push({ number: n, text })
           page.cleanup()
         }

@@ -12,7 +12,7 @@ import { isPdf, PdfError } from './extract-pdf.ts'
 import { readPdf, readPdfSettings } from '../ingestion/read-pdf.ts'
 import { countOcr, ingestionMetrics } from '../ingestion/metrics.ts'
 import { simhash, toSigned } from './simhash.ts'
-import { hasNamespace } from '../ingestion/pipeline.ts'
+import { hasNamespace } from './namespace.ts'
 
 export interface SyncResult {
   run_id: string

@@ -10,7 +10,7 @@ import type { Deps } from '../deps.ts'
 import type { Tier } from '../config.ts'
 import { tierLimits } from '../config.ts'
 import type { TtlCache } from '../lib/ttl-cache.ts'
-import { namespaceFor } from '../ingestion/pipeline.ts'
+import { namespaceFor } from '../catalogue/namespace.ts'
 import { chunkTexts, type RetrievalFilters, type RetrievedChunk } from './retrieve.ts'
 import { prepareQuery, searchQuestion, translationUseful, type CrossLingualStatus, type PreparedQuery } from './query.ts'
 

@@ -10,7 +10,7 @@
 import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import type { TtlCache } from '../lib/ttl-cache.ts'
-import { namespaceFor } from '../ingestion/pipeline.ts'
+import { namespaceFor } from '../catalogue/namespace.ts'
 
 export interface RetrievalFilters {
   grade?: string | null

@@ -15,6 +15,7 @@ import { allowedHosts, globalAllowlist } from '../catalogue/sources.ts'
 import { retry } from '../lib/retry.ts'
 import { chunkId, chunkPages, tokenWindows, type TextChunk } from './chunk.ts'
 import { defaultTokenizer } from './tokenizer.ts'
+import { hasNamespace, namespaceFor } from '../catalogue/namespace.ts'
 import { countOcr, failureReason, ingestionMetrics } from './metrics.ts'
 
 export interface ClaimedJob {
@@ -36,24 +37,6 @@ export interface JobOutcome {
   pages?: number
   chunks?: number
   vectors?: number
-}
-
-/** A grade or subject as a namespace writes it: accents off, lower case, runs of anything else one dash. */
-export function namespaceSlug(s: string): string {
-  return s.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '-').replace(/^-|-$/g, '')
-}
-
-/** The namespace of spec §2.2: grade-{grade}-{subject}, in lower-case slug form. */
-export function namespaceFor(grade: string, subject: string): string {
-  return `grade-${namespaceSlug(grade)}-${namespaceSlug(subject)}`
-}
-
-/**
- * Whether a reference's grade and subject make a namespace: both set, and both with a letter or digit
- * (a value of punctuation alone would make `grade--x`, which no question ever filters on).
- */
-export function hasNamespace(grade: unknown, subject: unknown): boolean {
-  return typeof grade === 'string' && typeof subject === 'string' && namespaceSlug(grade) !== '' && namespaceSlug(subject) !== ''
 }
 
 const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => (Number.isFinite(x) ? x.toFixed(7) : '0')).join(',')}]`
@@ -300,8 +283,11 @@ async function deferForOcr(deps: Deps, job: ClaimedJob, read: ReadPdf): Promise<
   return { job_id: job.id, status: 'deferred', pages: read.needsOcr.length }
 }
 
-/** Claims the oldest queued job, if any (a job that needs OCR only when this process can recognize). */
-export async function claimNextJob(deps: Deps): Promise<ClaimedJob | null> {
-  const [row] = await asService(deps.sql, (tx) => tx`select id, reference_id, file_id, attempt from public.claim_next_job(${deps.ocr !== undefined})`)
+/**
+ * Claims the oldest queued job, if any (a job that needs OCR only when this process can recognize);
+ * with deferredOnly, only a job that a process without a recognizer left for one.
+ */
+export async function claimNextJob(deps: Deps, options: { deferredOnly?: boolean } = {}): Promise<ClaimedJob | null> {
+  const [row] = await asService(deps.sql, (tx) => tx`select id, reference_id, file_id, attempt from public.claim_next_job(${deps.ocr !== undefined}, ${options.deferredOnly === true})`)
   return row?.id ? { id: row.id as string, reference_id: row.reference_id as string, file_id: (row.file_id as string | null) ?? null, attempt: row.attempt as number } : null
 }

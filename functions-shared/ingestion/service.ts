@@ -1,7 +1,8 @@
 // Ingestion requests, dispatch, job listings and requeue: the verbs behind /admin/ingest and /admin/jobs.
 import type { Deps } from '../deps.ts'
 import { asService, fromRpcError } from '../db/tx.ts'
-import { claimNextJob, hasNamespace, namespaceSlug, processJob } from './pipeline.ts'
+import { claimNextJob, processJob } from './pipeline.ts'
+import { hasNamespace, namespaceSlug } from '../catalogue/namespace.ts'
 import { iso } from '../lib/time.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 

@@ -9,7 +9,7 @@ import { readPdf, readPdfSettings } from './read-pdf.ts'
 import { countOcr, ingestionMetrics } from './metrics.ts'
 import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { charWindows, chunkId, chunkPages } from './chunk.ts'
-import { namespaceFor } from './pipeline.ts'
+import { namespaceFor } from '../catalogue/namespace.ts'
 
 export interface UploadInput {
   bytes: Uint8Array

@@ -1,10 +1,13 @@
 // The local gateway: one Node server that serves every router under /functions/v1 (as Supabase does),
-// the local auth server under /auth/v1 and, with DEMO_PORTAL, the demo curriculum portal.
+// the local auth server under /auth/v1, /rest/v1 and, with DEMO_PORTAL, the demo curriculum portal.
+// With FUNCTIONS_RUNTIME=deno the functions run in Deno processes of their own behind /functions/v1
+// (scripts/lib/deno-functions.ts), and this process keeps auth, /rest/v1, the portal and the jobs that
+// need the page recognizer.
 import { serve, type ServerType } from '@hono/node-server'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../../functions-shared/config.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
-import { createApp } from '../../functions-shared/app.ts'
+import { createApp, ROUTER_NAMES } from '../../functions-shared/app.ts'
 import { createDeps, type Deps } from '../../functions-shared/deps.ts'
 import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
 import { TRUSTED_CALLER } from '../../functions-shared/local-auth/rate-limits.ts'
@@ -17,6 +20,10 @@ import { restRouter, type RestOptions } from '../../functions-shared/rest/router
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { parse as parseToml } from 'smol-toml'
+import type { IncomingMessage } from 'node:http'
+import { createServer as createHttpServer } from 'node:http'
+import { configEnv, startDenoFunctions, type DenoFunctions } from './deno-functions.ts'
+import { startJobLoop } from './job-loop.ts'
 
 const CONFIG_TOML = fileURLToPath(new URL('../../supabase/config.toml', import.meta.url))
 
@@ -32,11 +39,31 @@ export interface Gateway {
   url: string
   deps: Deps
   server: ServerType
+  /** FUNCTIONS_RUNTIME=deno: the function processes */
+  functions?: DenoFunctions
   /** stops accepting, lets in-flight requests and background jobs finish (up to timeoutMs), then closes what is left */
   close(timeoutMs?: number): Promise<void>
 }
 
-export async function startGateway(options: { config: Config; sql: Sql; port?: number; deps?: Partial<Deps>; embedded?: boolean }): Promise<Gateway> {
+export interface GatewayOptions {
+  config: Config
+  sql: Sql
+  port?: number
+  deps?: Partial<Deps>
+  embedded?: boolean
+  /** the database the Deno functions connect to (FUNCTIONS_RUNTIME=deno) */
+  databaseUrl?: string
+  /** FUNCTIONS_RUNTIME=deno: each function's output lines (default: written to stdout as they come) */
+  onFunctionOutput?: (name: string, line: string) => void
+}
+
+/** The client's address as the gateway sees it: the socket's, or X-Forwarded-For's first with TRUST_PROXY. */
+function clientAddress(config: Config, request: Request, env: unknown): string | undefined {
+  const forwarded = config.TRUST_PROXY ? request.headers.get('x-forwarded-for')?.split(',')[0]?.trim() : undefined
+  return forwarded || (env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress
+}
+
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // Listen first: with PORT=0 the URL (which supabase-js calls for auth) is known only then.
   let handle: (request: Request, env: unknown) => Response | Promise<Response> = () => new Response('starting', { status: 503 })
   const server = await new Promise<ServerType>((resolve, reject) => {
@@ -73,7 +100,8 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
     ocr: ocrFromConfig(config),
     ...options.deps,
   })
-  app = createApp(deps, { basePath: FUNCTIONS_BASE })
+  const deno = config.FUNCTIONS_RUNTIME === 'deno'
+  app = createApp(deps, { basePath: FUNCTIONS_BASE, routers: deno ? [] : undefined })
   if (demo) {
     const portal = await buildDemoPortal(config.DATA_DIR)
     app.route(DEMO_PORTAL_BASE, portal.app)
@@ -82,7 +110,51 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
   if (config.LOCAL_AUTH) app.route('/auth/v1', localAuthRouter(deps))
   // supabase-js's .from() and .rpc(): a PostgREST subset with the same role-and-claims path (hosted: PostgREST)
   app.route('/rest/v1', restRouter(deps, await restSettings()))
-  handle = (request, env) => app.fetch(request, env as never)
+  let functions: DenoFunctions | undefined
+  let internal: ReturnType<typeof createHttpServer> | undefined
+  let jobs: { stop(): Promise<void> } | undefined
+  if (deno) {
+    if (!options.databaseUrl) throw new Error('FUNCTIONS_RUNTIME=deno needs the database URL the functions connect to')
+    // The functions call the local auth server over loopback, on a port of their own where the client
+    // address they forward (Sb-Forwarded-For) is believed, as it is from the in-process identity routes.
+    let authUrl = config.SUPABASE_URL!
+    if (config.LOCAL_AUTH) {
+      const inner = app
+      internal = createHttpServer()
+      const { getRequestListener } = await import('@hono/node-server')
+      internal.on('request', getRequestListener((request) => (new URL(request.url).pathname.startsWith('/auth/v1/') ? inner.fetch(request, { [TRUSTED_CALLER]: true }) : new Response(null, { status: 404 }))))
+      await new Promise<void>((resolve, reject) => internal!.once('error', reject).listen(0, '127.0.0.1', () => resolve()))
+      authUrl = `http://127.0.0.1:${(internal.address() as AddressInfo).port}`
+    }
+    const write = options.onFunctionOutput ?? ((_name: string, line: string) => process.stdout.write(`${line}\n`))
+    functions = await startDenoFunctions({
+      names: ROUTER_NAMES,
+      basePath: FUNCTIONS_BASE,
+      log: deps.logs.get('functions'),
+      onOutput: write,
+      env: {
+        ...configEnv(config),
+        DATABASE_URL: options.databaseUrl,
+        // one connection each on the embedded database (its socket takes a few clients, one at a time)
+        DB_POOL_MAX: String(options.embedded ? 1 : config.DB_POOL_MAX),
+        SUPABASE_URL: authUrl,
+        PUBLIC_URL: publicBase,
+        // behind this gateway, which puts the client's address in X-Forwarded-For (as Supabase's does)
+        TRUST_PROXY: 'true',
+      },
+    }).catch(async (err: unknown) => {
+      internal?.close()
+      throw err
+    })
+    // Jobs whose scans need the recognizer wait for a Node process: this one claims them (and any other).
+    jobs = startJobLoop(deps, deps.logs.get('worker'))
+    const forward = functions
+    const local = app
+    handle = (request, env) =>
+      new URL(request.url).pathname.startsWith(`${FUNCTIONS_BASE}/`) ? forward.fetch(request, clientAddress(config, request, env)) : local.fetch(request, env as never)
+  } else {
+    handle = (request, env) => app.fetch(request, env as never)
+  }
   // The expiry job, locally (on Supabase, pg_cron runs it); every wallet RPC also expires first.
   const log = deps.logs.get('expiry')
   const expiry =
@@ -97,6 +169,7 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
     url,
     deps,
     server,
+    functions,
     close: (timeoutMs = config.SHUTDOWN_TIMEOUT_MS) =>
       new Promise<void>((resolve) => {
         clearInterval(expiry)
@@ -113,6 +186,9 @@ export async function startGateway(options: { config: Config; sql: Sql; port?: n
         let timer: ReturnType<typeof setTimeout> | undefined
         await Promise.race([deps.background.idle(), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))])
         clearTimeout(timer)
+        await jobs?.stop()
+        await functions?.close()
+        internal?.close()
         await deps.ocr?.close()
       }),
   }

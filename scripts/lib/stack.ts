@@ -43,7 +43,13 @@ export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?
     await portFree('127.0.0.1', config.DB_PORT).catch((err: unknown) => {
       throw portProblem(err, 'the embedded database', 'DB_PORT', '127.0.0.1', config.DB_PORT) ?? err
     })
-    embedded = await startEmbedded({ dataDir: resolve(config.DATA_DIR), port: config.DB_PORT, idleInTransactionMs: config.DB_IDLE_IN_TRANSACTION_MS }).catch((err: unknown) => {
+    embedded = await startEmbedded({
+      dataDir: resolve(config.DATA_DIR),
+      port: config.DB_PORT,
+      idleInTransactionMs: config.DB_IDLE_IN_TRANSACTION_MS,
+      // with FUNCTIONS_RUNTIME=deno every function process is a client of its own
+      maxConnections: config.FUNCTIONS_RUNTIME === 'deno' ? 24 : undefined,
+    }).catch((err: unknown) => {
       throw portProblem(err, 'the embedded database', 'DB_PORT', '127.0.0.1', config.DB_PORT) ?? err
     })
     hooks.onPart?.({ embedded })
@@ -61,7 +67,7 @@ export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?
   })
   log.info({ shim_applied: migrated.shimApplied, applied: migrated.applied }, 'database migrated')
   const [anonKey, serviceKey] = await Promise.all([apiKey(config.JWT_SECRET, 'anon'), apiKey(config.JWT_SECRET, 'service_role')])
-  const gateway = await startGateway({ config, sql, deps: { logs }, embedded: embedded !== undefined }).catch((err: unknown) => {
+  const gateway = await startGateway({ config, sql, deps: { logs }, embedded: embedded !== undefined, databaseUrl }).catch((err: unknown) => {
     throw portProblem(err, 'the API gateway', 'PORT', config.HOST, config.PORT) ?? err
   })
   hooks.onPart?.({ gateway })

@@ -2,7 +2,7 @@
 begin;
 create extension if not exists pgtap with schema extensions;
 set local search_path = public, extensions;
-select plan(17);
+select plan(19);
 
 insert into curriculum_references (id, source, pdf_source, source_url, title, grade, subject, language, status) values
   ('c2000000-0000-4000-8000-00000000000a', 'test', 'http://p.test/scan.pdf', 'http://p.test/scan.pdf', 'Scan 3AS', '3AS', 'svt', 'fr', 'discovered'),
@@ -30,10 +30,14 @@ select is((select details->>'needs_ocr' from ingestion_audit where job_id = (sel
 select throws_ok(format('select defer_job_for_ocr(%L, 1, 10)', (select id from scan)), 'PT409', null, 'a job that is not running cannot be deferred');
 
 -- claims
+select is((select id from claim_next_job(true, true)), (select id from scan), 'a claimer of deferred jobs only takes it');
+update ingestion_jobs set status = 'queued', locked_at = null, needs_ocr = false where id = (select id from scan);
+select is((select id from claim_next_job(true, true)), null, 'and leaves a job that was never deferred to the dispatch');
+update ingestion_jobs set needs_ocr = true where id = (select id from scan);
 select is((select id from claim_next_job(false)), (select id from text_job), 'a claimer that cannot recognize skips it and takes the next job');
 select is((select id from claim_next_job(false)), null, 'and then finds nothing');
 select is((select id from claim_next_job(true)), (select id from scan), 'a claimer that can recognize takes it');
-select is((select attempt from ingestion_jobs where id = (select id from scan)), 2, 'as a new attempt');
+select is((select attempt from ingestion_jobs where id = (select id from scan)), 3, 'as a new attempt');
 
 select is(
   (select array_agg(p.proname::text order by p.proname) from pg_proc p join pg_namespace n on n.oid = p.pronamespace

@@ -2,7 +2,7 @@
 // writes them, for retrieval and chat tests.
 import type { Sql } from '../../functions-shared/db/client.ts'
 import { offlineVector } from '../../functions-shared/ai/offline-embedder.ts'
-import { namespaceFor } from '../../functions-shared/ingestion/pipeline.ts'
+import { namespaceFor } from '../../functions-shared/catalogue/namespace.ts'
 
 export const vectorLiteral = (text: string) => `[${offlineVector(text, 1536).map((x) => x.toFixed(7)).join(',')}]`
 

@@ -47,7 +47,8 @@ export async function createTestDatabase(options: { poolMax?: number } = {}): Pr
   const dumpPath = inject('pgliteDump')
   if (!dumpPath) throw new Error('global setup provided no database')
   const dump = new Blob([new Uint8Array(await readFile(dumpPath))])
-  const embedded = await startEmbedded({ loadDataDir: dump, port: 0, extensions: { pgtap } })
+  // room for a gateway's Deno function processes, each a client of its own
+  const embedded = await startEmbedded({ loadDataDir: dump, port: 0, extensions: { pgtap }, maxConnections: 24 })
   // PGlite is one connection: further clients share it (queries queue; concurrency is proven on a server)
   const sql = createDb(embedded.url, { max: 1, prepare: true })
   extra.push(sql)

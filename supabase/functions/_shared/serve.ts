@@ -21,6 +21,8 @@ const readAsset: AssetReader = async (pkg, file) => {
   }
 }
 
+const publicVars = (base: string | undefined): Record<string, string> => (base ? { PUBLIC_URL: base.replace(/\/$/, ''), PUBLIC_HOST: new URL(base).host } : {})
+
 /** Serves one router at /<name>: each entry passes its own, so a function loads only its own code. */
 export async function serveFunction(name: string, router: (deps: Deps) => OpenAPIHono): Promise<void> {
   const config = loadConfig()
@@ -39,8 +41,9 @@ export async function serveFunction(name: string, router: (deps: Deps) => OpenAP
       return answers.flatMap((a) => (a.status === 'fulfilled' ? a.value : []))
     },
     background: new BackgroundTasks(typeof EdgeRuntime === 'undefined' ? undefined : (p) => EdgeRuntime.waitUntil(p)),
-    // sources naming ${PUBLIC_URL} (the local demo portal) are left out here
-    sources: name === 'scraping' || name === 'admin' ? parseSources(await Deno.readTextFile(config.SCRAPER_SOURCES_FILE)) : [],
+    // sources naming ${PUBLIC_URL} (the local demo portal) are kept only where it is set: behind the
+    // local gateway (FUNCTIONS_RUNTIME=deno), not on Supabase
+    sources: name === 'scraping' || name === 'admin' ? parseSources(await Deno.readTextFile(config.SCRAPER_SOURCES_FILE), publicVars(config.PUBLIC_URL)) : [],
     remoteAddress: (c) => {
       try {
         return getConnInfo(c).remote.address
