@@ -303,6 +303,14 @@ describe('the small parts', () => {
     expect(matchKey('équations')).toBe(matchKey('equation'))
     expect(matchKey('والزكاة')).toBe(matchKey('الزكاه'))
     expect(matchKey('de')).toBeNull()
+    // light10's Arabic stemming: the article with its particle, each suffix in turn, the accusative alef
+    expect(new Set(['الفرنسي', 'الفرنسيون', 'فرنسا'].map(matchKey)).size).toBe(1)
+    expect(matchKey('مركزا')).toBe(matchKey('المركز'))
+    expect(matchKey('بالسلاح')).toBe(matchKey('السلاح'))
+    expect(matchKey('وللفقراء')).toBe(matchKey('الفقراء'))
+    // a single ف, ب or ل is no prefix (it begins فرنسي, بيت, لبن)
+    expect(matchKey('فرنسي')).toBe('فرنس')
+    expect(matchKey('بيوت')).toBe('بيوت')
     // function words do not count: "quelle est" holds nothing of the lesson
     expect(keyCoverage('quelle est la vitesse', ['La vitesse du son.', 'Quelle est la question ?'])).toEqual([1, 0])
     const [a, b] = keyCoverage('équations premier degré', ['Une équation du premier degré.', 'Le mouvement rectiligne.'])

@@ -26,21 +26,26 @@ export function overlap(query: string, text: string): number {
   return hit / q.size
 }
 
-const ARABIC_PREFIXES = ['وبال', 'وال', 'فال', 'بال', 'كال', 'لل', 'ال', 'و', 'ف', 'ب', 'ل']
-const ARABIC_SUFFIXES = ['هما', 'تها', 'ات', 'ون', 'ين', 'ان', 'ها', 'هم', 'يه', 'ه', 'ي']
+// Light stemming of Arabic as Larkey's light10 does it: a leading wa-, the article with the particle
+// it carries, then each suffix in turn; plus the alef of the accusative (tanwin) ending, so that
+// مركزا meets المركز and فرنسا meets الفرنسي.
+const ARABIC_ARTICLES = ['وال', 'بال', 'كال', 'فال', 'لل', 'ال']
+const ARABIC_SUFFIXES = ['ها', 'ان', 'ات', 'ون', 'ين', 'يه', 'ه', 'ي', 'ا']
 const FRENCH_STEM = 5
 
 /**
  * A word's matching key: folded like the search index (accents, Arabic diacritics and tatweel off,
- * alef forms, taa marbuta and alef maqsura folded), then stemmed lightly: Arabic loses one article or
- * clitic prefix and one suffix while three letters remain; a Latin word loses a plural s or x and is
- * cut to its first five letters. Null for words too short to mean much.
+ * alef forms, taa marbuta and alef maqsura folded), then stemmed lightly: an Arabic word loses a leading
+ * wa- (three letters left), one article (two left) and each suffix in turn (light10's order, three
+ * left); a Latin word loses a plural s or x and is cut to its first five letters. Null for words too
+ * short to mean much.
  */
 export function matchKey(word: string): string | null {
   let w = normalizeWord(word)
   if (/\p{Script=Arabic}/u.test(w)) {
-    for (const p of ARABIC_PREFIXES) if (w.startsWith(p) && w.length - p.length >= 3) { w = w.slice(p.length); break }
-    for (const s of ARABIC_SUFFIXES) if (w.endsWith(s) && w.length - s.length >= 3) { w = w.slice(0, -s.length); break }
+    if (w.startsWith('و') && w.length >= 4) w = w.slice(1)
+    for (const p of ARABIC_ARTICLES) if (w.startsWith(p) && w.length - p.length >= 2) { w = w.slice(p.length); break }
+    for (const s of ARABIC_SUFFIXES) if (w.endsWith(s) && w.length - s.length >= 3) w = w.slice(0, -s.length)
     return w.length >= 2 ? w : null
   }
   if (w.length <= 2 && !/\d/.test(w)) return null
