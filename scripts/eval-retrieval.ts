@@ -119,6 +119,8 @@ async function main(): Promise<void> {
     const tallies = new Map<string, Tally>()
     const clarifyItems = new Map<string, { n: number; clarified: number }>()
     const misses: string[] = []
+    const evidence: string[] = []
+    const lessonLabel = (q: { lesson?: string | null }) => (q.lesson ? 'curriculum' : 'off-curriculum')
     for (const mode of modes) {
       const student = new ApiClient({ url: gateways[mode]!.url, token })
       for (const filters of ['with', 'without'] as const) {
@@ -131,6 +133,12 @@ async function main(): Promise<void> {
           const body = { message: q.question, stream: false, ...(filters === 'with' && lesson ? { grade: lesson.grade, subject: lesson.subject } : {}) }
           const res = await student.post('/chat', body)
           const sources = (res.sources ?? []) as { document_id: string; page_number: number }[]
+          if (args.has('--evidence') && filters === 'without' && !q.cross_lingual) {
+            // the inference's evidence is recorded with the turn's usage
+            const [row] = await sql`select details -> 'inference' as inference from public.usage_log where request_id = ${res.request_id as string}`
+            const ev = (row?.inference ?? {}) as { best_coverage?: number; best_similarity?: number }
+            evidence.push(`${mode} ${q.id} ${lessonLabel(q)} coverage ${ev.best_coverage ?? '-'} similarity ${ev.best_similarity ?? '-'} → ${res.path} ${res.subject ?? '-'}`)
+          }
           if (!lesson) {
             clarify.n++
             if (res.path === 'clarify') clarify.clarified++
@@ -175,6 +183,7 @@ async function main(): Promise<void> {
         }
       }
       for (const m of misses) out(m)
+      for (const e of evidence) out(e)
       out(`\nevaluation finished in ${((Date.now() - started) / 1000).toFixed(1)} s`)
     }
     if (args.has('--check')) {
