@@ -62,6 +62,8 @@ const { values: flags, positionals } = parseArgs({
 })
 
 class UsageError extends Error {}
+/** what the command met rather than how it was typed (no such account): exit 1, without the usage text */
+class DomainError extends Error {}
 
 const out = (line = '') => void process.stdout.write(`${line}\n`)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -95,7 +97,7 @@ async function userId(api: ApiClient, who: string): Promise<string> {
     const page = await api.get(`/admin/users?limit=200&offset=${offset}`)
     const found = (page.items as { id: string; email: string }[]).find((u) => u.email.toLowerCase() === who.toLowerCase())
     if (found) return found.id
-    if (offset + 200 >= page.total) throw new UsageError(`no account has the email ${who}`)
+    if (offset + 200 >= page.total) throw new DomainError(`no account has the email ${who}`)
   }
 }
 
@@ -271,7 +273,7 @@ try {
     process.stderr.write(`admin: ${err.message}\n\n${USAGE}\n`)
     process.exit(2)
   }
-  if (err instanceof ApiCallError) {
+  if (err instanceof ApiCallError || err instanceof DomainError) {
     process.stderr.write(`admin: ${err.message}\n`)
     process.exit(1)
   }

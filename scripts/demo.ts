@@ -1,12 +1,13 @@
 // `npm run demo`: the whole mission, offline, in about a minute. Against the stack at DEMO_URL (or
 // http://HOST:PORT when one answers there), else a stack started here on the embedded database: creates
-// an admin and a student, syncs the bundled demo portal, ingests every discovered reference with live
+// an admin and a student (or signs in the ones of an earlier run), syncs the bundled demo portal, ingests every discovered reference with live
 // progress, shows the catalogue, asks the teacher a question in French and one in Arabic (streamed,
 // with sources), and prints the student's wallet and ledger. Exits non-zero on any failure.
 import { loadConfigOrExit } from './lib/load-config.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
-import { ApiClient } from './lib/api-client.ts'
+import { createHmac } from 'node:crypto'
+import { ApiCallError, ApiClient } from './lib/api-client.ts'
 import { startStack, type Stack } from './lib/stack.ts'
 import { explainStartup } from './lib/startup-error.ts'
 import { syncAndIngest } from './lib/ingest-source.ts'
@@ -47,15 +48,35 @@ async function run(url: string, serviceKey: string): Promise<void> {
   const service = new ApiClient({ url, token: serviceKey })
   out(`\n== curriculum-tutor demo on ${url}`)
 
-  // 1. accounts
-  const stamp = Date.now().toString(36)
-  const password = `demo-${stamp}-Passw0rd`
-  const admin = await service.post('/admin/users', { email: `admin-${stamp}@demo.mr`, password, full_name: 'Admin Démo', role: 'admin' })
-  const student = await service.post('/admin/users', { email: `eleve-${stamp}@demo.mr`, password, full_name: 'Élève Démo', role: 'student' })
-  const signIn = async (email: string) => (await service.withToken('').post('/auth/signin', { email, password })).data.access_token as string
-  const adminApi = service.withToken(await signIn(admin.email))
-  const studentApi = service.withToken(await signIn(student.email))
-  out(`accounts     admin ${admin.email}, student ${student.email} (signed in; the admin works with its own token)`)
+  // 1. accounts: the same two on every run against a stack, with a password derived from its service key
+  // (nobody without that key can sign in as them); created on the first run
+  const password = `demo-${createHmac('sha256', serviceKey).update('curriculum-tutor demo accounts').digest('hex').slice(0, 20)}-Pw0`
+  const account = async (email: string, fullName: string, role: string): Promise<{ email: string; token: string; created: boolean }> => {
+    const signIn = async (address: string) => (await service.withToken('').post('/auth/signin', { email: address, password })).data.access_token as string
+    try {
+      return { email, token: await signIn(email), created: false }
+    } catch (err) {
+      if (!(err instanceof ApiCallError) || err.status !== 401) throw err
+    }
+    // not there yet, or made with another service key: a new account (stamped when the address is taken)
+    const created = await service.post('/admin/users', { email, password, full_name: fullName, role }).catch(async (err: unknown) => {
+      if (!(err instanceof ApiCallError) || err.status !== 409) throw err
+      return service.post('/admin/users', { email: email.replace('@', `-${Date.now().toString(36)}@`), password, full_name: fullName, role })
+    })
+    return { email: created.email as string, token: await signIn(created.email as string), created: true }
+  }
+  const admin = await account('admin@demo.mr', 'Admin Démo', 'admin')
+  const student = await account('eleve@demo.mr', 'Élève Démo', 'student')
+  const adminApi = service.withToken(admin.token)
+  const studentApi = service.withToken(student.token)
+  out(`accounts     admin ${admin.email}, student ${student.email} (${admin.created || student.created ? 'created' : 'from an earlier run'}; signed in, the admin works with its own token)`)
+  // a student whose earlier runs spent the welcome bonus gets it again, so the questions are paid for
+  const before = await studentApi.get('/wallet/balance')
+  if (before.token_balance < 50) {
+    const me = await studentApi.get('/me')
+    await adminApi.post('/wallet/topup', { user_id: me.id, tokens: 50 - before.token_balance, amount: 0, currency: 'MRU', payment_method: 'cash', reference: 'demo run' })
+    out(`wallet       topped up to 50 tokens for this run`)
+  }
 
   // 2-3. sync the demo portal, ingest every discovered reference, and watch the jobs
   await syncAndIngest(adminApi, 'demo', {
@@ -94,9 +115,16 @@ async function run(url: string, serviceKey: string): Promise<void> {
 
   // 6. the student's wallet and ledger
   const balance = await studentApi.get('/wallet/balance')
-  const ledger = await studentApi.get('/wallet/ledger?limit=50')
+  // every entry, over as many pages as earlier runs made, so the sum is the balance's
+  const ledger = { items: [] as Record<string, any>[] }
+  for (let offset = 0; ; offset += 100) {
+    const page = await studentApi.get(`/wallet/ledger?limit=100&offset=${offset}`)
+    ledger.items.push(...page.items)
+    if (page.items.length < 100) break
+  }
   out(`\nwallet       ${balance.token_balance} tokens, tier ${balance.subscription_tier}, ${balance.limits.turns_today} turn(s) today`)
-  for (const e of [...ledger.items].reverse() as { delta: number; reason: string; balance_after: number; request_id: string | null }[]) {
+  // this run's entries (the newest first in the API), oldest first
+  for (const e of ledger.items.slice(0, 12).reverse() as { delta: number; reason: string; balance_after: number; request_id: string | null }[]) {
     out(`  ${String(e.delta).padStart(5)}  ${e.reason.padEnd(20)} balance ${String(e.balance_after).padStart(4)}  ${e.request_id ?? ''}`)
   }
   const sum = (ledger.items as { delta: number }[]).reduce((s, e) => s + e.delta, 0)

@@ -50,6 +50,7 @@ describe('npm run demo', () => {
     expect(first.code, `${first.stdout}\n${first.stderr}`).toBe(0)
     const out = first.stdout
     expect(out).toContain('No stack is running: starting one on the embedded database')
+    expect(out).toContain('accounts     admin admin@demo.mr, student eleve@demo.mr (created;')
     expect(out).toMatch(/sync {9}run [0-9a-f-]+: completed; found 21, new 19, duplicates 1, quality failures 1, errors 0/)
     expect(out).toContain('ingest       19 reference(s) queued')
     expect(out).toContain('[####################] 19/19 done  ready 19')
@@ -73,6 +74,10 @@ describe('npm run demo', () => {
     expect(second.stdout).toMatch(/found 21, new 0, duplicates 20, quality failures 1, errors 0/)
     expect(second.stdout).toContain('ingest       0 reference(s) queued (everything was ingested by an earlier run)')
     expect(second.stdout.match(/→ answered/g)).toHaveLength(2)
+    // the same accounts, signed in again; the student's spent tokens made up for this run
+    expect(second.stdout).toContain('accounts     admin admin@demo.mr, student eleve@demo.mr (from an earlier run;')
+    expect(second.stdout).toContain('wallet       topped up to 50 tokens for this run')
+    expect(second.stdout).toMatch(/wallet {7}\d+ tokens, tier free, 4 turn\(s\) today/)
   }, 240_000)
 
   it('exits non-zero with the reason when the stack it is pointed at is not there', async () => {
@@ -169,6 +174,9 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     const missing = await admin('requeue', crypto.randomUUID())
     expect(missing.code).toBe(1)
     expect(missing.stderr).toMatch(/404 not_found: .*\(request [0-9a-f-]+\)/)
+    const nobody = await admin('topup', 'nobody@nowhere.mr', '10')
+    expect(nobody.code).toBe(1)
+    expect(nobody.stderr).toBe('admin: no account has the email nobody@nowhere.mr\n') // no usage text
     const unknown = await admin('frobnicate')
     expect(unknown.code).toBe(2)
     expect(unknown.stderr).toContain('unknown command frobnicate')

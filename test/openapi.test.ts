@@ -54,10 +54,20 @@ describe('GET /docs', () => {
     }
   })
 
+  it('redirects /docs/ to /docs, where the page\'s relative links resolve, with a Location right behind any base path', async () => {
+    const res = await t.request('/docs/?x=1')
+    expect(res.status).toBe(301)
+    expect(res.headers.get('location')).toBe('../docs?x=1')
+    expect(new URL(res.headers.get('location')!, 'http://127.0.0.1:54321/functions/v1/docs/?x=1').href).toBe('http://127.0.0.1:54321/functions/v1/docs?x=1')
+  })
+
   it('serves no other file', async () => {
     for (const path of ['/docs/assets/package.json', '/docs/assets/..%2F..%2Fpackage.json', '/docs/assets/%2e%2e']) {
       const res = await t.request(path)
-      expect([400, 404]).toContain(res.status)
+      // (URL parsing turns /docs/assets/%2e%2e into /docs/, which is sent to the page)
+      if (res.status === 301) expect(res.headers.get('location')).toBe('../docs')
+      else expect([400, 404]).toContain(res.status)
+      expect(res.headers.get('content-type') ?? '').not.toMatch(/javascript|css|octet/)
     }
   })
 })

@@ -71,6 +71,8 @@ describe('npm start (embedded mode)', () => {
     const s = await start({ DATA_DIR: dataDir, ADMIN_API_KEY: 'start-test-key' })
     try {
       expect(s.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      // a fresh data directory: the demo PDFs are made, and the log says so first
+      expect(s.output()).toContain("making the demo portal's")
       expect(s.apiUrl).toBe(`${s.baseUrl}/functions/v1`)
       // the printed API URL and anon key are what supabase-js takes
       const client = createClient(s.baseUrl, s.anonKey, { auth: { persistSession: false, autoRefreshToken: false } })

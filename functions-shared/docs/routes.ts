@@ -59,7 +59,14 @@ window.ui = SwaggerUIBundle({ url: 'docs/openapi.json', dom_id: '#swagger-ui', d
 }
 
 export function docsRouter(deps: Deps, openApiDocument: () => unknown) {
-  return createRouter()
+  const router = createRouter()
+  // The page's links are relative to /docs: at /docs/ they would miss, so the browser is sent there, with
+  // a relative Location that lands right behind any base path (/functions/v1 locally and on Supabase).
+  router.use('/*', async (c, next) => {
+    if (c.req.method === 'GET' && c.req.path.endsWith('/docs/')) return c.redirect(`../docs${new URL(c.req.url).search}`, 301)
+    await next()
+  })
+  return router
     .openapi(page, (c) => c.html(html(), 200))
     .openapi(document, (c) => c.json(openApiDocument() as Record<string, unknown>, 200))
     .openapi(asset, async (c) => {

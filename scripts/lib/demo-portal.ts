@@ -54,14 +54,17 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** Writes the PDFs that are missing (atomically: a temporary file, then a rename). */
-export async function buildDemoPortal(dataDir: string): Promise<DemoPortal> {
+/** onMaking: told how many PDFs are missing before they are made (on the first start, some 20 s). */
+export async function buildDemoPortal(dataDir: string, onMaking?: (missing: number) => void): Promise<DemoPortal> {
   const raw = await readFile(CURRICULUM_FILE, 'utf8')
   const curriculum = JSON.parse(raw) as Curriculum
   const byId = new Map(curriculum.lessons.map((l) => [l.id, l]))
   const dir = join(dataDir, 'demo-portal', createHash('sha256').update(raw).digest('hex').slice(0, 12))
-  for (const lesson of curriculum.lessons) {
+  const missing = []
+  for (const lesson of curriculum.lessons) if (!(await exists(join(dir, lesson.path)))) missing.push(lesson)
+  if (missing.length > 0) onMaking?.(missing.length)
+  for (const lesson of missing) {
     const target = join(dir, lesson.path)
-    if (await exists(target)) continue
     const { pages, language } = resolveLesson(lesson, byId)
     const pdf = lesson.scanned ? await makeScannedPdf(pages, { arabic: language === 'ar', dpi: 200 }) : await makePdf(pages, { arabic: language === 'ar', rtl: true, title: lesson.link })
     await mkdir(dirname(target), { recursive: true })

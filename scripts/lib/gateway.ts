@@ -103,7 +103,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const deno = config.FUNCTIONS_RUNTIME === 'deno'
   app = createApp(deps, { basePath: FUNCTIONS_BASE, routers: deno ? [] : undefined })
   if (demo) {
-    const portal = await buildDemoPortal(config.DATA_DIR)
+    const portal = await buildDemoPortal(config.DATA_DIR, (missing) =>
+      deps.logs.get('start').info({ pdfs: missing, data_dir: config.DATA_DIR }, `making the demo portal's ${missing} PDFs (once per data directory; scanned lessons take a few seconds each)`),
+    )
     app.route(DEMO_PORTAL_BASE, portal.app)
     deps.logs.get('start').info({ url: `${publicBase}${DEMO_PORTAL_BASE}/programmes/page1.html`, files: portal.files.length }, 'demo portal served')
   }
