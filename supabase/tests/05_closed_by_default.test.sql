@@ -4,7 +4,7 @@
 begin;
 create extension if not exists pgtap with schema extensions;
 set local search_path = public, extensions;
-select plan(6);
+select plan(11);
 
 select is(
   (select array_agg(c.relname::text order by c.relname) from pg_class c join pg_namespace n on n.oid = c.relnamespace
@@ -26,6 +26,26 @@ select is(
       -- an extension's own functions (pgTAP, where a server keeps it in public) are not ours
       and not exists (select 1 from pg_depend d where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')),
   null, 'anon and authenticated can execute nothing in public outside the allowlist');
+
+-- schema private is reached by authenticated for one function, the policies' admin check
+select is(
+  (select array_agg(p.proname::text || ' (' || r.rolname || ')' order by 1) from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+    cross join (values ('anon'), ('authenticated')) r(rolname)
+    where n.nspname = 'private' and has_schema_privilege(r.rolname, 'private', 'usage') and has_function_privilege(r.rolname, p.oid, 'execute')
+      and p.prorettype <> 'trigger'::regtype),
+  array['is_admin (authenticated)'], 'anon and authenticated can execute nothing in private but is_admin');
+select is(
+  (select count(*)::integer from pg_policies where schemaname = 'public'
+     and (coalesce(qual, '') || coalesce(with_check, '')) like '%app_metadata%'),
+  0, 'no policy writes the admin check out: they call private.is_admin()');
+set local role authenticated;
+select set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-000000000001", "role": "authenticated", "app_metadata": {"role": "admin"}}', true);
+select ok(private.is_admin(), 'an admin''s token is an admin''s');
+select set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-000000000001", "role": "authenticated", "app_metadata": {"role": "student"}, "user_metadata": {"role": "admin"}}', true);
+select ok(not private.is_admin(), 'a student''s is not, whatever user_metadata says');
+select set_config('request.jwt.claims', '', true);
+select ok(not private.is_admin(), 'no claims are no admin');
+reset role;
 
 create function public.zz_forgotten_revoke() returns integer language sql security definer set search_path = '' as 'select 1';
 select ok(not has_function_privilege('anon', 'public.zz_forgotten_revoke()', 'execute')
