@@ -1,8 +1,22 @@
 import { defineConfig } from 'vitest/config'
 
+/** Files that spawn processes (npm start, the demo, Deno, tsc, workers) or run the page recognizer. */
+const E2E = [
+  'test/demo.test.ts',
+  'test/start.test.ts',
+  'test/readme-quickstart.test.ts',
+  'test/functions.e2e.test.ts',
+  'test/ocr.test.ts',
+  'test/ocr.e2e.test.ts',
+  'test/deno.test.ts',
+  'test/typecheck.test.ts',
+  'test/worker.test.ts',
+  'test/ingestion.crash.test.ts',
+  'test/pg-cron.test.ts',
+]
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
@@ -10,5 +24,10 @@ export default defineConfig({
     maxWorkers: 2,
     // Each file's database is its own; files run in parallel, tests inside a file in order.
     sequence: { concurrent: false },
+    // `npm test` runs both; `npm run test:unit` watches the quick one (every other file, about a minute)
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: E2E } },
+      { extends: true, test: { name: 'e2e', include: E2E } },
+    ],
   },
 })

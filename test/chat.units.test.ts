@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest'
 import { detectLanguage } from '../functions-shared/chat/language.ts'
 import { inferSubject } from '../functions-shared/chat/subjects.ts'
-import { actualFor, estimateFor } from '../functions-shared/chat/agent.ts'
+import { actualFor, estimateFor } from '../functions-shared/chat/settle.ts'
 import { buildMessages, HINT_LADDER } from '../functions-shared/chat/prompt.ts'
 import { rerankScope } from '../functions-shared/chat/rerank.ts'
 import { FakeClock } from '../functions-shared/lib/clock.ts'

@@ -21,7 +21,8 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const serverUrl = process.env.TEST_DATABASE_URL
   if (serverUrl) {
-    const template = `ct_template_${process.pid}`
+    // one template per project (unit, e2e): their setups run side by side in this process
+    const template = `ct_template_${process.pid}_${project.name.replace(/[^a-z0-9]/gi, '_')}`
     const admin = createDb(serverUrl, { max: 1, prepare: false })
     await admin.unsafe(`drop database if exists ${template}`)
     await admin.unsafe(`create database ${template}`)
@@ -35,7 +36,7 @@ export default async function setup(project: TestProject) {
     project.provide('pgliteDump', null)
     return async () => {
       // drop the template and any copy a crashed file left behind
-      const left = await admin`select datname from pg_database where datname like ${`ct_${process.pid}_%`} or datname = ${template}`
+      const left = await admin`select datname from pg_database where datname like ${`${template}\\_%`} or datname = ${template}`
       for (const { datname } of left) await admin.unsafe(`drop database if exists ${datname} with (force)`)
       await admin.end()
     }

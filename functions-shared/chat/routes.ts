@@ -8,7 +8,8 @@ import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { chatRuntime } from './runtime.ts'
-import { completeTurn, prepareTurn, UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type TurnSink } from './agent.ts'
+import { completeTurn, prepareTurn } from './agent.ts'
+import { UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type TurnSink } from './turn.ts'
 import { sseResponse } from './sse.ts'
 
 const SourceSchema = z

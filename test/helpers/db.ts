@@ -21,7 +21,8 @@ export async function createTestDatabase(options: { poolMax?: number } = {}): Pr
   const serverUrl = process.env.TEST_DATABASE_URL
   const extra: Sql[] = []
   if (template && serverUrl) {
-    const name = `ct_${process.pid}_${Date.now().toString(36)}_${counter++}`
+    // named after the template, so the run's teardown finds copies a crashed file left behind
+    const name = `${template}_${process.pid}_${Date.now().toString(36)}_${counter++}`
     const admin = createDb(serverUrl, { max: 1, prepare: false })
     await admin.unsafe(`create database ${name} template ${template}`)
     const url = new URL(serverUrl)

@@ -1,0 +1,77 @@
+// Step 1 of a chat turn, decide_path: answer, or ask a clarifying question (see agent.ts for the order).
+import { ApiError, ErrorCode } from '../http/errors.ts'
+import { asService } from '../db/tx.ts'
+import { detectLanguage } from './language.ts'
+import { inferFromCatalogue } from './infer.ts'
+import { isSmallTalk } from './small-talk.ts'
+import { prepareQuery, translationUseful, type PreparedQuery, type QuestionLanguage } from './query.ts'
+import { type ChatInput, type TurnContext, type Decision, timed } from './turn.ts'
+
+/**
+ * Step 1. Answer, or ask. A subject given, or implied by a textbook, is used as is; otherwise the
+ * catalogue decides (infer.ts): the subject its best hits agree on, or a clarifying question when the
+ * message is small talk (small-talk.ts, before any search), nothing matches, or two subjects are tied.
+ */
+export async function decidePath(ctx: TurnContext, input: ChatInput): Promise<Decision> {
+  return timed(ctx, 'decide_path', async () => {
+    const language = input.language ?? detectLanguage(input.message)
+    let subject = input.subject ?? null
+    let grade = input.grade ?? null
+    let reason: Decision['reason'] = 'subject_given'
+    let inferred = false
+    let inferredGrade: string | null = null
+    let tiedSubjects: string[] | undefined
+    let inference: Record<string, unknown> | undefined
+    let prepared: PreparedQuery | undefined
+    if (input.textbook_id) {
+      const [doc] = await asService(ctx.deps.sql, (tx) => tx`select id, grade, subject, status from public.documents where id = ${input.textbook_id!}`)
+      if (!doc || doc.status !== 'ready') throw new ApiError(ErrorCode.NOT_FOUND, `Textbook ${input.textbook_id} is unknown or not ready`)
+      subject ??= (doc.subject as string | null) ?? null
+      grade ??= (doc.grade as string | null) ?? null
+      reason = 'textbook_given'
+    } else if (!subject && isSmallTalk(input.message)) {
+      reason = 'small_talk'
+    } else if (!subject) {
+      // prepared once: the retrieval searches the same forms with the same vectors
+      prepared = await prepareQuery(ctx.deps, input.message, language, { translate: translationUseful(language, input.document_language) })
+      const found = await findInCatalogue(ctx, input, prepared, language)
+      inference = { kind: found.kind, ...found.evidence }
+      if (found.kind === 'match') {
+        subject = found.subject
+        inferredGrade = found.grade
+        inferred = true
+        reason = 'subject_inferred_from_catalogue'
+      } else {
+        reason = found.kind === 'tied' ? 'subjects_tied' : 'no_match'
+        tiedSubjects = found.subjects
+      }
+    }
+    const decision: Decision = {
+      path: reason === 'small_talk' || reason === 'no_match' || reason === 'subjects_tied' ? 'clarify' : 'answer',
+      reason,
+      language,
+      subject,
+      subjectInferred: inferred,
+      grade,
+      inferredGrade,
+      fileId: input.textbook_id ?? null,
+      ...(tiedSubjects ? { tiedSubjects } : {}),
+      ...(inference ? { inference } : {}),
+      ...(prepared ? { prepared } : {}),
+    }
+    ctx.log.info({ step: 'decide_path', path: decision.path, reason, language, subject, grade, inferred_grade: inferredGrade, inference }, 'decide_path')
+    return decision
+  })
+}
+
+/** The question (and, when it alone says too little, with the student's last messages) in the catalogue. */
+async function findInCatalogue(ctx: TurnContext, input: ChatInput, prepared: PreparedQuery, language: QuestionLanguage) {
+  const { deps } = ctx
+  const attempt = (query: PreparedQuery) => inferFromCatalogue(deps, { query, grade: input.grade ?? null, language: input.document_language ?? null })
+  const found = await attempt(prepared)
+  const recent = (input.history ?? []).filter((h) => h.role === 'user').slice(-2).map((h) => h.content)
+  if (found.kind === 'match' || recent.length === 0) return found
+  // a follow-up ("and the second one?") takes its subject from what came before (not translated again)
+  const withHistory = await attempt(await prepareQuery(deps, [...recent, input.message].join('\n'), language, { translate: false }))
+  return withHistory.kind === 'match' ? withHistory : found
+}

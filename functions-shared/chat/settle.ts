@@ -1,0 +1,117 @@
+// The money steps of a chat turn: check_wallet (the daily limit and the hold, before any answer starts)
+// and finalize (the reservation settled, the usage written). See agent.ts for the order.
+import type { Deps } from '../deps.ts'
+import { tierLimits, type Tier } from '../config.ts'
+import { ApiError, ErrorCode } from '../http/errors.ts'
+import { finalize } from '../wallet/service.ts'
+import { countReservation } from '../wallet/metrics.ts'
+import { iso } from '../lib/time.ts'
+import { storable, storableText } from '../lib/text.ts'
+import type { HintLevel } from './prompt.ts'
+import { UNAVAILABLE_MESSAGE, type TurnContext, type Decision, type Hold, type Usage, type Outcome, timed } from './turn.ts'
+
+function untilUtcMidnight(now: number): number {
+  const d = new Date(now)
+  return Math.max(1, Math.ceil((Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1) - now) / 1000))
+}
+
+/** The estimate: the flat clarifying cost, or base + 1 per 200 characters of the longest answer the tier allows. */
+export function estimateFor(deps: Deps, path: Decision['path'], tier: Tier): { estimated: number; maxChars: number } {
+  const { config } = deps
+  const maxChars = tierLimits(config, tier).maxTokens * config.CHAT_CHARS_PER_MODEL_TOKEN
+  if (path === 'clarify') return { estimated: config.BILLING_CLARIFY_COST, maxChars }
+  return { estimated: config.BILLING_BASE_COST + Math.ceil(maxChars / config.BILLING_CHARS_PER_TOKEN), maxChars }
+}
+
+/** The actual cost of an answer of `characters` characters (before the cap of finalize). */
+export function actualFor(deps: Deps, characters: number): number {
+  return deps.config.BILLING_BASE_COST + Math.ceil(characters / deps.config.BILLING_CHARS_PER_TOKEN)
+}
+
+/**
+ * Step 2. Refuses what cannot be served — the chat model's circuit open (503), the tier's daily limit
+ * (429) — then reserves the estimate (402 when the balance is short: nothing reserved).
+ */
+export async function checkWallet(ctx: TurnContext, decision: Decision): Promise<Hold> {
+  return timed(ctx, 'check_wallet', async () => {
+    const { deps } = ctx
+    if (decision.path === 'answer' && ctx.rt.breaker.state === 'open') {
+      throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, UNAVAILABLE_MESSAGE, { details: { reason: 'circuit_open' }, headers: { 'Retry-After': String(deps.config.CIRCUIT_RESET_SECONDS) } })
+    }
+    const tiers = ['free', 'standard', 'premium'] as const
+    const estimates = tiers.map((t) => estimateFor(deps, decision.path, t).estimated)
+    const daily = tiers.map((t) => tierLimits(deps.config, t).dailyLimit ?? 0)
+    const [row] = await deps.sql`
+      select * from public.begin_chat_turn(${ctx.userId}, ${ctx.requestId}, ${estimates}::int[], ${daily}::int[],
+                                           ${deps.config.RESERVATION_TTL_SECONDS}, ${deps.config.WELCOME_BONUS_TOKENS})`
+    const tier = row!.tier as Tier
+    const turns = Number(row!.turns)
+    const { estimated, maxChars } = estimateFor(deps, decision.path, tier)
+    if (row!.refused === 'daily_limit') {
+      const limit = tierLimits(deps.config, tier).dailyLimit
+      const retryAfter = untilUtcMidnight(deps.clock.now())
+      throw new ApiError(ErrorCode.DAILY_LIMIT_REACHED, `The ${tier} tier allows ${limit} chat turns per day`, {
+        details: { limit, window: '1d', retry_after: retryAfter },
+        headers: { 'Retry-After': String(retryAfter) },
+      })
+    }
+    if (row!.refused === 'insufficient_balance') {
+      countReservation(deps.metrics.registry, 'insufficient')
+      throw new ApiError(ErrorCode.INSUFFICIENT_BALANCE, `This answer needs ${estimated} tokens reserved; the balance is ${Number(row!.token_balance)}`, {
+        details: { estimated, token_balance: Number(row!.token_balance) },
+      })
+    }
+    countReservation(deps.metrics.registry, 'reserved', estimated)
+    const reservation = { id: row!.reservation_id as string, estimated: Number(row!.estimated), expires_at: iso(row!.expires_at)! }
+    const hold: Hold = { tier, hintLevel: Number(row!.hint_level) as HintLevel, estimated, maxChars, reservation }
+    ctx.log.info({ step: 'check_wallet', tier, estimated, reservation_id: reservation.id, turns_today: turns }, 'check_wallet')
+    return hold
+  })
+}
+
+export class SettlementError extends Error {
+  override name = 'SettlementError'
+}
+
+/**
+ * Step 5. Settles the reservation (actual 0 releases it) and writes the usage row. What the turn writes
+ * is made storable first, so no text (the question, the model's output, an error message) can make the
+ * settlement fail; if the write fails anyway, the money is settled again with only the charge's facts.
+ * Null when the reservation cannot be settled (it outlived its TTL and the expiry refunded it, or the
+ * database is out).
+ */
+export async function finalizeTurn(ctx: TurnContext, decision: Decision, hold: Hold, settle: { actual: number; kind: 'chat' | 'clarify' | 'released'; characters: number; model: string | null; outcome: Outcome; extra?: Record<string, unknown> }): Promise<Usage | null> {
+  return timed(ctx, 'finalize', async () => {
+    const attempt = (details: Record<string, unknown>, model: string | null) =>
+      finalize({
+        ctx: { deps: ctx.deps, requestId: ctx.requestId },
+        input: { reservation_id: hold.reservation.id, actual: settle.actual, kind: settle.kind, request_id: ctx.requestId },
+        usage: { characters: settle.characters, model: model === null ? null : storableText(model), details: storable(details) },
+      })
+    const details = {
+      path: decision.path, reason: decision.reason, outcome: settle.outcome, language: decision.language, subject: decision.subject, grade: decision.grade,
+      ...(decision.inference ? { inference: decision.inference, inferred_grade: decision.inferredGrade ?? null } : {}),
+      tier: hold.tier, hint_level: hold.hintLevel, timings: ctx.timings, ...settle.extra,
+    }
+    let r: Awaited<ReturnType<typeof finalize>>
+    try {
+      r = await attempt(details, settle.model)
+    } catch (err) {
+      const conflict = err instanceof ApiError && err.code === ErrorCode.CONFLICT
+      ctx.log.error({ step: 'finalize', err: { message: (err as Error).message }, reservation_id: hold.reservation.id }, 'finalize failed')
+      // e.g. the turn outlived its reservation and the expiry job refunded it: nothing is charged
+      if (conflict) return null
+      try {
+        r = await attempt({ path: decision.path, outcome: settle.outcome, tier: hold.tier, settle_retry: (err as Error).message }, null)
+      } catch (again) {
+        ctx.log.error({ step: 'finalize', err: { message: (again as Error).message }, reservation_id: hold.reservation.id }, 'finalize failed again')
+        return null
+      }
+    }
+    ctx.rt.metrics.tokensCharged.inc(r.charged)
+    ctx.log.info({ step: 'finalize', actual: r.actual, charged: r.charged, refunded: r.refunded, uncovered: r.uncovered, kind: settle.kind, outcome: settle.outcome }, 'finalize')
+    return { estimated: r.estimated, actual: r.actual, charged: r.charged, refunded: r.refunded, uncovered: r.uncovered, characters: settle.characters, token_balance: r.token_balance }
+  })
+}
+
+/** decide_path and check_wallet: what they refuse is an HTTP error; nothing is reserved then. */

@@ -1,0 +1,107 @@
+// The shapes of a chat turn, shared by its steps (decide.ts, settle.ts, agent.ts): the request, the
+// context every step gets, what each step decides, and the sink a turn reports through.
+import type { Deps } from '../deps.ts'
+import type { Logger } from '../lib/logger.ts'
+import type { Tier } from '../config.ts'
+import type { ChatLanguage } from './language.ts'
+import type { HintLevel } from './prompt.ts'
+import type { PreparedQuery } from './query.ts'
+import type { ChatRuntime } from './runtime.ts'
+
+export const UNAVAILABLE_MESSAGE = 'Service temporarily unavailable, please retry'
+
+export interface ChatInput {
+  message: string
+  language?: ChatLanguage | undefined
+  grade?: string | undefined
+  subject?: string | undefined
+  textbook_id?: string | undefined
+  document_language?: 'fr' | 'ar' | undefined
+  history?: { role: 'user' | 'assistant'; content: string }[] | undefined
+}
+
+export interface TurnContext {
+  deps: Deps
+  rt: ChatRuntime
+  requestId: string
+  userId: string
+  log: Logger
+  /** ms per step (and per retrieval part) */
+  timings: Record<string, number>
+}
+
+export interface Decision {
+  path: 'answer' | 'clarify'
+  reason: 'subject_given' | 'textbook_given' | 'subject_inferred_from_catalogue' | 'small_talk' | 'no_match' | 'subjects_tied'
+  language: ChatLanguage
+  subject: string | null
+  /** the subject was found in the catalogue: retrieval may drop it when it finds nothing */
+  subjectInferred: boolean
+  /** the grade given (or the textbook's); with an inferred subject, the grade of its best hits is only reported */
+  grade: string | null
+  inferredGrade?: string | null
+  fileId: string | null
+  /** the subjects a clarifying question offers first (a tie) */
+  tiedSubjects?: string[]
+  /** how the catalogue decided (usage details) */
+  inference?: Record<string, unknown>
+  /** the question as the inference searched it, for the retrieval to search again */
+  prepared?: PreparedQuery
+}
+
+export interface Hold {
+  tier: Tier
+  hintLevel: HintLevel
+  estimated: number
+  maxChars: number
+  reservation: { id: string; estimated: number; expires_at: string }
+}
+
+export interface Source {
+  n: number
+  document_id: string
+  title: string | null
+  page_number: number
+  chunk_id: string
+  source_url: string | null
+  score: number
+  excerpt: string
+}
+
+export interface Usage {
+  estimated: number
+  actual: number
+  charged: number
+  refunded: number
+  uncovered: number
+  characters: number
+  token_balance: number
+}
+
+export type Outcome = 'answered' | 'clarified' | 'no_sources' | 'disconnected' | 'model_unavailable' | 'unsettled' | 'failed'
+
+/** Where a turn's output goes: SSE events, or one JSON body. */
+export interface TurnSink {
+  meta(data: Record<string, unknown>): void
+  sources(data: { sources: Source[]; retrieval: Record<string, unknown> | null }): void
+  delta(text: string): void
+  done(data: Record<string, unknown>): void
+  error(data: { error: string; message: string; request_id: string }): void
+}
+
+export async function timed<T>(ctx: TurnContext, stage: string, fn: () => Promise<T>): Promise<T> {
+  const start = performance.now()
+  try {
+    return await fn()
+  } finally {
+    const ms = performance.now() - start
+    ctx.timings[stage] = Math.round(ms * 100) / 100
+    ctx.rt.metrics.stage.observe({ stage }, ms / 1000)
+  }
+}
+
+export const codePoints = (text: string) => {
+  let n = 0
+  for (const _ of text) n++
+  return n
+}

@@ -1,0 +1,121 @@
+// The local auth server's admin endpoints (service_role only): list, create, get, update and delete users.
+import type { Hono } from 'hono'
+import type { Deps } from '../deps.ts'
+import { isPgError } from '../db/tx.ts'
+import { GoTrueError, errors } from './errors.ts'
+import { findUser, findUserByEmail, mergeMetadata, userWithIdentities, UUID } from './users.ts'
+import { randomToken } from './sessions.ts'
+import { asObject, readBody, type AuthKit } from './kit.ts'
+
+export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
+  const { sql, log, checkPassword, emailOrFail, hash, requireServiceRole } = kit
+  app.use('/admin/*', async (c, next) => {
+    await requireServiceRole(c)
+    await next()
+  })
+
+  app.get('/admin/users', async (c) => {
+    const page = Math.max(1, Number.parseInt(c.req.query('page') || '1', 10) || 1)
+    const perPage = Math.min(1000, Math.max(1, Number.parseInt(c.req.query('per_page') || '50', 10) || 50))
+    const [{ total }] = (await sql`select count(*)::int as total from auth.users`) as unknown as [{ total: number }]
+    const ids = await sql`select id from auth.users order by created_at desc, id limit ${perPage} offset ${(page - 1) * perPage}`
+    const users = await Promise.all(ids.map((r) => userWithIdentities(sql, r.id as string)))
+    const last = Math.max(1, Math.ceil(total / perPage))
+    const base = new URL(c.req.url)
+    const link = (p: number, rel: string) => `<${base.origin}${base.pathname}?page=${p}&per_page=${perPage}>; rel="${rel}"`
+    const links = [...(page < last ? [link(page + 1, 'next')] : []), link(last, 'last')]
+    return c.json({ users, aud: 'authenticated' }, 200, { 'X-Total-Count': String(total), Link: links.join(', ') })
+  })
+
+  app.post('/admin/users', async (c) => {
+    const body = await readBody(c)
+    if (body.email === undefined && body.phone === undefined) throw errors.validation('Unable to validate email address: missing email')
+    if (body.phone !== undefined && body.phone !== null && body.phone !== '') throw errors.validation('Phone users are not supported by the local auth server')
+    const email = emailOrFail(body.email)
+    const userMeta = asObject(body.user_metadata, 'user_metadata') ?? {}
+    const appMeta = asObject(body.app_metadata, 'app_metadata') ?? {}
+    const password = typeof body.password === 'string' && body.password !== '' ? body.password : randomToken(64)
+    if (password.length > 72) throw errors.validation('Password cannot be longer than 72 characters')
+    const id = typeof body.id === 'string' && UUID.test(body.id) ? body.id : crypto.randomUUID()
+    try {
+      await sql.begin(async (tx) => {
+        if (await findUserByEmail(tx, email)) throw new GoTrueError(422, 'email_exists', 'A user with this email address has already been registered')
+        await tx`insert into auth.users (instance_id, id, aud, role, email, encrypted_password, raw_app_meta_data, raw_user_meta_data, created_at, updated_at, is_anonymous)
+                 values ('00000000-0000-0000-0000-000000000000', ${id}, 'authenticated', '', ${email}, ${await hash(tx, password)},
+                         ${tx.json({ provider: 'email', providers: ['email'] })}, ${tx.json(userMeta as never)}, now(), now(), false)`
+        // as GoTrue: role, custom app_metadata and the confirmation come in a later UPDATE
+        const confirm = body.email_confirm === true
+        const userPatch = confirm ? { email_verified: true } : {}
+        await tx`update auth.users set role = ${typeof body.role === 'string' && body.role ? body.role : 'authenticated'},
+                   raw_app_meta_data = ${tx.json(mergeMetadata({ provider: 'email', providers: ['email'] }, appMeta) as never)},
+                   raw_user_meta_data = raw_user_meta_data || ${tx.json(userPatch)}::jsonb,
+                   email_confirmed_at = case when ${confirm} then now() else null end, updated_at = now()
+                 where id = ${id}`
+        await tx`insert into auth.identities (provider_id, user_id, identity_data, provider, created_at, updated_at)
+                 values (${id}, ${id}, ${tx.json({ sub: id, email, email_verified: confirm, phone_verified: false })}, 'email', now(), now())`
+      })
+    } catch (err) {
+      if (err instanceof GoTrueError) throw err
+      if (isPgError(err, '23505')) throw new GoTrueError(422, 'email_exists', 'A user with this email address has already been registered')
+      log(c).error({ err: { message: (err as Error).message } }, 'local auth: admin create failed in the database')
+      throw new GoTrueError(500, 'unexpected_failure', 'Database error creating new user')
+    }
+    return c.json(await userWithIdentities(sql, id))
+  })
+
+  app.get('/admin/users/:id', async (c) => {
+    const id = c.req.param('id')
+    if (!UUID.test(id)) throw new GoTrueError(404, 'validation_failed', 'user_id must be an UUID')
+    const user = await userWithIdentities(sql, id)
+    if (!user) throw errors.userNotFound()
+    return c.json(user)
+  })
+
+  app.put('/admin/users/:id', async (c) => {
+    const id = c.req.param('id')
+    if (!UUID.test(id)) throw new GoTrueError(404, 'validation_failed', 'user_id must be an UUID')
+    const body = await readBody(c)
+    await sql.begin(async (tx) => {
+      const current = await findUser(tx, id, { lock: true })
+      if (!current) throw errors.userNotFound()
+      const appMeta = asObject(body.app_metadata, 'app_metadata')
+      const userMeta = asObject(body.user_metadata, 'user_metadata')
+      if (appMeta) await tx`update auth.users set raw_app_meta_data = ${tx.json(mergeMetadata(current.raw_app_meta_data, appMeta) as never)}, updated_at = now() where id = ${id}`
+      if (userMeta) await tx`update auth.users set raw_user_meta_data = ${tx.json(mergeMetadata(current.raw_user_meta_data, userMeta) as never)}, updated_at = now() where id = ${id}`
+      if (body.email !== undefined) {
+        const email = emailOrFail(body.email)
+        const other = await findUserByEmail(tx, email)
+        if (other && other.id !== id) throw new GoTrueError(422, 'email_exists', 'A user with this email address has already been registered')
+        await tx`update auth.users set email = ${email}, updated_at = now() where id = ${id}`
+      }
+      if (body.email_confirm === true) await tx`update auth.users set email_confirmed_at = coalesce(email_confirmed_at, now()) where id = ${id}`
+      if (body.password !== undefined) {
+        const password = checkPassword(body.password)
+        await tx`update auth.users set encrypted_password = ${await hash(tx, password)}, updated_at = now() where id = ${id}`
+        // an admin password change signs out every session
+        await tx`delete from auth.sessions where user_id = ${id}`
+      }
+      if (typeof body.ban_duration === 'string') {
+        const match = /^(\d+)h$/.exec(body.ban_duration)
+        if (body.ban_duration !== 'none' && !match) throw errors.validation('ban_duration must be "none" or a number of hours such as "24h"')
+        const until = match ? new Date(deps.clock.now() + Number(match[1]) * 3_600_000) : null
+        await tx`update auth.users set banned_until = ${until}, updated_at = now() where id = ${id}`
+        if (until) await tx`delete from auth.sessions where user_id = ${id}`
+      }
+    })
+    return c.json(await userWithIdentities(sql, id))
+  })
+
+  app.delete('/admin/users/:id', async (c) => {
+    const id = c.req.param('id')
+    if (!UUID.test(id)) throw new GoTrueError(404, 'validation_failed', 'user_id must be an UUID')
+    const body = await readBody(c)
+    if (body.should_soft_delete === true) throw errors.validation('Soft deletion is not supported by the local auth server')
+    const deleted = await sql`delete from auth.users where id = ${id} returning id`.catch((err: unknown) => {
+      log(c).error({ err: { message: (err as Error).message } }, 'local auth: delete failed in the database')
+      throw new GoTrueError(500, 'unexpected_failure', 'Database error deleting user')
+    })
+    if (deleted.length === 0) throw errors.userNotFound()
+    return c.json({})
+  })
+}

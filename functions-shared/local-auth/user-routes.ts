@@ -1,0 +1,204 @@
+// The local auth server's public and user endpoints: health, settings, JWKS, sign-up, the password and
+// refresh-token grants, get/update user, logout, recover and verify, as GoTrue answers them.
+import type { Hono } from 'hono'
+import type { Deps } from '../deps.ts'
+import { isPgError } from '../db/tx.ts'
+import { GoTrueError, errors } from './errors.ts'
+import { findUser, findUserByEmail, mergeMetadata, normalizeEmail, userWithIdentities } from './users.ts'
+import { issuer, randomToken, sessionResponse, startSession } from './sessions.ts'
+import { redirectTarget } from './redirects.ts'
+import { asObject, readBody, type AuthKit } from './kit.ts'
+
+export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
+  const { sql, config, log, limits, redirects, checkPassword, emailOrFail, hash, requireUser, meta } = kit
+  app.get('/health', (c) => c.json({ version: 'local', name: 'GoTrue (curriculum-tutor local auth)', description: 'GoTrue-compatible auth for local development' }))
+
+  app.get('/settings', (c) =>
+    c.json({ external: { email: true, phone: false }, disable_signup: false, mailer_autoconfirm: true, phone_autoconfirm: false, sms_provider: '', saml_enabled: false }),
+  )
+
+  // HMAC keys are never published; asymmetric keys would be listed here.
+  app.get('/.well-known/jwks.json', (c) => c.json({ keys: [] }, 200, { 'Cache-Control': 'public, max-age=600' }))
+
+  app.post('/signup', async (c) => {
+    limits.check(c, 'sign_in_sign_ups')
+    const body = await readBody(c)
+    const email = emailOrFail(body.email)
+    const password = checkPassword(body.password)
+    const data = asObject(body.data, 'data') ?? {}
+    try {
+      const session = await sql.begin(async (tx) => {
+        if (await findUserByEmail(tx, email)) throw new GoTrueError(422, 'user_already_exists', 'User already registered')
+        const id = crypto.randomUUID()
+        const encrypted = await hash(tx, password)
+        // as GoTrue: insert with the sign-up data, then set role, confirm (autoconfirm) and record the identity
+        await tx`insert into auth.users (instance_id, id, aud, role, email, encrypted_password, raw_app_meta_data, raw_user_meta_data, created_at, updated_at, is_anonymous)
+                 values ('00000000-0000-0000-0000-000000000000', ${id}, 'authenticated', '', ${email}, ${encrypted},
+                         ${tx.json({ provider: 'email', providers: ['email'] })}, ${tx.json(data as never)}, now(), now(), false)`
+        const identityData = { sub: id, email, email_verified: true, phone_verified: false }
+        await tx`update auth.users set role = 'authenticated', email_confirmed_at = now(),
+                   raw_user_meta_data = raw_user_meta_data || ${tx.json(identityData)}::jsonb, updated_at = now() where id = ${id}`
+        await tx`insert into auth.identities (provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at)
+                 values (${id}, ${id}, ${tx.json(identityData)}, 'email', now(), now(), now())`
+        const user = (await findUser(tx, id))!
+        return startSession(deps, tx, user, 'password', meta(c))
+      })
+      return c.json(session)
+    } catch (err) {
+      if (isPgError(err, '23505')) throw new GoTrueError(422, 'user_already_exists', 'User already registered')
+      if (err instanceof GoTrueError) throw err
+      log(c).error({ err: { message: (err as Error).message } }, 'local auth: sign-up failed in the database')
+      throw new GoTrueError(500, 'unexpected_failure', 'Database error saving new user')
+    }
+  })
+
+  app.post('/token', async (c) => {
+    const grant = c.req.query('grant_type')
+    limits.check(c, grant === 'refresh_token' ? 'token_refresh' : 'sign_in_sign_ups')
+    const body = await readBody(c)
+    if (grant === 'password') {
+      const email = normalizeEmail(body.email)
+      const password = typeof body.password === 'string' ? body.password : ''
+      const session = await sql.begin(async (tx) => {
+        const user = email ? await findUserByEmail(tx, email) : null
+        if (!user || !user.encrypted_password || !password) throw errors.invalidCredentials()
+        const [{ ok }] = (await tx`select extensions.crypt(${password}, ${user.encrypted_password}) = ${user.encrypted_password} as ok`) as unknown as [{ ok: boolean }]
+        if (!ok) throw errors.invalidCredentials()
+        if (!user.email_confirmed_at) throw new GoTrueError(400, 'email_not_confirmed', 'Email not confirmed')
+        if (user.banned_until && new Date(user.banned_until).getTime() > deps.clock.now()) throw new GoTrueError(400, 'user_banned', 'User is banned')
+        return startSession(deps, tx, user, 'password', meta(c))
+      })
+      return c.json(session)
+    }
+    if (grant === 'refresh_token') {
+      const token = body.refresh_token
+      if (typeof token !== 'string' || token === '') return c.json({ error: 'invalid_request', error_description: 'refresh_token required' }, 400)
+      if (token.length < 12) throw errors.validation('Refresh token is not valid')
+      const result = await sql.begin(async (tx) => {
+        const [row] = await tx`select r.id, r.token, r.revoked, r.session_id, r.updated_at, s.user_id, s.created_at as session_created_at
+                                 from auth.refresh_tokens r join auth.sessions s on s.id = r.session_id
+                                where r.token = ${token} for update of r, s`
+        if (!row) throw new GoTrueError(400, 'refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found')
+        const user = await findUser(tx, row.user_id as string)
+        if (!user) throw new GoTrueError(400, 'refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found')
+        let refreshToken: string
+        if (row.revoked) {
+          // A replay inside the reuse interval (two tabs refreshing at once) gets the session's current
+          // token; any later replay means the token leaked: the whole session is revoked.
+          const [child] = await tx`select token, created_at from auth.refresh_tokens where parent = ${token} and session_id = ${row.session_id} and revoked = false order by id desc limit 1`
+          const withinInterval = child && deps.clock.now() - new Date(child.created_at as Date).getTime() <= config.AUTH_REFRESH_REUSE_INTERVAL_SECONDS * 1000
+          if (!withinInterval) {
+            await tx`delete from auth.sessions where id = ${row.session_id}`
+            return { reused: true } as const
+          }
+          refreshToken = child.token as string
+        } else {
+          refreshToken = randomToken()
+          await tx`update auth.refresh_tokens set revoked = true, updated_at = now() where id = ${row.id}`
+          await tx`insert into auth.refresh_tokens (token, user_id, revoked, session_id, parent, created_at, updated_at)
+                   values (${refreshToken}, ${user.id}, false, ${row.session_id}, ${token}, ${new Date(deps.clock.now())}, now())`
+          await tx`update auth.sessions set refreshed_at = now() at time zone 'utc', updated_at = now() where id = ${row.session_id}`
+        }
+        const session = await sessionResponse(deps, tx, {
+          user,
+          sessionId: row.session_id as string,
+          startedAt: new Date(row.session_created_at as Date).getTime(),
+          method: 'token_refresh',
+          refreshToken,
+        })
+        return { reused: false, session } as const
+      })
+      // the revocation above is committed before the error goes out
+      if (result.reused) throw new GoTrueError(400, 'refresh_token_already_used', 'Invalid Refresh Token: Already Used')
+      return c.json(result.session)
+    }
+    throw new GoTrueError(400, 'invalid_credentials', 'unsupported_grant_type')
+  })
+
+  app.get('/user', async (c) => {
+    const { user } = await requireUser(c)
+    return c.json(await userWithIdentities(sql, user.id))
+  })
+
+  app.put('/user', async (c) => {
+    limits.check(c, 'sign_in_sign_ups')
+    const { user, sessionId } = await requireUser(c)
+    const body = await readBody(c)
+    if (body.app_metadata !== undefined) throw errors.notAdmin()
+    const data = asObject(body.data, 'data')
+    await sql.begin(async (tx) => {
+      const current = (await findUser(tx, user.id, { lock: true }))!
+      if (data) await tx`update auth.users set raw_user_meta_data = ${tx.json(mergeMetadata(current.raw_user_meta_data, data) as never)}, updated_at = now() where id = ${user.id}`
+      if (body.email !== undefined) {
+        const email = emailOrFail(body.email)
+        if (email !== current.email) {
+          const other = await findUserByEmail(tx, email)
+          if (other) throw new GoTrueError(422, 'email_exists', 'A user with this email address has already been registered')
+          await tx`update auth.users set email = ${email}, email_confirmed_at = now(), updated_at = now() where id = ${user.id}`
+          await tx`update auth.identities set identity_data = identity_data || ${tx.json({ email })}::jsonb, updated_at = now() where user_id = ${user.id} and provider = 'email'`
+        }
+      }
+      if (body.password !== undefined) {
+        const password = checkPassword(body.password)
+        const [{ same }] = (await tx`select encrypted_password is not null and extensions.crypt(${password}, encrypted_password) = encrypted_password as same from auth.users where id = ${user.id}`) as unknown as [{ same: boolean }]
+        if (same) throw new GoTrueError(422, 'same_password', 'New password should be different from the old password.')
+        await tx`update auth.users set encrypted_password = ${await hash(tx, password)}, updated_at = now() where id = ${user.id}`
+        // a password change signs out every other session
+        await tx`delete from auth.sessions where user_id = ${user.id} and id is distinct from ${sessionId}`
+      }
+    })
+    return c.json(await userWithIdentities(sql, user.id))
+  })
+
+  app.post('/logout', async (c) => {
+    const { user, sessionId } = await requireUser(c)
+    const scope = c.req.query('scope') ?? 'global'
+    if (scope === 'global') await sql`delete from auth.sessions where user_id = ${user.id}`
+    else if (scope === 'local') await sql`delete from auth.sessions where id = ${sessionId}`
+    else if (scope === 'others') await sql`delete from auth.sessions where user_id = ${user.id} and id is distinct from ${sessionId}`
+    else throw errors.validation(`Unsupported logout scope "${scope}"`)
+    return c.body(null, 204)
+  })
+
+  app.post('/recover', async (c) => {
+    limits.check(c, 'sign_in_sign_ups')
+    const body = await readBody(c)
+    const email = emailOrFail(body.email)
+    const user = await findUserByEmail(sql, email)
+    if (user) {
+      limits.check(c, 'email_sent')
+      const token = randomToken(56)
+      await sql`update auth.users set recovery_token = encode(extensions.digest(${token}, 'sha224'), 'hex'), recovery_sent_at = now() where id = ${user.id}`
+      // as GoTrue: a redirect_to that is not the site, loopback or an allowed pattern becomes SITE_URL
+      const redirect = redirectTarget(redirects, c.req.query('redirect_to'))
+      const link = `${issuer(deps)}/verify?token=${token}&type=recovery&redirect_to=${encodeURIComponent(redirect)}`
+      // No mail leaves the local stack: the link goes to the log, never into the response.
+      log(c).info({ recovery_link: link, user_id: user.id }, 'local auth: password recovery link (open it to sign in and set a new password)')
+    }
+    return c.json({})
+  })
+
+  app.get('/verify', async (c) => {
+    limits.check(c, 'token_verifications')
+    const token = c.req.query('token') ?? ''
+    if (c.req.query('type') !== 'recovery' || token.length < 12) throw errors.validation('Only recovery links are verified by the local auth server')
+    // checked again here: the link may have been edited, and the tokens go in its fragment
+    const redirect = redirectTarget(redirects, c.req.query('redirect_to'))
+    const session = await sql.begin(async (tx) => {
+      const [row] = await tx`select id from auth.users where recovery_token = encode(extensions.digest(${token}, 'sha224'), 'hex')
+                               and recovery_sent_at > now() - interval '1 hour' for update`
+      if (!row) throw new GoTrueError(403, 'otp_expired', 'Email link is invalid or has expired')
+      await tx`update auth.users set recovery_token = '', updated_at = now() where id = ${row.id}`
+      return startSession(deps, tx, (await findUser(tx, row.id as string))!, 'recovery', meta(c))
+    })
+    const fragment = new URLSearchParams({
+      access_token: String(session.access_token),
+      expires_at: String(session.expires_at),
+      expires_in: String(session.expires_in),
+      refresh_token: String(session.refresh_token),
+      token_type: 'bearer',
+      type: 'recovery',
+    })
+    return c.redirect(`${redirect}#${fragment}`, 303)
+  })
+}
