@@ -16,7 +16,7 @@ const optionalUrl = z.url().optional()
 /** The local Supabase stack's well-known JWT secret (Supabase CLI default); replace it anywhere shared. */
 export const LOCAL_JWT_SECRET = 'super-secret-jwt-token-with-at-least-32-characters-long'
 
-// Each entry: [schema, description]. The description feeds .env.example and the README table.
+// Each entry: [schema, description]. The description feeds .env.example and docs/configuration.md.
 export const settings = {
   // --- server and runtime
   PORT: [int(54321, 0).pipe(z.number().max(65535)), 'HTTP port of the local gateway (functions under /functions/v1, auth under /auth/v1)'],

@@ -1,4 +1,4 @@
-// Writes .env.example and the README's settings table from functions-shared/config.ts
+// Writes .env.example and the settings table of docs/configuration.md from functions-shared/config.ts
 // (npm run env:example), so neither can drift from what the service reads. A test compares them.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { settings } from '../functions-shared/config.ts'
@@ -21,7 +21,7 @@ export function envExample(): string {
 const README_START = '<!-- settings:start (npm run env:example) -->'
 const README_END = '<!-- settings:end -->'
 
-/** The README's configuration table. */
+/** The configuration table of docs/configuration.md. */
 export function settingsTable(): string {
   const rows = Object.entries(settings).map(([key, [schema, description]]) => {
     const parsed = (schema as z.ZodType).safeParse(undefined)
@@ -34,13 +34,13 @@ export function settingsTable(): string {
 export function withSettingsTable(readme: string): string {
   const start = readme.indexOf(README_START)
   const end = readme.indexOf(README_END)
-  if (start < 0 || end < 0) throw new Error('README.md has no settings markers')
+  if (start < 0 || end < 0) throw new Error('docs/configuration.md has no settings markers')
   return readme.slice(0, start) + settingsTable() + readme.slice(end + README_END.length)
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   writeFileSync(new URL('../.env.example', import.meta.url), envExample())
-  const readmeUrl = new URL('../README.md', import.meta.url)
-  writeFileSync(readmeUrl, withSettingsTable(readFileSync(readmeUrl, 'utf8')))
-  console.log('wrote .env.example and the settings table of README.md')
+  const docUrl = new URL('../docs/configuration.md', import.meta.url)
+  writeFileSync(docUrl, withSettingsTable(readFileSync(docUrl, 'utf8')))
+  console.log('wrote .env.example and the settings table of docs/configuration.md')
 }

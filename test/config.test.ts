@@ -66,8 +66,8 @@ describe('documentation of the settings', () => {
     expect(read('.env.example')).toBe(envExample())
   })
 
-  it('the README configuration table is the generated one, naming every setting', () => {
-    const readme = read('README.md')
+  it('the configuration table of docs/configuration.md is the generated one, naming every setting', () => {
+    const readme = read('docs/configuration.md')
     expect(readme).toBe(withSettingsTable(readme))
     expect(Object.keys(settings).filter((k) => !readme.includes(`| \`${k}\` |`))).toEqual([])
   })

@@ -1,5 +1,6 @@
-// The README's guides, checked against the repository: the deploy steps name functions, secrets, the
-// hook, the cron job and CLI commands that exist; every `npm run` the README mentions is a script.
+// The guides, checked against the repository: the deploy steps (docs/deploying.md) name functions,
+// secrets, the hook, the cron job and CLI commands that exist; every `npm run` the README and docs/ mention
+// is a script; the operations guide lists every operator command.
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { parse } from 'smol-toml'
 import { describe, expect, it } from 'vitest'
@@ -7,14 +8,16 @@ import { settings } from '../functions-shared/config.ts'
 import { ROUTER_NAMES } from '../functions-shared/app.ts'
 
 const root = new URL('..', import.meta.url).pathname
-const readme = readFileSync(`${root}README.md`, 'utf8')
-const section = (title: string) => {
-  const start = readme.indexOf(`## ${title}`)
+const doc = (name: string) => readFileSync(`${root}${name}`, 'utf8')
+const readme = doc('README.md')
+const docs = readdirSync(`${root}docs`).map((f) => doc(`docs/${f}`)).join('\n')
+const section = (text: string, title: string) => {
+  const start = text.indexOf(`## ${title}`)
   expect(start, title).toBeGreaterThanOrEqual(0)
-  const end = readme.indexOf('\n## ', start + 4)
-  return readme.slice(start, end < 0 ? undefined : end)
+  const end = text.indexOf('\n## ', start + 4)
+  return text.slice(start, end < 0 ? undefined : end)
 }
-const guide = section('Deploying to Supabase')
+const guide = doc('docs/deploying.md')
 const toml = parse(readFileSync(`${root}supabase/config.toml`, 'utf8')) as Record<string, any>
 const migrations = readdirSync(`${root}supabase/migrations`).map((f) => readFileSync(`${root}supabase/migrations/${f}`, 'utf8')).join('\n')
 
@@ -57,10 +60,10 @@ describe('the deploy guide', () => {
   })
 })
 
-describe('the README', () => {
-  it('mentions only npm scripts that exist', () => {
+describe('the README and docs/', () => {
+  it('mention only npm scripts that exist', () => {
     const scripts = Object.keys(JSON.parse(readFileSync(`${root}package.json`, 'utf8')).scripts)
-    const mentioned = new Set([...readme.matchAll(/npm run ([a-z0-9:-]+)/g)].map((m) => m[1]!))
+    const mentioned = new Set([...`${readme}\n${docs}`.matchAll(/npm run ([a-z0-9:-]+)/g)].map((m) => m[1]!))
     expect(mentioned.size).toBeGreaterThan(8)
     for (const name of mentioned) expect(scripts, name).toContain(name)
   })
@@ -68,7 +71,7 @@ describe('the README', () => {
   it('lists every operator command the CLI has', () => {
     const usage = readFileSync(`${root}scripts/admin.ts`, 'utf8')
     const commands = [...usage.matchAll(/case '([a-z-]+)':/g)].map((m) => m[1]!)
-    const table = section('The first hour')
+    const table = section(doc('docs/operations.md'), 'The demo and the operator CLI')
     for (const command of commands) expect(table, command).toContain(`\`${command}`)
   })
 })

@@ -1,4 +1,4 @@
-// The README's quickstart for app developers, run word for word: the code block between its
+// The app developers' quickstart (docs/app-developers.md), run word for word: the code block between its
 // quickstart markers, as a Node program with the .env lines `npm run status -- -o env` gives, against a
 // gateway with the demo portal.
 import { spawn } from 'node:child_process'
@@ -33,9 +33,9 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true })
 })
 
-describe('the README quickstart', () => {
+describe('the app developers\' quickstart (docs/app-developers.md)', () => {
   it('signs up, reads the profile through /rest/v1, invokes functions and streams a chat turn', async () => {
-    const readme = await readFile(join(root, 'README.md'), 'utf8')
+    const readme = await readFile(join(root, 'docs', 'app-developers.md'), 'utf8')
     const block = /<!-- quickstart:start -->\n```js\n([\s\S]*?)```\n<!-- quickstart:end -->/.exec(readme)?.[1]
     expect(block, 'the quickstart block').toBeDefined()
     // inside the repository, so `@supabase/supabase-js` resolves as in an app that installed it

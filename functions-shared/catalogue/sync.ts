@@ -117,28 +117,13 @@ async function processLink(ctx: Ctx, source: Source, runId: string, link: Discov
   // the fingerprint compares folded text: two typesettings of one lesson differ in hamza forms and tatweel
   // (a scan that waits for OCR has too little text to compare: it gets none, and is not a duplicate)
   const fingerprint = waitsForOcr && matchingForm(text, options).length < config.QUALITY_MIN_TEXT_CHARS ? null : toSigned(simhash(matchingForm(text, options))).toString()
-  const outcome = await asService(ctx.deps.sql, async (tx): Promise<Outcome> => {
-    // one inserter at a time, so two syncs never make two canonical references for one document
-    await tx`select pg_advisory_xact_lock(hashtextextended('catalogue:insert-reference', 0))`
-    const [known] = await tx`select id from public.curriculum_references where source_url = ${file.url} or pdf_source = ${link.url}`
-    if (known) return 'known'
-    const [near] = fingerprint === null ? [] : await tx`select canonical_of from public.find_near_duplicates(${fingerprint}::bigint, ${config.DUPLICATE_HAMMING_THRESHOLD}) limit 1`
-    const canonicalId = (near?.canonical_of as string | undefined) ?? null
-    const [ref] = await tx`
-      insert into public.curriculum_references (source, pdf_source, source_url, title, major, weight, category, grade, subject, language,
-                                                status, content_fingerprint, canonical_id, scrape_run_id)
-      values (${source.name}, ${link.url}, ${file.url}, ${meta.title}, ${meta.major}, ${meta.weight}, ${meta.category}, ${meta.grade}, ${meta.subject},
-              ${language}, ${canonicalId ? 'duplicate' : 'discovered'}, ${fingerprint}::bigint, ${canonicalId}, ${runId})
-      returning id`
-    if (canonicalId) return 'duplicate'
-    // its job could only fail ("no namespace"): the reference waits, discovered, for an operator to set
-    // its grade and subject (PATCH /admin/references/{id}) and ask for its ingestion
-    if (!hasNamespace(meta.grade, meta.subject)) return 'needs_metadata'
-    const [job] = await tx`insert into public.ingestion_jobs (reference_id, needs_ocr) values (${ref!.id}, ${waitsForOcr || extracted.ocr.pages > 0}) returning id`
-    await tx`insert into public.ingestion_audit (job_id, reference_id, source_url, from_status, to_status, details)
-             values (${job!.id}, ${ref!.id}, ${file.url}, null, 'queued', ${tx.json({ source: source.name, trigger: 'scraper sync', warnings: quality.warnings, ...(extracted.ocr.attempted > 0 ? { ocr_pages: extracted.ocr.pages } : {}) })})`
-    return 'new'
-  })
+  // the registration, its duplicate decision, job and audit: one transaction in public.register_reference
+  const details = { source: source.name, trigger: 'scraper sync', warnings: quality.warnings, ...(extracted.ocr.attempted > 0 ? { ocr_pages: extracted.ocr.pages } : {}) }
+  const [registered] = await asService(ctx.deps.sql, (tx) => tx`
+    select outcome from public.register_reference(${source.name}, ${link.url}, ${file.url}, ${meta.title}, ${meta.major}, ${meta.weight}, ${meta.category},
+      ${meta.grade}, ${meta.subject}, ${language}, ${fingerprint}::bigint, ${runId}, ${config.DUPLICATE_HAMMING_THRESHOLD},
+      ${hasNamespace(meta.grade, meta.subject)}, ${waitsForOcr || extracted.ocr.pages > 0}, ${tx.json(details)})`)
+  const outcome = registered!.outcome as Outcome
   if (outcome === 'needs_metadata') {
     ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, url: file.url, grade: meta.grade, subject: meta.subject }, 'reference registered without grade or subject: not queued')
   }

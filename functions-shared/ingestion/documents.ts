@@ -39,17 +39,10 @@ export async function updateDocument(deps: Deps, id: string, patch: { title?: st
   return rows[0] ? documentJson(rows[0]) : null
 }
 
-/** The spec's five steps, in order, in one transaction. */
+/** The spec's five steps, in order, in one transaction: public.delete_document. */
 export async function deleteDocument(deps: Deps, id: string) {
-  return asService(deps.sql, async (tx) => {
-    const [doc] = await tx`select id, reference_id, vectordb_namespace from public.documents where id = ${id} for update` // 1. read
-    if (!doc) return null
-    const vectors = await tx`delete from public.vectors where file_id = ${id} and (${doc.vectordb_namespace}::text is null or namespace = ${doc.vectordb_namespace}) returning id` // 2.
-    const chunks = await tx`delete from public.document_chunks where file_id = ${id} returning id` // 3.
-    await tx`delete from public.documents where id = ${id}` // 4.
-    if (doc.reference_id) await tx`update public.curriculum_references set status = 'discovered', vectordb_index = null, vectordb_namespace = null, vectordb_vector_count = null where id = ${doc.reference_id}` // 5.
-    return { status: 'deleted' as const, chunks_removed: chunks.length, vectors_removed: vectors.length }
-  })
+  const [r] = await asService(deps.sql, (tx) => tx`select status, chunks_removed, vectors_removed from public.delete_document(${id})`)
+  return r ? { status: 'deleted' as const, chunks_removed: r.chunks_removed as number, vectors_removed: r.vectors_removed as number } : null
 }
 
 /**

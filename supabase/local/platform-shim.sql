@@ -1,7 +1,7 @@
 -- What a Supabase database ships with, recreated on a plain PostgreSQL (the embedded PGlite or a
 -- server) so the migrations run unchanged here and on Supabase. Applied by the migration runner only
 -- when the database has no `auth` schema, i.e. never on Supabase. Kept faithful to supabase/postgres
--- (init scripts) and supabase/auth (GoTrue migrations); see docs in README "Local platform shim".
+-- (init scripts) and supabase/auth (GoTrue migrations); see docs/architecture.md, "Local platform shim".
 
 -- Roles. Roles are cluster-wide, so each is created only when missing.
 do $$

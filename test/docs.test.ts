@@ -1,0 +1,54 @@
+// The documentation holds together: the README stays a front door, every relative link of the README and
+// docs/ reaches a file and, with an anchor, a heading of it; every `spec §n` the code cites is a section
+// of docs/contract.md.
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+const root = new URL('..', import.meta.url).pathname
+const files = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
+const read = (file: string) => readFileSync(join(root, file), 'utf8')
+/** GitHub's anchor of a heading: lower case, punctuation dropped (letters, digits, _ and - kept), spaces to dashes. */
+const slug = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-')
+const anchors = (file: string) => new Set([...read(file).replace(/```[\s\S]*?```/g, '').matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1]!)))
+
+describe('the documentation', () => {
+  it('keeps the README a front door (at most 200 lines)', () => {
+    expect(read('README.md').split('\n').length).toBeLessThanOrEqual(200)
+  })
+
+  it('has every relative link reach a file, and every anchor a heading', () => {
+    const broken: string[] = []
+    let checked = 0
+    for (const file of files) {
+      const text = read(file).replace(/```[\s\S]*?```/g, '')
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/i.test(target!)) continue
+        checked++
+        const [path, anchor] = target!.split('#') as [string, string | undefined]
+        const resolved = path === '' ? file : relative(root, join(root, dirname(file), path))
+        if (!existsSync(join(root, resolved))) broken.push(`${file}: ${target} (no ${resolved})`)
+        else if (anchor && resolved.endsWith('.md') && !anchors(resolved).has(anchor)) broken.push(`${file}: ${target} (no heading #${anchor} in ${resolved})`)
+      }
+    }
+    expect(broken).toEqual([])
+    expect(checked).toBeGreaterThan(30)
+  })
+
+  it('has a section of docs/contract.md for every `spec §n` the code cites', () => {
+    const contract = anchors('docs/contract.md')
+    const sections = [...contract].map((a) => /^(\d+)-/.exec(a)?.[1]).filter((x): x is string => x !== undefined)
+    const cited = new Set<string>()
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+        const path = `${dir}/${entry.name}`
+        if (entry.isDirectory()) walk(path)
+        else if (/\.(ts|sql)$/.test(entry.name)) for (const m of read(path).matchAll(/spec §(\d+(?:\.\d+)?)/g)) cited.add(m[1]!)
+      }
+    }
+    for (const dir of ['functions-shared', 'scripts', 'supabase', 'test']) walk(dir)
+    expect(cited.size).toBeGreaterThan(10)
+    const missing = [...cited].filter((n) => !sections.includes(n.replace('.', '')))
+    expect(missing).toEqual([])
+  })
+})
