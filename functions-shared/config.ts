@@ -2,6 +2,7 @@
 // embedded mode work with no .env at all; every constant of the spec (§8) is a named setting here.
 import { z } from 'zod'
 import { parseHostEntry, parseHostList } from './net/host-entry.ts'
+import type { TIERS } from './domain/enums.ts'
 
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def)
 const num = (def: number, min = 0, max = Number.MAX_VALUE) => z.coerce.number().min(min).max(max).default(def)
@@ -212,7 +213,7 @@ export function publicUrl(config: Config): string {
   return (config.PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`).replace(/\/$/, '')
 }
 
-export type Tier = 'free' | 'standard' | 'premium'
+export type Tier = (typeof TIERS)[number]
 export interface TierLimits {
   topK: number
   rerankN: number

@@ -7,12 +7,13 @@ import { guards } from '../http/guards.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { uploadCurriculum } from '../ingestion/upload.ts'
 import { dashboardStats, deleteDocument, updateDocument } from '../ingestion/documents.ts'
+import { DOCUMENT_ORIGINS, DOCUMENT_STATUSES } from '../domain/enums.ts'
 
 const DocumentSchema = z
   .object({
     id: z.uuid(), title: z.string().nullable(), major: z.string().nullable(), weight: z.number().int(), category: z.string().nullable(),
     grade: z.string().nullable(), subject: z.string().nullable(), language: z.string().nullable(), reference_id: z.uuid().nullable(),
-    status: z.enum(['processing', 'ready', 'failed']), origin: z.enum(['reference', 'upload']), vectordb_index: z.string().nullable(),
+    status: z.enum(DOCUMENT_STATUSES), origin: z.enum(DOCUMENT_ORIGINS), vectordb_index: z.string().nullable(),
     vectordb_namespace: z.string().nullable(), vectordb_vector_count: z.number().int().nullable(), page_count: z.number().int().nullable(),
     chunk_count: z.number().int().nullable(), ingestion_ts: z.string().nullable(), created_at: z.string(), updated_at: z.string(),
   })

@@ -6,8 +6,9 @@ import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { listQuery } from './list.ts'
 import { dispatchNext, getJob, listJobs, requestIngestion, requeueJob } from '../ingestion/service.ts'
+import { JOB_STATUSES } from '../domain/enums.ts'
 
-const JobStatus = z.enum(['queued', 'parsing', 'tokenizing', 'embedding_request_sent', 'embedding_upserted', 'ready', 'failed'])
+const JobStatus = z.enum(JOB_STATUSES)
 const JobSchema = z
   .object({
     id: z.uuid(),

@@ -1,12 +1,13 @@
 import { z } from '@hono/zod-openapi'
+import { REFERENCE_STATUSES, SCRAPE_RUN_STATUSES } from '../domain/enums.ts'
 
-export const ReferenceStatus = z.enum(['discovered', 'processing', 'ready', 'failed', 'duplicate'])
+export const ReferenceStatus = z.enum(REFERENCE_STATUSES)
 
 export const ScrapeRunSchema = z
   .object({
     id: z.uuid(),
     source: z.string(),
-    status: z.enum(['running', 'completed', 'failed']),
+    status: z.enum(SCRAPE_RUN_STATUSES),
     found_count: z.number().int(),
     new_count: z.number().int(),
     duplicates: z.number().int(),

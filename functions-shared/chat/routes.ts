@@ -11,6 +11,7 @@ import { chatRuntime } from './runtime.ts'
 import { completeTurn, prepareTurn } from './agent.ts'
 import { UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type TurnSink } from './turn.ts'
 import { sseResponse } from './sse.ts'
+import { TIERS } from '../domain/enums.ts'
 
 const SourceSchema = z
   .object({
@@ -45,7 +46,7 @@ const ChatResponse = z
     language: z.enum(['fr', 'ar', 'hassaniya']),
     subject: z.string().nullable(),
     grade: z.string().nullable(),
-    tier: z.enum(['free', 'standard', 'premium']),
+    tier: z.enum(TIERS),
     hint_level: z.number().int(),
     reservation: z.object({ id: z.uuid(), estimated: z.number().int(), expires_at: z.string() }),
     answer: z.string(),

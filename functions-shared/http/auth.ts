@@ -6,8 +6,8 @@ import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, t
 import { ApiError, ErrorCode } from './errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import './context.ts'
+import { ROLES } from '../domain/enums.ts'
 
-export const ROLES = ['admin', 'student', 'teacher'] as const
 export type Role = (typeof ROLES)[number]
 
 export type Principal =

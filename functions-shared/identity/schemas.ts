@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi'
-import { ROLES } from '../http/auth.ts'
+import { ROLES } from '../domain/enums.ts'
 
 export const RoleSchema = z.enum(ROLES).openapi({ example: 'student' })
 

@@ -5,8 +5,9 @@ import { claimNextJob, processJob } from './pipeline.ts'
 import { hasNamespace, namespaceSlug } from '../catalogue/namespace.ts'
 import { iso } from '../lib/time.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
+import type { JOB_STATUSES } from '../domain/enums.ts'
 
-export type JobStatus = 'queued' | 'parsing' | 'tokenizing' | 'embedding_request_sent' | 'embedding_upserted' | 'ready' | 'failed'
+export type JobStatus = (typeof JOB_STATUSES)[number]
 
 export function jobJson(r: Record<string, unknown>) {
   return {

@@ -7,10 +7,11 @@ import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
 import { listQuery } from '../admin/list.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
-import { finalize, getBalance, LEDGER_REASONS, listOwnLedger, listOwnReservations, listTransactions, logExpense, reserve, topUp } from './service.ts'
+import { finalize, getBalance, listOwnLedger, listOwnReservations, listTransactions, logExpense, reserve, topUp } from './service.ts'
+import { CURRENCIES, EXPENSE_TYPES, LEDGER_REASONS, PAYMENT_METHODS, RESERVATION_STATUSES, TIERS, TRANSACTION_DIRECTIONS, TRANSACTION_TYPES } from '../domain/enums.ts'
 
-const Currency = z.enum(['MRU', 'USD', 'EUR'])
-const PaymentMethod = z.enum(['cash', 'bank_transfer', 'mobile_money', 'bankily', 'masrvi', 'sedad'])
+const Currency = z.enum(CURRENCIES)
+const PaymentMethod = z.enum(PAYMENT_METHODS)
 const Amount = z.number().min(0).max(1e11).multipleOf(0.01)
 const Tokens = z.number().int().min(1).max(10_000_000)
 
@@ -18,7 +19,7 @@ const BalanceSchema = z
   .object({
     user_id: z.uuid(),
     token_balance: z.number().int(),
-    subscription_tier: z.enum(['free', 'standard', 'premium']),
+    subscription_tier: z.enum(TIERS),
     pending_reservations: z.object({ count: z.number().int(), tokens: z.number().int() }),
     limits: z.object({
       max_tokens_per_request: z.number().int(),
@@ -37,7 +38,7 @@ const ReservationSchema = z
     estimated: z.number().int(),
     actual: z.number().int().nullable(),
     charged: z.number().int().nullable(),
-    status: z.enum(['reserved', 'finalized', 'expired']),
+    status: z.enum(RESERVATION_STATUSES),
     request_id: z.string().nullable(),
     created_at: z.string(),
     expires_at: z.string(),
@@ -48,8 +49,8 @@ const ReservationSchema = z
 const TransactionSchema = z
   .object({
     id: z.uuid(),
-    direction: z.enum(['credit', 'debit']),
-    type: z.enum(['topup', 'refund', 'promotion', 'api_cost', 'server_cost', 'infrastructure']),
+    direction: z.enum(TRANSACTION_DIRECTIONS),
+    type: z.enum(TRANSACTION_TYPES),
     amount: z.number(),
     currency: Currency,
     payment_method: PaymentMethod.nullable(),
@@ -110,7 +111,7 @@ export function walletRouter(deps: Deps) {
   })
   const reservations = createRoute({
     method: 'get', path: '/reservations', tags: ['wallet'], summary: 'My reservations', security: bearerSecurity,
-    request: { query: ListQuery.extend({ status: z.enum(['reserved', 'finalized', 'expired']).optional() }) },
+    request: { query: ListQuery.extend({ status: z.enum(RESERVATION_STATUSES).optional() }) },
     responses: { 200: jsonContent(z.object({ items: z.array(ReservationSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }), 'Newest first'), ...errorResponses.protected },
   })
   const LedgerEntry = z
@@ -141,12 +142,12 @@ export function walletRouter(deps: Deps) {
   })
   const expense = createRoute({
     method: 'post', path: '/transactions/expense', tags: ['wallet'], summary: 'Log a system expense', security: adminSecurity,
-    request: body(z.object({ type: z.enum(['api_cost', 'server_cost', 'infrastructure']), amount: Amount.refine((a) => a > 0, 'must be positive'), currency: Currency, description: z.string().trim().min(1).max(500), reference: z.string().max(200).optional(), payment_method: PaymentMethod.optional() }).openapi('ExpenseRequest')),
+    request: body(z.object({ type: z.enum(EXPENSE_TYPES), amount: Amount.refine((a) => a > 0, 'must be positive'), currency: Currency, description: z.string().trim().min(1).max(500), reference: z.string().max(200).optional(), payment_method: PaymentMethod.optional() }).openapi('ExpenseRequest')),
     responses: { 201: jsonContent(TransactionSchema, 'The debit transaction'), ...errorResponses.protected },
   })
   const transactions = createRoute({
     method: 'get', path: '/transactions', tags: ['wallet'], summary: 'Financial transactions', security: adminSecurity,
-    request: { query: ListQuery.extend({ direction: z.enum(['credit', 'debit']).optional(), type: TransactionSchema.shape.type.optional(), user_id: z.uuid().optional() }) },
+    request: { query: ListQuery.extend({ direction: z.enum(TRANSACTION_DIRECTIONS).optional(), type: TransactionSchema.shape.type.optional(), user_id: z.uuid().optional() }) },
     responses: { 200: jsonContent(z.object({ items: z.array(TransactionSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }).openapi('TransactionList'), 'Newest first'), ...errorResponses.protected },
   })
   const internalReserve = createRoute({

@@ -8,6 +8,7 @@ import type { Sql } from '../db/client.ts'
 import { tierLimits, type Tier } from '../config.ts'
 import { countReservation, walletMetrics } from './metrics.ts'
 import { iso } from '../lib/time.ts'
+import { LEDGER_REASONS } from '../domain/enums.ts'
 
 export interface Ctx {
   deps: Deps
@@ -79,7 +80,6 @@ export async function listOwnReservations({ ctx, principal, input }: { ctx: Ctx;
 }
 
 /** The reasons the ledger's check constraint allows (wallet migration). */
-export const LEDGER_REASONS = ['welcome_bonus', 'topup', 'reservation_hold', 'reservation_release', 'agent_chat', 'reservation_expired'] as const
 export type LedgerReason = (typeof LEDGER_REASONS)[number]
 
 /** The caller's own ledger entries, newest first, through RLS. */
