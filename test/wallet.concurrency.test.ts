@@ -6,7 +6,7 @@ import { createTestApp, type TestApp } from './helpers/app.ts'
 import { createUser } from './helpers/users.ts'
 import { finalize, expireReservations, getBalance, reserve, topUp } from '../functions-shared/wallet/service.ts'
 import { createDeps } from '../functions-shared/deps.ts'
-import type { ApiError } from '../functions-shared/http/errors.ts'
+import type { DomainError } from '../functions-shared/domain/errors.ts'
 
 let db: TestDatabase
 let t: TestApp
@@ -34,7 +34,7 @@ describe('wallet races', () => {
     const ok = results.filter((r) => r.status === 'fulfilled')
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected')
     expect(ok).toHaveLength(14)
-    expect(refused.every((r) => (r.reason as ApiError).code === 'insufficient_balance')).toBe(true)
+    expect(refused.every((r) => (r.reason as DomainError).code === 'insufficient_balance')).toBe(true)
     expect(await balanceOf(user.id)).toBe(2)
     expect(await ledgerSum(user.id)).toBe(2)
   })
@@ -79,7 +79,7 @@ describe('wallet races', () => {
     const [row] = await db.sql`select count(*)::int as n from public.financial_transactions where idempotency_key = ${key}`
     expect(row!.n).toBe(1)
     expect(await balanceOf(user.id)).toBe(250)
-    const mismatch = await topUp({ ctx, principal: { kind: 'admin_key' }, input: { ...input, tokens: 201 }, idempotencyKey: key }).catch((e: ApiError) => e)
-    expect((mismatch as ApiError).code).toBe('idempotency_key_reused')
+    const mismatch = await topUp({ ctx, principal: { kind: 'admin_key' }, input: { ...input, tokens: 201 }, idempotencyKey: key }).catch((e: DomainError) => e)
+    expect((mismatch as DomainError).code).toBe('idempotency_key_reused')
   })
 })

@@ -7,7 +7,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, type TestApp } from './helpers/app.ts'
 import { createUser } from './helpers/users.ts'
 import { expireReservations, finalize, getBalance, reserve, topUp } from '../functions-shared/wallet/service.ts'
-import type { ApiError } from '../functions-shared/http/errors.ts'
+import type { DomainError } from '../functions-shared/domain/errors.ts'
 
 let db: TestDatabase
 let t: TestApp
@@ -56,13 +56,13 @@ class Reserve implements fc.AsyncCommand<Model, Real> {
   }
   check = () => true
   async run(m: Model, r: Real) {
-    const result = await reserve({ ctx: ctx(), input: { user_id: r.users[this.user]!, estimate: this.estimate } }).catch((e: ApiError) => e)
+    const result = await reserve({ ctx: ctx(), input: { user_id: r.users[this.user]!, estimate: this.estimate } }).catch((e: DomainError) => e)
     if (m.balance[this.user]! >= this.estimate) {
       expect(result).toHaveProperty('status', 'reserved')
       m.balance[this.user]! -= this.estimate
       m.reservations.push({ user: this.user, estimate: this.estimate, status: 'reserved', id: (result as { id: string }).id })
     } else {
-      expect((result as ApiError).code).toBe('insufficient_balance')
+      expect((result as DomainError).code).toBe('insufficient_balance')
     }
     await checkInvariants(m, r)
   }
@@ -79,7 +79,7 @@ class Finalize implements fc.AsyncCommand<Model, Real> {
   check = (m: Readonly<Model>) => m.reservations.length > 0
   async run(m: Model, r: Real) {
     const res = m.reservations[this.pick % m.reservations.length]!
-    const result = await finalize({ ctx: ctx(), input: { reservation_id: res.id, actual: this.actual } }).catch((e: ApiError) => e)
+    const result = await finalize({ ctx: ctx(), input: { reservation_id: res.id, actual: this.actual } }).catch((e: DomainError) => e)
     if (res.status === 'reserved') {
       const available = m.balance[res.user]! + res.estimate
       const charge = Math.min(this.actual, 2 * res.estimate, available)
@@ -88,7 +88,7 @@ class Finalize implements fc.AsyncCommand<Model, Real> {
       m.charged[res.user]! += charge
       res.status = 'finalized'
     } else {
-      expect((result as ApiError).code).toBe('conflict')
+      expect((result as DomainError).code).toBe('conflict')
     }
     await checkInvariants(m, r)
   }

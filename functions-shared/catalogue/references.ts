@@ -3,7 +3,7 @@
 // and cannot be ingested.
 import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
-import { ApiError, ErrorCode } from '../http/errors.ts'
+import { DomainError } from '../domain/errors.ts'
 import { principalKey, type Principal } from '../http/auth.ts'
 import { referenceJson } from './listings.ts'
 import type { UpdateReferenceRequest } from './schemas.ts'
@@ -46,19 +46,19 @@ export async function updateReference(
       const jobs = await tx`select id, status from public.ingestion_jobs where reference_id = ${id} and status not in ('ready', 'failed') order by seq desc for update`
       const started = jobs.find((j) => j.status !== 'queued')
       if (started) {
-        throw new ApiError(
-          ErrorCode.CONFLICT,
+        throw new DomainError(
+          'conflict',
           `reference ${id} is being ingested (job ${started.id as string} is ${started.status as string}) with its current grade, subject and language; change them once the job is ready or failed`,
-          { details: { reference_id: id, job_id: started.id } },
+          { reference_id: id, job_id: started.id },
         )
       }
       const [doc] = await tx`select id, vectordb_namespace from public.documents where reference_id = ${id} and status = 'ready' limit 1`
       if (doc) {
-        throw new ApiError(
-          ErrorCode.CONFLICT,
+        throw new DomainError(
+          'conflict',
           `reference ${id} has an ingested document ${doc.id as string} (namespace ${String(doc.vectordb_namespace)}) whose vectors carry its grade, subject and language; ` +
             `delete the document first (DELETE /admin/documents/${doc.id as string}), then change them and ingest the reference again`,
-          { details: { reference_id: id, document_id: doc.id } },
+          { reference_id: id, document_id: doc.id },
         )
       }
     }
@@ -71,7 +71,7 @@ export async function updateReference(
                      ${tx.json({ trigger: 'reference update', changes: changes as never, by, request_id: input.requestId })})`
     return { row: row!, changes }
   })
-  if (!outcome) throw new ApiError(ErrorCode.NOT_FOUND, 'Unknown reference')
+  if (!outcome) throw new DomainError('not_found', 'Unknown reference')
   if (Object.keys(outcome.changes).length > 0) {
     deps.logs.forRequest('catalogue', input.requestId).info({ reference_id: id, changes: outcome.changes, by }, 'reference updated')
   }

@@ -6,7 +6,7 @@
 // failed before it produced text. decide_path is in decide.ts, check_wallet and finalize in settle.ts,
 // the shapes every step shares in turn.ts; retrieve_and_rerank, generate and the turn's order are here.
 import { tierLimits } from '../config.ts'
-import { ApiError, ErrorCode } from '../http/errors.ts'
+import { ApiError, ErrorCode, toApiError } from '../http/errors.ts'
 import { CircuitOpenError } from '../lib/circuit-breaker.ts'
 import { buildMessages, clarifyingQuestion, noSourcesAnswer } from './prompt.ts'
 import { catalogueOptions } from './infer.ts'
@@ -123,7 +123,7 @@ export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{
     const hold = await checkWallet(ctx, decision)
     return { decision, hold }
   } catch (err) {
-    const outcome = err instanceof ApiError ? err.code : 'failed'
+    const outcome = toApiError(err)?.code ?? 'failed'
     ctx.rt.metrics.turns.inc({ path: decision.path, outcome })
     throw err
   }

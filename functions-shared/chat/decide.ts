@@ -1,11 +1,12 @@
 // Step 1 of a chat turn, decide_path: answer, or ask a clarifying question (see agent.ts for the order).
-import { ApiError, ErrorCode } from '../http/errors.ts'
+
 import { asService } from '../db/tx.ts'
 import { detectLanguage } from './language.ts'
 import { inferFromCatalogue } from './infer.ts'
 import { isSmallTalk } from './small-talk.ts'
 import { prepareQuery, translationUseful, type PreparedQuery, type QuestionLanguage } from './query.ts'
 import { type ChatInput, type TurnContext, type Decision, timed } from './turn.ts'
+import { DomainError } from '../domain/errors.ts'
 
 /**
  * Step 1. Answer, or ask. A subject given, or implied by a textbook, is used as is; otherwise the
@@ -25,7 +26,7 @@ export async function decidePath(ctx: TurnContext, input: ChatInput): Promise<De
     let prepared: PreparedQuery | undefined
     if (input.textbook_id) {
       const [doc] = await asService(ctx.deps.sql, (tx) => tx`select id, grade, subject, status from public.documents where id = ${input.textbook_id!}`)
-      if (!doc || doc.status !== 'ready') throw new ApiError(ErrorCode.NOT_FOUND, `Textbook ${input.textbook_id} is unknown or not ready`)
+      if (!doc || doc.status !== 'ready') throw new DomainError('not_found', `Textbook ${input.textbook_id} is unknown or not ready`)
       subject ??= (doc.subject as string | null) ?? null
       grade ??= (doc.grade as string | null) ?? null
       reason = 'textbook_given'

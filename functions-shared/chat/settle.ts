@@ -9,6 +9,7 @@ import { iso } from '../lib/time.ts'
 import { storable, storableText } from '../lib/text.ts'
 import type { HintLevel } from './prompt.ts'
 import { UNAVAILABLE_MESSAGE, type TurnContext, type Decision, type Hold, type Usage, type Outcome, timed } from './turn.ts'
+import { refusalCode } from '../domain/errors.ts'
 
 function untilUtcMidnight(now: number): number {
   const d = new Date(now)
@@ -97,7 +98,7 @@ export async function finalizeTurn(ctx: TurnContext, decision: Decision, hold: H
     try {
       r = await attempt(details, settle.model)
     } catch (err) {
-      const conflict = err instanceof ApiError && err.code === ErrorCode.CONFLICT
+      const conflict = refusalCode(err) === 'conflict'
       ctx.log.error({ step: 'finalize', err: { message: (err as Error).message }, reservation_id: hold.reservation.id }, 'finalize failed')
       // e.g. the turn outlived its reservation and the expiry job refunded it: nothing is charged
       if (conflict) return null

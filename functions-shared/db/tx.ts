@@ -2,7 +2,7 @@
 // RLS policies of the migrations are what guard user-owned rows; asService is the backend's privileged
 // work, as the service_role (which has BYPASSRLS).
 import type { Sql, Tx } from './client.ts'
-import { ApiError, ErrorCode } from '../http/errors.ts'
+import { DomainError, type DomainErrorCode } from '../domain/errors.ts'
 
 export type Claims = Record<string, unknown> & { sub: string }
 
@@ -36,15 +36,15 @@ export function isPgError(err: unknown, code?: string): err is Error & { code: s
   return err instanceof Error && typeof (err as { code?: unknown }).code === 'string' && (code === undefined || (err as unknown as { code: string }).code === code)
 }
 
-/** Maps the stable SQLSTATEs our RPCs raise (PT400, PT402, PT404, PT409, PT422) to API errors. */
+/** Maps the stable SQLSTATEs our RPCs raise (PT400, PT402, PT404, PT409, PT422) to domain errors. */
 export function fromRpcError(err: unknown): unknown {
   if (!isPgError(err)) return err
-  const code = {
-    PT400: ErrorCode.VALIDATION_FAILED,
-    PT402: ErrorCode.INSUFFICIENT_BALANCE,
-    PT404: ErrorCode.NOT_FOUND,
-    PT409: ErrorCode.CONFLICT,
-    PT422: ErrorCode.IDEMPOTENCY_KEY_REUSED,
-  }[err.code]
-  return code ? new ApiError(code, err.message, { cause: err }) : err
+  const code = ({
+    PT400: 'validation_failed',
+    PT402: 'insufficient_balance',
+    PT404: 'not_found',
+    PT409: 'conflict',
+    PT422: 'idempotency_key_reused',
+  } as Record<string, DomainErrorCode>)[err.code]
+  return code ? new DomainError(code, err.message, {}, { cause: err }) : err
 }

@@ -2,6 +2,7 @@
 // {"error": "<code>", "message": "...", "request_id": "...", ...details}
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
+import { DomainError, type DomainErrorCode } from '../domain/errors.ts'
 
 export const ErrorCode = {
   VALIDATION_FAILED: 'validation_failed',
@@ -82,8 +83,26 @@ export function errorBody(c: Context, code: string, message: string, details: Re
   return { error: code, message, request_id: c.get('requestId') ?? null, ...details }
 }
 
+/** The one place a domain refusal becomes an HTTP error: its code decides the status. */
+const DOMAIN_CODES: Record<DomainErrorCode, ErrorCode> = {
+  validation_failed: ErrorCode.VALIDATION_FAILED,
+  insufficient_balance: ErrorCode.INSUFFICIENT_BALANCE,
+  forbidden: ErrorCode.FORBIDDEN,
+  not_found: ErrorCode.NOT_FOUND,
+  conflict: ErrorCode.CONFLICT,
+  idempotency_key_reused: ErrorCode.IDEMPOTENCY_KEY_REUSED,
+}
+
+/** An ApiError as is, a DomainError as the ApiError of its code; null for anything else. */
+export function toApiError(err: unknown): ApiError | null {
+  if (err instanceof ApiError) return err
+  if (err instanceof DomainError) return new ApiError(DOMAIN_CODES[err.code], err.message, { details: err.details, cause: err })
+  return null
+}
+
 /** The app's onError: our errors, then Hono's HTTPException, then a logged 500 without internals. */
-export function handleError(err: Error, c: Context): Response {
+export function handleError(raw: Error, c: Context): Response {
+  const err = toApiError(raw) ?? raw
   if (err instanceof ApiError) {
     for (const [k, v] of Object.entries(err.headers)) c.header(k, v)
     if (err.status >= 500) c.get('log')?.error({ err: { code: err.code, message: err.message } }, 'request failed')

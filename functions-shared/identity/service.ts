@@ -6,6 +6,7 @@ import type { Principal, Role } from '../http/auth.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { asService, asUser } from '../db/tx.ts'
 import { fromAuthError as toApiError } from './errors.ts'
+import { DomainError } from '../domain/errors.ts'
 
 export interface Ctx {
   deps: Deps
@@ -91,13 +92,13 @@ export async function requestPasswordReset({ ctx, input }: { ctx: Ctx; input: { 
 // ---- own profile (RLS)
 
 function userClaims(principal: Principal) {
-  if (principal.kind !== 'user') throw new ApiError(ErrorCode.FORBIDDEN, 'This endpoint needs a user token')
+  if (principal.kind !== 'user') throw new DomainError('forbidden', 'This endpoint needs a user token')
   return { ...principal.claims, sub: principal.userId }
 }
 
 export async function getOwnProfile({ ctx, principal }: { ctx: Ctx; principal: Principal }): Promise<Profile> {
   const rows = await asUser(ctx.deps.sql, userClaims(principal), (tx) => tx.unsafe(`select ${PROFILE_COLUMNS} from public.profiles where id = (select auth.uid())`))
-  if (!rows[0]) throw new ApiError(ErrorCode.NOT_FOUND, 'No profile for this account')
+  if (!rows[0]) throw new DomainError('not_found', 'No profile for this account')
   return toProfile(rows[0])
 }
 
@@ -105,7 +106,7 @@ export async function updateOwnProfile({ ctx, principal, input }: { ctx: Ctx; pr
   const rows = await asUser(ctx.deps.sql, userClaims(principal), (tx) =>
     tx.unsafe(`update public.profiles set full_name = $1 where id = (select auth.uid()) returning ${PROFILE_COLUMNS}`, [input.full_name]),
   )
-  if (!rows[0]) throw new ApiError(ErrorCode.NOT_FOUND, 'No profile for this account')
+  if (!rows[0]) throw new DomainError('not_found', 'No profile for this account')
   return toProfile(rows[0])
 }
 
@@ -142,7 +143,7 @@ export async function createUser({ ctx, input }: { ctx: Ctx; input: { email: str
 }
 
 export async function setUserRole({ ctx, input }: { ctx: Ctx; input: { user_id: string; role: Role } }): Promise<Profile> {
-  if (!(await profileById(ctx, input.user_id))) throw new ApiError(ErrorCode.NOT_FOUND, `User ${input.user_id} not found`)
+  if (!(await profileById(ctx, input.user_id))) throw new DomainError('not_found', `User ${input.user_id} not found`)
   const client = await ctx.deps.supabase.admin(ctx.requestId)
   // app_metadata is the trusted channel: a trigger carries it to the profile, the hook into the next token
   const { error } = await client.auth.admin.updateUserById(input.user_id, { app_metadata: { role: input.role } })
@@ -154,7 +155,7 @@ export async function setHintLevel({ ctx, input }: { ctx: Ctx; input: { user_id:
   const rows = await asService(ctx.deps.sql, (tx) =>
     tx.unsafe(`update public.profiles set hint_level = $2 where id = $1 returning ${PROFILE_COLUMNS}`, [input.user_id, input.hint_level]),
   )
-  if (!rows[0]) throw new ApiError(ErrorCode.NOT_FOUND, `User ${input.user_id} not found`)
+  if (!rows[0]) throw new DomainError('not_found', `User ${input.user_id} not found`)
   return toProfile(rows[0])
 }
 
@@ -164,7 +165,7 @@ export async function deleteUser({ ctx, input }: { ctx: Ctx; input: { user_id: s
   const client = await ctx.deps.supabase.admin(ctx.requestId)
   const { error } = await client.auth.admin.deleteUser(input.user_id)
   if (error) {
-    if (error.code === 'user_not_found' && deleted.length === 0) throw new ApiError(ErrorCode.NOT_FOUND, `User ${input.user_id} not found`)
+    if (error.code === 'user_not_found' && deleted.length === 0) throw new DomainError('not_found', `User ${input.user_id} not found`)
     if (error.code !== 'user_not_found') throw fromAuthError(error, 'delete user')
   }
   return { status: 'deleted' as const, user_id: input.user_id, profile_deleted: deleted.length > 0 }

@@ -4,7 +4,7 @@ import { asService, fromRpcError } from '../db/tx.ts'
 import { claimNextJob, processJob } from './pipeline.ts'
 import { hasNamespace, namespaceSlug } from '../catalogue/namespace.ts'
 import { iso } from '../lib/time.ts'
-import { ApiError, ErrorCode } from '../http/errors.ts'
+import { DomainError } from '../domain/errors.ts'
 import type { JOB_STATUSES } from '../domain/enums.ts'
 
 export type JobStatus = (typeof JOB_STATUSES)[number]
@@ -36,14 +36,14 @@ async function rpc<T>(deps: Deps, fn: Parameters<typeof asService<T>>[1]): Promi
 }
 
 /** The 409 for a reference whose grade or subject is missing: what is missing, and the two ways to set it. */
-export function noNamespaceError(referenceId: string, grade: unknown, subject: unknown): ApiError {
+export function noNamespaceError(referenceId: string, grade: unknown, subject: unknown): DomainError {
   const shown = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? JSON.stringify(v) : 'none')
   const missing = Object.entries({ grade, subject }).filter(([, v]) => typeof v !== 'string' || namespaceSlug(v) === '').map(([k]) => k)
-  return new ApiError(
-    ErrorCode.CONFLICT,
+  return new DomainError(
+    'conflict',
     `reference ${referenceId} has no grade or subject (grade ${shown(grade)}, subject ${shown(subject)}), so it has no namespace and cannot be ingested; ` +
       `set them first with PATCH /admin/references/${referenceId} {"grade": …, "subject": …} or \`npm run admin -- references set ${referenceId} --grade … --subject …\``,
-    { details: { reference_id: referenceId, missing } },
+    { reference_id: referenceId, missing },
   )
 }
 

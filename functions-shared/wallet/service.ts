@@ -2,13 +2,15 @@
 // reads of the caller's own rows go through asUser so RLS guards them.
 import type { Deps } from '../deps.ts'
 import type { Principal } from '../http/auth.ts'
-import { ApiError, ErrorCode } from '../http/errors.ts'
+
 import { asService, asUser, fromRpcError } from '../db/tx.ts'
 import type { Sql } from '../db/client.ts'
 import { tierLimits, type Tier } from '../config.ts'
 import { countReservation, walletMetrics } from './metrics.ts'
 import { iso } from '../lib/time.ts'
 import { LEDGER_REASONS } from '../domain/enums.ts'
+import { refusalCode } from '../domain/errors.ts'
+import { DomainError } from '../domain/errors.ts'
 
 export interface Ctx {
   deps: Deps
@@ -68,7 +70,7 @@ function reservationJson(r: Record<string, unknown>) {
 
 /** The caller's own reservations, through RLS (stale ones are expired first). */
 export async function listOwnReservations({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { status?: string | undefined; limit: number; offset: number } }) {
-  if (principal.kind !== 'user') throw new ApiError(ErrorCode.FORBIDDEN, 'This endpoint needs a user token')
+  if (principal.kind !== 'user') throw new DomainError('forbidden', 'This endpoint needs a user token')
   await rpc(ctx, (sql) => sql`select * from public.expire_user_reservations(${principal.userId})`)
   return asUser(ctx.deps.sql, { ...principal.claims, sub: principal.userId }, async (tx) => {
     const status = input.status ?? null
@@ -84,7 +86,7 @@ export type LedgerReason = (typeof LEDGER_REASONS)[number]
 
 /** The caller's own ledger entries, newest first, through RLS. */
 export async function listOwnLedger({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { limit: number; offset: number } }) {
-  if (principal.kind !== 'user') throw new ApiError(ErrorCode.FORBIDDEN, 'This endpoint needs a user token')
+  if (principal.kind !== 'user') throw new DomainError('forbidden', 'This endpoint needs a user token')
   return asUser(ctx.deps.sql, { ...principal.claims, sub: principal.userId }, async (tx) => {
     const [{ total }] = (await tx`select count(*)::int as total from public.token_ledger`) as unknown as [{ total: number }]
     const rows = await tx`select * from public.token_ledger order by id desc limit ${input.limit} offset ${input.offset}`
@@ -116,7 +118,7 @@ export async function reserve({ ctx, input }: { ctx: Ctx; input: { user_id: stri
     countReservation(ctx.deps.metrics.registry, 'reserved', input.estimate)
     return reservationJson(row)
   } catch (err) {
-    if (err instanceof ApiError && err.code === ErrorCode.INSUFFICIENT_BALANCE) countReservation(ctx.deps.metrics.registry, 'insufficient')
+    if (refusalCode(err) === 'insufficient_balance') countReservation(ctx.deps.metrics.registry, 'insufficient')
     throw err
   }
 }
@@ -157,7 +159,7 @@ export async function finalize({ ctx, input, usage }: { ctx: Ctx; input: { reser
       request_id: row.request_id as string,
     }
   } catch (err) {
-    if (err instanceof ApiError && err.code === ErrorCode.CONFLICT) m.reservations.inc({ outcome: 'conflict' })
+    if (refusalCode(err) === 'conflict') m.reservations.inc({ outcome: 'conflict' })
     throw err
   }
 }
