@@ -4,7 +4,7 @@ import type { Deps } from '../deps.ts'
 import { adminSecurity, createRouter } from '../http/router.ts'
 import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
-import { listQuery } from './list.ts'
+import { listQuery } from '../http/list.ts'
 import { dispatchNext, getJob, listJobs, requestIngestion, requeueJob } from '../ingestion/service.ts'
 import { JOB_STATUSES } from '../domain/enums.ts'
 

@@ -5,7 +5,7 @@ import { adminSecurity, createRouter } from '../http/router.ts'
 import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { EmailSchema, FullNameSchema, ProfileSchema, RoleSchema, UserIdParam, passwordSchema } from '../identity/schemas.ts'
 import { createUser, deleteUser, listProfiles, resetUserPassword, setHintLevel, setUserRole } from '../identity/service.ts'
-import { listQuery } from './list.ts'
+import { listQuery } from '../http/list.ts'
 
 const notFound = { 404: jsonContent(ErrorSchema, 'Unknown user') }
 const errors = { ...errorResponses.protected }

@@ -1,3 +1,4 @@
+// The paging query every list endpoint takes.
 import { z } from '@hono/zod-openapi'
 import type { Config } from '../config.ts'
 
