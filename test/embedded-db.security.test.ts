@@ -250,7 +250,8 @@ async function rawClient() {
   }
 }
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000) {
+// (a condition, not a time: 20 s is only the bound a loaded 2-core machine may need to reach it)
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 20_000) {
   const until = Date.now() + timeoutMs
   while (!(await check())) {
     if (Date.now() > until) throw new Error('condition not met in time')
