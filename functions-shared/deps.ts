@@ -55,6 +55,14 @@ export interface Deps {
   onJobProgress?: (event: { job_id: string; attempt: number; done: number; total: number }) => void | Promise<void>
 }
 
+/** What every service function is called with: the dependencies and the request it serves. */
+export interface ServiceContext {
+  deps: Deps
+  requestId: string
+  /** the caller's address, forwarded to Auth (Sb-Forwarded-For) for its per-IP rate limits */
+  clientIp?: string | undefined
+}
+
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {
   const clock = parts.clock ?? systemClock
   const ai = parts.ai ?? createAiProvider(config)

@@ -1,7 +1,7 @@
 // The sync of one source (spec §1, scraper pipeline): discover, then for each PDF download, extract,
 // canonicalize, check quality, fingerprint, compare, insert. Per-document failures are counted and
 // logged; they never abort the run.
-import type { Deps } from '../deps.ts'
+import type { ServiceContext } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { FetchError, safeFetch } from '../net/safe-fetch.ts'
 import { discoverLinks, type DiscoveredLink } from './discover.ts'
@@ -30,25 +30,20 @@ export interface SyncResult {
 
 type Outcome = 'new' | 'needs_metadata' | 'duplicate' | 'quality_failed' | 'error' | 'known'
 
-export interface Ctx {
-  deps: Deps
-  requestId: string
-}
-
-async function rejectForQuality(ctx: Ctx, source: Source, link: DiscoveredLink, reason: string) {
+async function rejectForQuality(ctx: ServiceContext, source: Source, link: DiscoveredLink, reason: string) {
   await asService(ctx.deps.sql, (tx) => tx`
     insert into public.ingestion_audit (source_url, to_status, error_message, details)
     values (${link.url}, 'rejected', ${reason}, ${tx.json({ source: source.name, stage: 'quality_check', listing: link.listing })})`)
   ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, url: link.url, reason }, 'document rejected by the quality check')
 }
 
-async function touchIfKnown(ctx: Ctx, urls: string[]): Promise<boolean> {
+async function touchIfKnown(ctx: ServiceContext, urls: string[]): Promise<boolean> {
   const rows = await asService(ctx.deps.sql, (tx) => tx`
     update public.curriculum_references set last_checked_at = now() where pdf_source = any(${urls}) or source_url = any(${urls}) returning id`)
   return rows.length > 0
 }
 
-async function processLink(ctx: Ctx, source: Source, runId: string, link: DiscoveredLink): Promise<Outcome> {
+async function processLink(ctx: ServiceContext, source: Source, runId: string, link: DiscoveredLink): Promise<Outcome> {
   const { config } = ctx.deps
   if (await touchIfKnown(ctx, [link.url])) return 'known'
   const file = await safeFetch(link.url, {
@@ -130,7 +125,7 @@ async function processLink(ctx: Ctx, source: Source, runId: string, link: Discov
   return outcome
 }
 
-export async function syncSource({ ctx, source }: { ctx: Ctx; source: Source }): Promise<SyncResult> {
+export async function syncSource({ ctx, source }: { ctx: ServiceContext; source: Source }): Promise<SyncResult> {
   const log = ctx.deps.logs.forRequest('scraper', ctx.requestId)
   const [run] = await asService(ctx.deps.sql, (tx) => tx`insert into public.scrape_runs (source) values (${source.name}) returning id`)
   const runId = run!.id as string

@@ -1,19 +1,12 @@
 // Accounts and profiles. Auth goes through supabase-js (the same code runs against the local auth server
 // and hosted Supabase Auth); profiles are read and written with asUser so RLS guards them, or asService
 // for admins.
-import type { Deps } from '../deps.ts'
+import type { ServiceContext } from '../deps.ts'
 import type { Principal, Role } from '../http/auth.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { asService, asUser } from '../db/tx.ts'
 import { fromAuthError as toApiError } from './errors.ts'
 import { DomainError } from '../domain/errors.ts'
-
-export interface Ctx {
-  deps: Deps
-  requestId: string
-  /** the caller's address, forwarded to Auth (Sb-Forwarded-For) for its per-IP rate limits */
-  clientIp?: string | undefined
-}
 
 export interface Profile {
   id: string
@@ -42,10 +35,10 @@ function toProfile(row: Record<string, unknown>): Profile {
 // ---- accounts
 
 /** Auth's error as ours, naming the configured Auth limits when it is a 429. */
-const fromAuthError = (error: Parameters<typeof toApiError>[0], context: string, ctx?: Ctx) =>
+const fromAuthError = (error: Parameters<typeof toApiError>[0], context: string, ctx?: ServiceContext) =>
   toApiError(error, context, ctx ? { perFiveMinutes: ctx.deps.config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS, emailsPerHour: ctx.deps.config.AUTH_RATE_LIMIT_EMAIL_SENT } : undefined)
 
-export async function signUp({ ctx, input }: { ctx: Ctx; input: { email: string; password: string; full_name: string } }) {
+export async function signUp({ ctx, input }: { ctx: ServiceContext; input: { email: string; password: string; full_name: string } }) {
   const client = await ctx.deps.supabase.anon(ctx.requestId, ctx.clientIp)
   const { data, error } = await client.auth.signUp({ email: input.email, password: input.password, options: { data: { full_name: input.full_name } } })
   if (error) throw fromAuthError(error, 'sign-up', ctx)
@@ -53,7 +46,7 @@ export async function signUp({ ctx, input }: { ctx: Ctx; input: { email: string;
   return { user_id: data.user.id, email: data.user.email ?? input.email }
 }
 
-export async function signIn({ ctx, input }: { ctx: Ctx; input: { email: string; password: string } }) {
+export async function signIn({ ctx, input }: { ctx: ServiceContext; input: { email: string; password: string } }) {
   const client = await ctx.deps.supabase.anon(ctx.requestId, ctx.clientIp)
   const { data, error } = await client.auth.signInWithPassword({ email: input.email, password: input.password })
   if (error) throw fromAuthError(error, 'sign-in', ctx)
@@ -69,7 +62,7 @@ export async function signIn({ ctx, input }: { ctx: Ctx; input: { email: string;
 }
 
 /** Revokes the caller's session when a token is sent; always succeeds (the client discards its tokens). */
-export async function signOut({ ctx, input }: { ctx: Ctx; input: { accessToken: string | null } }) {
+export async function signOut({ ctx, input }: { ctx: ServiceContext; input: { accessToken: string | null } }) {
   if (!input.accessToken) return { revoked: false }
   const client = await ctx.deps.supabase.anon(ctx.requestId)
   const { error } = await client.auth.admin.signOut(input.accessToken, 'local')
@@ -78,7 +71,7 @@ export async function signOut({ ctx, input }: { ctx: Ctx; input: { accessToken: 
 }
 
 /** The same answer whether or not the email has an account. */
-export async function requestPasswordReset({ ctx, input }: { ctx: Ctx; input: { email: string; redirect_to?: string | undefined } }) {
+export async function requestPasswordReset({ ctx, input }: { ctx: ServiceContext; input: { email: string; redirect_to?: string | undefined } }) {
   const client = await ctx.deps.supabase.anon(ctx.requestId, ctx.clientIp)
   const { error } = await client.auth.resetPasswordForEmail(input.email, input.redirect_to ? { redirectTo: input.redirect_to } : {})
   if (error) {
@@ -96,13 +89,13 @@ function userClaims(principal: Principal) {
   return { ...principal.claims, sub: principal.userId }
 }
 
-export async function getOwnProfile({ ctx, principal }: { ctx: Ctx; principal: Principal }): Promise<Profile> {
+export async function getOwnProfile({ ctx, principal }: { ctx: ServiceContext; principal: Principal }): Promise<Profile> {
   const rows = await asUser(ctx.deps.sql, userClaims(principal), (tx) => tx.unsafe(`select ${PROFILE_COLUMNS} from public.profiles where id = (select auth.uid())`))
   if (!rows[0]) throw new DomainError('not_found', 'No profile for this account')
   return toProfile(rows[0])
 }
 
-export async function updateOwnProfile({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { full_name: string } }): Promise<Profile> {
+export async function updateOwnProfile({ ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { full_name: string } }): Promise<Profile> {
   const rows = await asUser(ctx.deps.sql, userClaims(principal), (tx) =>
     tx.unsafe(`update public.profiles set full_name = $1 where id = (select auth.uid()) returning ${PROFILE_COLUMNS}`, [input.full_name]),
   )
@@ -112,12 +105,12 @@ export async function updateOwnProfile({ ctx, principal, input }: { ctx: Ctx; pr
 
 // ---- administration
 
-async function profileById(ctx: Ctx, id: string): Promise<Profile | null> {
+async function profileById(ctx: ServiceContext, id: string): Promise<Profile | null> {
   const rows = await asService(ctx.deps.sql, (tx) => tx.unsafe(`select ${PROFILE_COLUMNS} from public.profiles where id = $1`, [id]))
   return rows[0] ? toProfile(rows[0]) : null
 }
 
-export async function listProfiles({ ctx, input }: { ctx: Ctx; input: { limit: number; offset: number } }) {
+export async function listProfiles({ ctx, input }: { ctx: ServiceContext; input: { limit: number; offset: number } }) {
   return asService(ctx.deps.sql, async (tx) => {
     const [{ total }] = (await tx`select count(*)::int as total from public.profiles`) as unknown as [{ total: number }]
     const rows = await tx.unsafe(`select ${PROFILE_COLUMNS} from public.profiles order by created_at desc, id limit $1 offset $2`, [input.limit, input.offset])
@@ -125,7 +118,7 @@ export async function listProfiles({ ctx, input }: { ctx: Ctx; input: { limit: n
   })
 }
 
-export async function createUser({ ctx, input }: { ctx: Ctx; input: { email: string; password: string; full_name: string; role: Role } }): Promise<Profile> {
+export async function createUser({ ctx, input }: { ctx: ServiceContext; input: { email: string; password: string; full_name: string; role: Role } }): Promise<Profile> {
   const client = await ctx.deps.supabase.admin(ctx.requestId)
   const { data, error } = await client.auth.admin.createUser({
     email: input.email,
@@ -142,7 +135,7 @@ export async function createUser({ ctx, input }: { ctx: Ctx; input: { email: str
   return profile
 }
 
-export async function setUserRole({ ctx, input }: { ctx: Ctx; input: { user_id: string; role: Role } }): Promise<Profile> {
+export async function setUserRole({ ctx, input }: { ctx: ServiceContext; input: { user_id: string; role: Role } }): Promise<Profile> {
   if (!(await profileById(ctx, input.user_id))) throw new DomainError('not_found', `User ${input.user_id} not found`)
   const client = await ctx.deps.supabase.admin(ctx.requestId)
   // app_metadata is the trusted channel: a trigger carries it to the profile, the hook into the next token
@@ -151,7 +144,7 @@ export async function setUserRole({ ctx, input }: { ctx: Ctx; input: { user_id: 
   return (await profileById(ctx, input.user_id))!
 }
 
-export async function setHintLevel({ ctx, input }: { ctx: Ctx; input: { user_id: string; hint_level: number } }): Promise<Profile> {
+export async function setHintLevel({ ctx, input }: { ctx: ServiceContext; input: { user_id: string; hint_level: number } }): Promise<Profile> {
   const rows = await asService(ctx.deps.sql, (tx) =>
     tx.unsafe(`update public.profiles set hint_level = $2 where id = $1 returning ${PROFILE_COLUMNS}`, [input.user_id, input.hint_level]),
   )
@@ -160,7 +153,7 @@ export async function setHintLevel({ ctx, input }: { ctx: Ctx; input: { user_id:
 }
 
 /** As the spec orders it: the profile row, then the authentication account. Safe to retry. */
-export async function deleteUser({ ctx, input }: { ctx: Ctx; input: { user_id: string } }) {
+export async function deleteUser({ ctx, input }: { ctx: ServiceContext; input: { user_id: string } }) {
   const deleted = await asService(ctx.deps.sql, (tx) => tx`delete from public.profiles where id = ${input.user_id} returning id`)
   const client = await ctx.deps.supabase.admin(ctx.requestId)
   const { error } = await client.auth.admin.deleteUser(input.user_id)
@@ -171,7 +164,7 @@ export async function deleteUser({ ctx, input }: { ctx: Ctx; input: { user_id: s
   return { status: 'deleted' as const, user_id: input.user_id, profile_deleted: deleted.length > 0 }
 }
 
-export async function resetUserPassword({ ctx, input }: { ctx: Ctx; input: { user_id: string; new_password: string } }) {
+export async function resetUserPassword({ ctx, input }: { ctx: ServiceContext; input: { user_id: string; new_password: string } }) {
   const client = await ctx.deps.supabase.admin(ctx.requestId)
   const { error } = await client.auth.admin.updateUserById(input.user_id, { password: input.new_password })
   if (error) throw fromAuthError(error, 'reset password')

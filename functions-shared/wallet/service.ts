@@ -1,6 +1,6 @@
 // The token wallet: every money movement is one RPC of the wallet migration, run as the service role;
 // reads of the caller's own rows go through asUser so RLS guards them.
-import type { Deps } from '../deps.ts'
+import type { ServiceContext } from '../deps.ts'
 import type { Principal } from '../http/auth.ts'
 
 import { asService, asUser, fromRpcError } from '../db/tx.ts'
@@ -12,17 +12,12 @@ import { LEDGER_REASONS } from '../domain/enums.ts'
 import { refusalCode } from '../domain/errors.ts'
 import { DomainError } from '../domain/errors.ts'
 
-export interface Ctx {
-  deps: Deps
-  requestId: string
-}
-
 /**
  * Runs money RPCs. Each RPC is one security-definer function that is its own transaction, so it goes
  * out as one statement (one round trip): it runs as its owner whoever calls it, and EXECUTE is granted
  * only to service_role (and the owner the service connects as).
  */
-async function rpc<T>(ctx: Ctx, fn: (sql: Sql) => Promise<T>): Promise<T> {
+async function rpc<T>(ctx: ServiceContext, fn: (sql: Sql) => Promise<T>): Promise<T> {
   try {
     return await fn(ctx.deps.sql)
   } catch (err) {
@@ -30,7 +25,7 @@ async function rpc<T>(ctx: Ctx, fn: (sql: Sql) => Promise<T>): Promise<T> {
   }
 }
 
-export async function getBalance({ ctx, userId }: { ctx: Ctx; userId: string }) {
+export async function getBalance({ ctx, userId }: { ctx: ServiceContext; userId: string }) {
   const { config } = ctx.deps
   const [row, turns] = await rpc(ctx, async (sql) => {
     const [w] = await sql`select w.*, public.turns_today(${userId}) as turns from public.get_or_create_wallet(${userId}, ${config.WELCOME_BONUS_TOKENS}) w`
@@ -69,7 +64,7 @@ function reservationJson(r: Record<string, unknown>) {
 }
 
 /** The caller's own reservations, through RLS (stale ones are expired first). */
-export async function listOwnReservations({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { status?: string | undefined; limit: number; offset: number } }) {
+export async function listOwnReservations({ ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { status?: string | undefined; limit: number; offset: number } }) {
   if (principal.kind !== 'user') throw new DomainError('forbidden', 'This endpoint needs a user token')
   await rpc(ctx, (sql) => sql`select * from public.expire_user_reservations(${principal.userId})`)
   return asUser(ctx.deps.sql, { ...principal.claims, sub: principal.userId }, async (tx) => {
@@ -85,7 +80,7 @@ export async function listOwnReservations({ ctx, principal, input }: { ctx: Ctx;
 export type LedgerReason = (typeof LEDGER_REASONS)[number]
 
 /** The caller's own ledger entries, newest first, through RLS. */
-export async function listOwnLedger({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { limit: number; offset: number } }) {
+export async function listOwnLedger({ ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { limit: number; offset: number } }) {
   if (principal.kind !== 'user') throw new DomainError('forbidden', 'This endpoint needs a user token')
   return asUser(ctx.deps.sql, { ...principal.claims, sub: principal.userId }, async (tx) => {
     const [{ total }] = (await tx`select count(*)::int as total from public.token_ledger`) as unknown as [{ total: number }]
@@ -107,7 +102,7 @@ export async function listOwnLedger({ ctx, principal, input }: { ctx: Ctx; princ
   })
 }
 
-export async function reserve({ ctx, input }: { ctx: Ctx; input: { user_id: string; estimate: number; request_id?: string | undefined } }) {
+export async function reserve({ ctx, input }: { ctx: ServiceContext; input: { user_id: string; estimate: number; request_id?: string | undefined } }) {
   const { config } = ctx.deps
   try {
     const row = await rpc(ctx, async (tx) => {
@@ -130,7 +125,7 @@ export interface TurnUsage {
   details: Record<string, unknown>
 }
 
-export async function finalize({ ctx, input, usage }: { ctx: Ctx; input: { reservation_id: string; actual: number; kind?: 'chat' | 'clarify' | 'manual' | 'released'; request_id?: string | undefined }; usage?: TurnUsage }) {
+export async function finalize({ ctx, input, usage }: { ctx: ServiceContext; input: { reservation_id: string; actual: number; kind?: 'chat' | 'clarify' | 'manual' | 'released'; request_id?: string | undefined }; usage?: TurnUsage }) {
   const m = walletMetrics(ctx.deps.metrics.registry)
   const cap = ctx.deps.config.ACTUAL_COST_CAP_MULTIPLIER
   try {
@@ -165,7 +160,7 @@ export async function finalize({ ctx, input, usage }: { ctx: Ctx; input: { reser
 }
 
 /** Refunds every reservation past its TTL (the expiry job); `now` lets tests move time. */
-export async function expireReservations({ ctx, now }: { ctx: Ctx; now?: Date }): Promise<{ expired: number; tokens: number }> {
+export async function expireReservations({ ctx, now }: { ctx: ServiceContext; now?: Date }): Promise<{ expired: number; tokens: number }> {
   const row = await rpc(ctx, async (tx) => {
     const [r] = now ? await tx`select * from public.expire_reservations(${now})` : await tx`select * from public.expire_reservations()`
     return r!
@@ -201,7 +196,7 @@ async function requestHash(input: unknown): Promise<string> {
   return Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)), (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
-export async function topUp({ ctx, principal, input, idempotencyKey }: { ctx: Ctx; principal: Principal; input: TopUpInput; idempotencyKey?: string | undefined }) {
+export async function topUp({ ctx, principal, input, idempotencyKey }: { ctx: ServiceContext; principal: Principal; input: TopUpInput; idempotencyKey?: string | undefined }) {
   const canonical = { user_id: input.user_id, tokens: input.tokens, amount: input.amount, currency: input.currency, payment_method: input.payment_method, reference: input.reference ?? null }
   const hash = idempotencyKey ? await requestHash(canonical) : null
   const row = await rpc(ctx, async (tx) => {
@@ -245,7 +240,7 @@ function transactionJson(r: Record<string, unknown>) {
   }
 }
 
-export async function logExpense({ ctx, principal, input }: { ctx: Ctx; principal: Principal; input: { type: TransactionType; amount: number; currency: Currency; description: string; reference?: string | undefined; payment_method?: PaymentMethod | undefined } }) {
+export async function logExpense({ ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { type: TransactionType; amount: number; currency: Currency; description: string; reference?: string | undefined; payment_method?: PaymentMethod | undefined } }) {
   const row = await rpc(ctx, async (tx) => {
     const [r] = await tx`select * from public.log_expense(${input.type}, ${input.amount}, ${input.currency}, ${input.description},
                                                           ${input.reference ?? null}, ${createdBy(principal)}, ${input.payment_method ?? null})`
@@ -254,7 +249,7 @@ export async function logExpense({ ctx, principal, input }: { ctx: Ctx; principa
   return transactionJson(row)
 }
 
-export async function listTransactions({ ctx, input }: { ctx: Ctx; input: { direction?: string | undefined; type?: string | undefined; user_id?: string | undefined; limit: number; offset: number } }) {
+export async function listTransactions({ ctx, input }: { ctx: ServiceContext; input: { direction?: string | undefined; type?: string | undefined; user_id?: string | undefined; limit: number; offset: number } }) {
   return asService(ctx.deps.sql, async (tx) => {
     const [direction, type, user] = [input.direction ?? null, input.type ?? null, input.user_id ?? null]
     const where = tx`(${direction}::text is null or direction = ${direction}) and (${type}::text is null or type = ${type}) and (${user}::uuid is null or user_id = ${user})`
