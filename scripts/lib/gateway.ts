@@ -21,7 +21,6 @@ import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { parse as parseToml } from 'smol-toml'
 import type { IncomingMessage } from 'node:http'
-import { createServer as createHttpServer } from 'node:http'
 import { configEnv, startDenoFunctions, type DenoFunctions } from './deno-functions.ts'
 import { startJobLoop } from './job-loop.ts'
 
@@ -113,7 +112,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // supabase-js's .from() and .rpc(): a PostgREST subset with the same role-and-claims path (hosted: PostgREST)
   app.route('/rest/v1', restRouter(deps, await restSettings()))
   let functions: DenoFunctions | undefined
-  let internal: ReturnType<typeof createHttpServer> | undefined
+  let internal: ServerType | undefined
   let jobs: { stop(): Promise<void> } | undefined
   if (deno) {
     if (!options.databaseUrl) throw new Error('FUNCTIONS_RUNTIME=deno needs the database URL the functions connect to')
@@ -122,10 +121,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     let authUrl = config.SUPABASE_URL!
     if (config.LOCAL_AUTH) {
       const inner = app
-      internal = createHttpServer()
-      const { getRequestListener } = await import('@hono/node-server')
-      internal.on('request', getRequestListener((request) => (new URL(request.url).pathname.startsWith('/auth/v1/') ? inner.fetch(request, { [TRUSTED_CALLER]: true }) : new Response(null, { status: 404 }))))
-      await new Promise<void>((resolve, reject) => internal!.once('error', reject).listen(0, '127.0.0.1', () => resolve()))
+      const trusted = (request: Request) => (new URL(request.url).pathname.startsWith('/auth/v1/') ? inner.fetch(request, { [TRUSTED_CALLER]: true }) : new Response(null, { status: 404 }))
+      internal = await new Promise<ServerType>((resolve, reject) => {
+        const s = serve({ fetch: trusted, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
+        s.once('error', reject)
+      })
       authUrl = `http://127.0.0.1:${(internal.address() as AddressInfo).port}`
     }
     const write = options.onFunctionOutput ?? ((_name: string, line: string) => process.stdout.write(`${line}\n`))
