@@ -81,19 +81,12 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
   }
   try {
     await deps.onJobTransition?.({ job_id: job.id, attempt: job.attempt, status: 'parsing' }) // claimed
-    // 1. the job, its reference, its document (created now for jobs the scraper queued)
+    // 1. the job, its reference, its document (created now, by public.begin_ingestion, for jobs the scraper queued)
     const { reference, fileId } = await asService(deps.sql, async (tx) => {
       const [ref] = await tx`select * from public.curriculum_references where id = ${job.reference_id}`
       if (!ref) throw new PipelineError(`reference ${job.reference_id} no longer exists`)
-      let file = job.file_id
-      if (!file) {
-        const [doc] = await tx`insert into public.documents (title, major, weight, category, grade, subject, language, reference_id, status, origin)
-          values (${ref.title}, ${ref.major}, ${ref.weight}, ${ref.category}, ${ref.grade}, ${ref.subject}, ${ref.language}, ${ref.id}, 'processing', 'reference')
-          returning id`
-        file = doc!.id as string
-        await tx`update public.ingestion_jobs set file_id = ${file} where id = ${job.id}`
-      }
-      return { reference: ref, fileId: file }
+      const [begun] = await tx`select file_id from public.begin_ingestion(${job.id}, ${job.attempt})`
+      return { reference: ref, fileId: begun!.file_id as string }
     })
     // the ingest request and the scraper refuse such a reference first; this guards what they cannot see
     // (a row edited in the database, a job queued before they checked)
@@ -239,16 +232,11 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     // 8-9. in one transaction: embedding_upserted, the staged version published in place of the previous
     // one, the document and the reference synced, the job ready (public.complete_ingestion)
     stage.next('store')
-    await asService(deps.sql, async (tx) => {
-      if (registeredLanguage === null) {
-        await tx`select public.check_job_attempt(${job.id}, ${job.attempt})`
-        await tx`update public.curriculum_references set language = ${language} where id = ${job.reference_id} and language is null`
-        await tx`update public.documents set language = ${language} where id = ${fileId} and language is null`
-      }
-      return tx`
+    // a reference registered without a language takes the one read from its pages
+    await asService(deps.sql, (tx) => tx`
       select id from public.complete_ingestion(${job.id}, ${job.attempt}, ${config.VECTOR_INDEX_NAME}, ${namespace}, ${extracted.pageCount},
-                                               ${tx.json({ pages: pages.length, chunks: chunks.length, vectors: chunks.length, embedder: deps.embedder.name, ms: Math.round(performance.now() - started) })})`
-    })
+                                               ${tx.json({ pages: pages.length, chunks: chunks.length, vectors: chunks.length, embedder: deps.embedder.name, ms: Math.round(performance.now() - started) })},
+                                               ${language})`)
     await deps.onJobTransition?.({ job_id: job.id, attempt: job.attempt, status: 'ready' })
     stage.next('done')
     m.pages.inc(pages.length)
