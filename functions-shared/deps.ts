@@ -10,14 +10,32 @@ import { createTokenVerifier, type TokenVerifier } from './http/auth.ts'
 import type { RateLimitStore } from './http/rate-limit/store.ts'
 import { MemoryRateLimitStore } from './http/rate-limit/memory-store.ts'
 import { PostgresRateLimitStore } from './http/rate-limit/postgres-store.ts'
-import { createSupabaseClients, type SupabaseClients } from './identity/supabase.ts'
+import type { SupabaseClient } from '@supabase/supabase-js'
 import type { Resolver } from './net/safe-fetch.ts'
-import type { Source } from './catalogue/sources.ts'
+import type { Source } from './sources-file.ts'
 import type { AiProvider, Embedder } from './ai/provider.ts'
 import type { OcrEngine } from './ingestion/ocr-port.ts'
 import { createAiProvider } from './ai/select.ts'
 import { realSleep } from './lib/retry.ts'
 import { BackgroundTasks } from './lib/background.ts'
+
+/**
+ * supabase-js clients on SUPABASE_URL (identity/supabase.ts makes them). The entries of the processes
+ * that call Auth (the gateway, the auth and admin functions) pass them in; elsewhere (health, chat...)
+ * supabase-js is never loaded.
+ */
+export interface SupabaseClients {
+  /** `clientIp`: the address of the client the call is made for, sent as Sb-Forwarded-For so that Auth
+   *  rate-limits that client rather than this service */
+  anon(requestId: string, clientIp?: string): Promise<SupabaseClient>
+  admin(requestId: string): Promise<SupabaseClient>
+}
+
+/** What a process that was not given supabase-js clients answers if it calls Auth: a wiring error, said plainly. */
+const noSupabaseClients: SupabaseClients = {
+  anon: () => Promise.reject(new Error('this process was started without supabase-js clients (pass createSupabaseClients at its entry)')),
+  admin: () => Promise.reject(new Error('this process was started without supabase-js clients (pass createSupabaseClients at its entry)')),
+}
 
 /** Reads a file of an installed package (e.g. the API reference page's assets); null when absent. */
 export type AssetReader = (pkg: string, file: string) => Promise<Uint8Array | null>
@@ -33,7 +51,7 @@ export interface Deps {
   /** the socket's peer address, from the runtime adapter */
   remoteAddress: (c: Context) => string | undefined
   readAsset: AssetReader
-  /** supabase-js clients on SUPABASE_URL (auth sign-up, sign-in and admin calls) */
+  /** supabase-js clients on SUPABASE_URL (auth sign-up, sign-in and admin calls), when the entry passed them */
   supabase: SupabaseClients
   /** DNS lookup for the download guard, from the runtime adapter */
   resolveHost: Resolver
@@ -82,7 +100,7 @@ export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<De
     }),
     remoteAddress: () => undefined,
     readAsset: async () => null,
-    supabase: createSupabaseClients(config),
+    supabase: noSupabaseClients,
     resolveHost: async () => {
       throw new Error('no DNS resolver in this runtime')
     },

@@ -14,7 +14,7 @@ import { createUser } from './helpers/users.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { FR_LESSON } from './helpers/portal.ts'
 import { reserve } from '../functions-shared/wallet/service.ts'
-import { SourceSchema } from '../functions-shared/catalogue/sources.ts'
+import { SourceSchema } from '../functions-shared/sources-file.ts'
 
 const ADMIN_KEY = 'adm-key-0123456789abcdef'
 

@@ -37,6 +37,30 @@ describe('Edge Functions on Deno', () => {
     expect(`${stdout}${stderr}`).not.toMatch(/error/i)
   }, 120_000)
 
+  it('loads at start only the packages its function uses: supabase-js in auth and admin; the OpenAI SDK and pdf.js on first use', async () => {
+    // the packages each entry imports statically (deno info's module graph, dynamic imports apart): what a cold start pays for
+    const packagesOf = async (entry: string) => {
+      const { stdout } = await promisify(execFile)(deno, ['info', '--json', `supabase/functions/${entry}/index.ts`], { cwd: root, maxBuffer: 64 << 20 })
+      const graph = JSON.parse(stdout) as { modules: { dependencies?: { code?: { specifier: string }; isDynamic?: boolean }[] }[] }
+      const packages = new Set<string>()
+      for (const m of graph.modules)
+        for (const d of m.dependencies ?? []) {
+          const at = d.code && !d.isDynamic ? d.code.specifier.split('/node_modules/')[1] : undefined
+          if (at) packages.add(at.startsWith('@') ? at.split('/').slice(0, 2).join('/') : at.split('/')[0]!)
+        }
+      return packages
+    }
+    const loaded = Object.fromEntries(await Promise.all(entries.map(async (e) => [e, await packagesOf(e)] as const)))
+    for (const e of entries) {
+      expect(loaded[e]!.has('openai'), `${e} loads the OpenAI SDK at start`).toBe(false)
+      expect(loaded[e]!.has('pdfjs-dist'), `${e} loads pdf.js at start`).toBe(false)
+      expect(loaded[e]!.has('@supabase/supabase-js'), `${e} and supabase-js`).toBe(['admin', 'auth'].includes(e))
+    }
+    expect([...loaded.health!].sort()).toEqual(['@hono/zod-openapi', 'hono', 'ipaddr.js', 'jose', 'pino', 'postgres', 'prom-client', 'zod'])
+    expect(loaded.scraping!.has('cheerio')).toBe(true)
+    expect(loaded.chat!.has('cheerio')).toBe(false)
+  }, 120_000)
+
   it('serves GET /health with 200 from the health function under Deno, on the test database', async () => {
     const port = await freePort()
     const child = spawn(deno, ['run', '--allow-net', '--allow-env', '--allow-read', '--allow-sys', 'supabase/functions/health/index.ts'], {

@@ -13,7 +13,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { adminToken, bearer } from './helpers/tokens.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
-import { SourceSchema } from '../functions-shared/catalogue/sources.ts'
+import { SourceSchema } from '../functions-shared/sources-file.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { claimNextJob, processJob, type JobOutcome } from '../functions-shared/ingestion/pipeline.ts'
 

@@ -4,7 +4,8 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { addressAllowed, FetchError, hostAllowed, safeFetch, USER_AGENT, type SafeFetchOptions } from '../functions-shared/net/safe-fetch.ts'
-import { allowedHosts, parseSources, SourceSchema } from '../functions-shared/catalogue/sources.ts'
+import { allowedHosts } from '../functions-shared/catalogue/sources.ts'
+import { parseSources, SourceSchema } from '../functions-shared/sources-file.ts'
 import { readFile } from 'node:fs/promises'
 
 let server: Server

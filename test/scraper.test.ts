@@ -7,7 +7,7 @@ import { bearer } from './helpers/tokens.ts'
 import { startPortal, type Portal } from './helpers/portal.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
-import { SourceSchema } from '../functions-shared/catalogue/sources.ts'
+import { SourceSchema } from '../functions-shared/sources-file.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { syncSource } from '../functions-shared/catalogue/sync.ts'
 

@@ -1,7 +1,8 @@
 // The openai provider: the official SDK against OPENAI_BASE_URL (OpenAI, or any compatible server:
 // vLLM, Ollama, llama.cpp). Every call has a timeout; the SDK's own retries are off (the callers retry
-// where the spec says so, and the chat has a circuit breaker).
-import OpenAI from 'openai'
+// where the spec says so, and the chat has a circuit breaker). The SDK is loaded on the first call, so
+// a function that never calls the model (health, wallet, me) does not load it at start.
+import type OpenAI from 'openai'
 import { ProviderError, type AiProvider } from './provider.ts'
 
 export interface OpenAiSettings {
@@ -16,9 +17,12 @@ export interface OpenAiSettings {
   fetch?: typeof fetch
 }
 
+/** The SDK's error class, once the SDK is loaded (before that, no error can be one). */
+let ApiError: typeof OpenAI.APIError | undefined
+
 function toProviderError(err: unknown, what: string): ProviderError {
   if (err instanceof ProviderError) return err
-  if (err instanceof OpenAI.APIError) {
+  if (ApiError && err instanceof ApiError) {
     const status = err.status
     const retryAfter = Number(err.headers?.get?.('retry-after'))
     return new ProviderError(`${what}: ${status ?? ''} ${err.message}`.trim(), {
@@ -32,14 +36,25 @@ function toProviderError(err: unknown, what: string): ProviderError {
 }
 
 export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
-  const client = new OpenAI({ apiKey: s.apiKey, baseURL: s.baseUrl, timeout: s.timeoutMs, maxRetries: 0, ...(s.fetch ? { fetch: s.fetch } : {}) })
+  let loading: Promise<OpenAI> | undefined
+  const client = () =>
+    (loading ??= import('openai').then(
+      ({ default: Sdk }) => {
+        ApiError = Sdk.APIError
+        return new Sdk({ apiKey: s.apiKey, baseURL: s.baseUrl, timeout: s.timeoutMs, maxRetries: 0, ...(s.fetch ? { fetch: s.fetch } : {}) })
+      },
+      (err: unknown) => {
+        loading = undefined // the next call tries again
+        throw err
+      },
+    ))
   return {
     name: 'openai',
     dimension: s.dimension,
     translates: true,
     async embed(texts) {
       try {
-        const res = await client.embeddings.create({ model: s.embeddingModel, input: [...texts], dimensions: s.dimension })
+        const res = await (await client()).embeddings.create({ model: s.embeddingModel, input: [...texts], dimensions: s.dimension })
         return res.data.sort((a, b) => a.index - b.index).map((d) => d.embedding)
       } catch (err) {
         throw toProviderError(err, 'embeddings')
@@ -50,7 +65,7 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
       const messages = [...request.messages]
       if (sources) messages.splice(messages.length - 1, 0, { role: 'system', content: `Curriculum extracts (cite them as [n]):\n\n${sources}` })
       try {
-        const stream = await client.chat.completions.create(
+        const stream = await (await client()).chat.completions.create(
           { model: s.chatModel, messages, stream: true, max_tokens: request.maxTokens },
           request.signal ? { signal: request.signal } : {},
         )
@@ -68,7 +83,7 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
     async rerank(query, documents, topN, signal) {
       const list = documents.map((d, i) => `${i}: ${d.slice(0, 1500)}`).join('\n\n')
       try {
-        const res = await client.chat.completions.create(
+        const res = await (await client()).chat.completions.create(
           {
             model: s.rerankModel,
             temperature: 0,
@@ -94,7 +109,7 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
     },
     async translate(text, from, to, signal) {
       try {
-        const res = await client.chat.completions.create(
+        const res = await (await client()).chat.completions.create(
           {
             model: s.translateModel,
             temperature: 0,

@@ -2,7 +2,8 @@
 // markup says about each (the rules of sources.ts read it).
 import * as cheerio from 'cheerio'
 import { safeFetch, type SafeFetchOptions } from '../net/safe-fetch.ts'
-import { allowedHosts, type LinkFacts, type Source } from './sources.ts'
+import { allowedHosts, type LinkFacts } from './sources.ts'
+import type { Source } from '../sources-file.ts'
 
 export interface DiscoveredLink extends LinkFacts {
   /** the text around the link: its list item, table row, paragraph, definition, article or section */

@@ -5,13 +5,7 @@ import { createClient, type SupabaseClient } from '@supabase/supabase-js'
 import type { Config } from '../config.ts'
 import { publicUrl } from '../config.ts'
 import { apiKey } from '../lib/keys.ts'
-
-export interface SupabaseClients {
-  /** `clientIp`: the address of the client the call is made for, sent as Sb-Forwarded-For so that Auth
-   *  rate-limits that client rather than this service */
-  anon(requestId: string, clientIp?: string): Promise<SupabaseClient>
-  admin(requestId: string): Promise<SupabaseClient>
-}
+import type { SupabaseClients } from '../deps.ts'
 
 export function createSupabaseClients(config: Config, fetchImpl?: typeof fetch): SupabaseClients {
   const url = config.SUPABASE_URL ?? publicUrl(config)

@@ -7,7 +7,7 @@ import { getConnInfo } from '@hono/node-server/conninfo'
 import type { Context } from 'hono'
 import type { AssetReader } from '../../functions-shared/deps.ts'
 import type { Resolver } from '../../functions-shared/net/safe-fetch.ts'
-import { parseSources, type Source } from '../../functions-shared/catalogue/sources.ts'
+import { parseSources, type Source } from '../../functions-shared/sources-file.ts'
 
 const require = createRequire(import.meta.url)
 

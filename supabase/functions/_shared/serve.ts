@@ -6,10 +6,10 @@
 import { getConnInfo } from 'hono/deno'
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { createFunctionApp } from '../../../functions-shared/http/shell.ts'
-import { loadConfig } from '../../../functions-shared/config.ts'
+import { loadConfig, type Config } from '../../../functions-shared/config.ts'
 import { createDb } from '../../../functions-shared/db/client.ts'
-import { createDeps, type AssetReader, type Deps } from '../../../functions-shared/deps.ts'
-import { parseSources } from '../../../functions-shared/catalogue/sources.ts'
+import { createDeps, type AssetReader, type Deps, type SupabaseClients } from '../../../functions-shared/deps.ts'
+import { parseSources } from '../../../functions-shared/sources-file.ts'
 import { BackgroundTasks } from '../../../functions-shared/lib/background.ts'
 
 const readAsset: AssetReader = async (pkg, file) => {
@@ -23,8 +23,13 @@ const readAsset: AssetReader = async (pkg, file) => {
 
 const publicVars = (base: string | undefined): Record<string, string> => (base ? { PUBLIC_URL: base.replace(/\/$/, ''), PUBLIC_HOST: new URL(base).host } : {})
 
-/** Serves one router at /<name>: each entry passes its own, so a function loads only its own code. */
-export async function serveFunction(name: string, router: (deps: Deps) => OpenAPIHono): Promise<void> {
+/** What an entry composes in besides its router: the supabase-js clients, for the functions that call Auth. */
+export interface FunctionParts {
+  supabase?: (config: Config) => SupabaseClients
+}
+
+/** Serves one router at /<name>: each entry passes its own (and its parts), so a function loads only its own code. */
+export async function serveFunction(name: string, router: (deps: Deps) => OpenAPIHono, parts: FunctionParts = {}): Promise<void> {
   const config = loadConfig()
   if (!config.DATABASE_URL) throw new Error('SUPABASE_DB_URL (or DATABASE_URL) must be set for Edge Functions')
   const sql = createDb(config.DATABASE_URL, {
@@ -36,6 +41,7 @@ export async function serveFunction(name: string, router: (deps: Deps) => OpenAP
   const deps = createDeps(config, {
     sql,
     readAsset,
+    ...(parts.supabase ? { supabase: parts.supabase(config) } : {}),
     resolveHost: async (host) => {
       const answers = await Promise.allSettled([Deno.resolveDns(host, 'A'), Deno.resolveDns(host, 'AAAA')])
       return answers.flatMap((a) => (a.status === 'fulfilled' ? a.value : []))

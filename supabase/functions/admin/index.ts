@@ -1,5 +1,6 @@
 // Edge Function for {base_url}/admin/...: the admin router alone (only its code is loaded).
 import { serveFunction } from '../_shared/serve.ts'
+import { createSupabaseClients } from '../../../functions-shared/identity/supabase.ts'
 import { adminRouter } from '../../../functions-shared/admin/routes.ts'
 
-await serveFunction('admin', adminRouter)
+await serveFunction('admin', adminRouter, { supabase: createSupabaseClients })
