@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
-import { createOfflineProvider } from '../functions-shared/ai/offline.ts'
+import { createOfflineProvider, keyCoverage } from '../functions-shared/ai/offline.ts'
 import { ProviderError, type AiProvider } from '../functions-shared/ai/provider.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 
@@ -75,6 +75,18 @@ describe('the offline provider', () => {
 
   it('reranks by lexical overlap with the question', async () => {
     expect(await offline.rerank('la célérité des ondes dans l\'eau', [FR_LESSON, PHYSICS_LESSON, AR_LESSON], 2)).toEqual([1, 0])
+  })
+
+  it('orders texts that hold an equal share of the question\'s keys by the embeddings\' cosine, whatever order they came in', async () => {
+    // both hold "vitesse" and "moyenne", two of the three keys; "recalcule" is not the key of "calculer"
+    // (recal, calcu) but shares its character trigrams, which the embedding sees
+    const question = 'comment calculer la vitesse moyenne ?'
+    const plain = 'La vitesse moyenne est une grandeur physique.'
+    const closer = 'On recalcule la vitesse moyenne sur chaque intervalle.'
+    const shares = keyCoverage(question, [plain, closer])
+    expect(shares[0]).toBe(shares[1])
+    expect(await offline.rerank(question, [plain, closer], 2)).toEqual([1, 0])
+    expect(await offline.rerank(question, [closer, plain], 2)).toEqual([0, 1])
   })
 
   it('translates as the identity', async () => {

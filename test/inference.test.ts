@@ -101,6 +101,15 @@ describe('public.hybrid_search', () => {
     expect(Number(hamza[0]!.text_coverage)).toBeGreaterThan(0.9)
   })
 
+  it('reads the Persian yeh and keheh that some typesetting writes for Arabic letters as those letters', async () => {
+    // "المساكين" as a Persian-locale tool writes it: keheh (U+06A9) for kaf, farsi yeh (U+06CC) for yeh
+    const rows = await hybrid('الفقراء والمسا\u06A9\u06CCن')
+    expect(rows[0]!.file_id).toBe(docs['tarbiya-islamiya'])
+    expect(rows[0]!.page_number).toBe(3)
+    expect(Number(rows[0]!.text_rank)).toBe(1)
+    expect(Number(rows[0]!.text_coverage)).toBeGreaterThan(0.9)
+  })
+
   it('keeps to the prefilters in both branches', async () => {
     const rows = await hybrid('la dérivée du vecteur position', { subject: 'mathematiques' })
     expect(rows.length).toBeGreaterThan(0)

@@ -1,20 +1,14 @@
 // The offline provider: no network, deterministic. Embeddings are hashed lexical features; rerank is the
-// share of the question's lightly stemmed content words each candidate holds (ties keep the search's order);
+// share of the question's lightly stemmed content words each candidate holds (equal shares ordered by
+// the embeddings' cosine, then the search's order);
 // translation is the identity (it cannot translate); the "answer" is extractive: the best sentences of
 // the snippets, each with its citation number, and the result says it is extractive.
 import type { AiProvider, ChatRequest, ChatResult } from './provider.ts'
-import { normalizeWord, offlineVector } from './offline-embedder.ts'
+import { LRUCache } from 'lru-cache'
+import { featureCosine, offlineFeatures, offlineVector } from './offline-embedder.ts'
+import { foldText, foldedWords } from '../lib/fold.ts'
 
-const words = (text: string) =>
-  new Set(
-    text
-      .normalize('NFKD')
-      .replace(/[\u0300-\u036f\u064B-\u065F\u0670\u0640]/g, '')
-      .replace(/[\u0622\u0623\u0625\u0671]/g, '\u0627')
-      .toLowerCase()
-      .split(/[^\p{L}\p{N}]+/u)
-      .filter((w) => w.length > 2),
-  )
+const words = (text: string) => new Set(foldedWords(text).filter((w) => w.length > 2))
 
 /** Share of the query's words found in the text. */
 export function overlap(query: string, text: string): number {
@@ -41,7 +35,12 @@ const FRENCH_STEM = 5
  * short to mean much.
  */
 export function matchKey(word: string): string | null {
-  let w = normalizeWord(word)
+  return stem(foldText(word))
+}
+
+/** matchKey of a word already folded (lib/fold.ts). */
+function stem(folded: string): string | null {
+  let w = folded
   if (/\p{Script=Arabic}/u.test(w)) {
     if (w.startsWith('و') && w.length >= 4) w = w.slice(1)
     for (const p of ARABIC_ARTICLES) if (w.startsWith(p) && w.length - p.length >= 2) { w = w.slice(p.length); break }
@@ -64,7 +63,7 @@ const STOP = new Set(
     .map(matchKey)
     .filter((k): k is string => k !== null),
 )
-const keys = (text: string) => text.split(/[^\p{L}\p{N}]+/u).map(matchKey).filter((k): k is string => k !== null && !STOP.has(k))
+const keys = (text: string) => foldedWords(text).map(stem).filter((k): k is string => k !== null && !STOP.has(k))
 
 /**
  * The share of the query's distinct word keys (matchKey) that each document holds. Measured on the
@@ -73,28 +72,58 @@ const keys = (text: string) => text.split(/[^\p{L}\p{N}]+/u).map(matchKey).filte
  * word that one wrong page happens to hold.
  */
 export function keyCoverage(query: string, documents: readonly string[]): number[] {
-  const q = new Set(keys(query))
-  return documents.map((d) => {
+  return coverageOf(new Set(keys(query)), documents.map((d) => new Set(keys(d))))
+}
+
+function coverageOf(q: ReadonlySet<string>, documents: readonly ReadonlySet<string>[]): number[] {
+  return documents.map((t) => {
     if (q.size === 0) return 0
-    const t = new Set(keys(d))
     let hit = 0
     for (const k of q) if (t.has(k)) hit++
     return hit / q.size
   })
 }
 
+interface TextForms {
+  keys: Set<string>
+  /** the sparse embedding, made when a tie first needs it */
+  features?: ReturnType<typeof offlineFeatures>
+}
+
 export function createOfflineProvider(dimension = 1536): AiProvider {
+  // a text's keys and sparse embedding, kept for the chunks that turn after turn come back as candidates
+  const cache = new LRUCache<string, TextForms>({ max: 4096 })
+  const forms = (text: string): TextForms => {
+    let f = cache.get(text)
+    if (!f) cache.set(text, (f = { keys: new Set(keys(text)) }))
+    return f
+  }
+  const features = (f: TextForms, text: string) => (f.features ??= offlineFeatures(text, dimension))
   return {
     name: 'offline',
     dimension,
     embed: async (texts) => texts.map((t) => offlineVector(t, dimension)),
-    async rerank(query, documents, topN) {
-      const scores = keyCoverage(query, documents)
-      return documents
-        .map((_, i) => ({ i, score: scores[i]! }))
-        .sort((a, b) => b.score - a.score || a.i - b.i)
+    async rerank(query, documents, topN, _signal, searchSimilarity) {
+      const q = forms(query)
+      const texts = documents.map(forms)
+      const scores = coverageOf(q.keys, texts.map((t) => t.keys))
+      // equal shares (frequent: a question holds four to eight keys) go to the text nearer the question
+      // as the embedding sees it: its character trigrams meet the forms of a word that the five-letter
+      // and light-stem keys miss. The search measured it already (the same embedding); without the
+      // search's figures, the ties that reach into the first topN are embedded here.
+      const byScore = documents.map((_, i) => i).sort((a, b) => scores[b]! - scores[a]! || a - b)
+      const similarity = new Map<number, number>()
+      for (let start = 0; start < Math.min(topN, byScore.length); ) {
+        let end = start + 1
+        while (end < byScore.length && scores[byScore[end]!] === scores[byScore[start]!]) end++
+        if (end - start > 1)
+          for (const i of byScore.slice(start, end))
+            similarity.set(i, searchSimilarity?.[i] ?? featureCosine(features(q, query), features(texts[i]!, documents[i]!)))
+        start = end
+      }
+      return byScore
+        .sort((a, b) => scores[b]! - scores[a]! || (similarity.get(b) ?? 0) - (similarity.get(a) ?? 0) || a - b)
         .slice(0, topN)
-        .map((x) => x.i)
     },
     translates: false,
     translate: async (text) => text,

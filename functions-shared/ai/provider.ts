@@ -40,8 +40,11 @@ export interface ChatResult {
 export interface AiProvider extends Embedder {
   /** streams the answer's text as it is generated; resolves with the result when done */
   chat(request: ChatRequest, onDelta: (text: string) => void): Promise<ChatResult>
-  /** indices of `documents`, best first, at most `topN` */
-  rerank(query: string, documents: readonly string[], topN: number, signal?: AbortSignal): Promise<number[]>
+  /**
+   * indices of `documents`, best first, at most `topN`. `similarity`, when given, is each document's
+   * cosine similarity to the question as the search measured it (a reranker may use it, or not).
+   */
+  rerank(query: string, documents: readonly string[], topN: number, signal?: AbortSignal, similarity?: readonly number[]): Promise<number[]>
   /** whether translate really translates (false: the offline provider, whose translate is the identity) */
   readonly translates: boolean
   /** the text in `to`; the offline provider returns it unchanged */

@@ -103,7 +103,7 @@ export async function retrieveAndRerank(
   const started = performance.now()
   try {
     const order = await Promise.race([
-      deps.ai.rerank(query, chunks.map((c) => c.text), limits.rerankN, controller.signal),
+      deps.ai.rerank(query, chunks.map((c) => c.text), limits.rerankN, controller.signal, chunks.map((c) => 1 - c.distance)),
       new Promise<never>((_, reject) => (cancelTimer = deps.clock.setTimer(deps.config.RERANK_TIMEOUT_MS, () => reject(new RerankTimeout())))),
     ])
     const ranked = order.map((i) => chunks[i]).filter((c): c is RetrievedChunk => c !== undefined).slice(0, limits.rerankN)

@@ -4,6 +4,7 @@
 // of each subject's vocabulary in French and Arabic, matched on accent- and diacritic-free words. The
 // keys are common subject slugs; a catalogue whose sources use other slugs is matched to them through
 // SLUG_ALIASES and the words of the slug itself.
+import { foldedWords } from '../lib/fold.ts'
 
 const LEXICON: Record<string, { fr: string[]; ar: string[] }> = {
   mathematiques: {
@@ -85,17 +86,9 @@ export function subjectKey(slug: string): string | null {
   return null
 }
 
-/** Lowercase, without Latin accents, Arabic diacritics and tatweel; hamza forms of alif, ta marbuta and alif maqsura folded. */
+/** The words of a text folded for matching (lib/fold.ts), joined by single spaces. */
 export function normalizeWords(text: string): string {
-  return text
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f\u064B-\u065F\u0670\u0640]/g, '')
-    .replace(/[\u0622\u0623\u0625\u0671]/g, '\u0627')
-    .replace(/\u0629/g, '\u0647') // ta marbuta as ha
-    .replace(/\u0649/g, '\u064A') // alif maqsura as ya
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}]+/gu, ' ')
-    .trim()
+  return foldedWords(text).join(' ')
 }
 
 const normalizedLexicon = Object.entries(LEXICON).map(([subject, { fr, ar }]) => ({

@@ -1,0 +1,27 @@
+// The folded form of a text, for matching only (what students read is never folded): the folding of
+// the search index (private.search_vector in SQL), done in TypeScript for the offline embedder, the
+// offline rerank and the subject names. Every step works letter by letter, so a text may be folded
+// whole and cut into words after: cutting first would break a vowelled Arabic word at each of its
+// marks (a haraka is not a letter), and "كَتَبَ" would be three one-letter words.
+
+/**
+ * Lower case; Latin accents, Arabic diacritics (harakat, tanwin, shadda, sukun, the dagger alef, the
+ * hamza NFKD splits off its seat) and tatweel removed; alef forms, taa marbuta (as ha) and alef maqsura
+ * (as ya) folded; the Hassaniya gaf as qaf; the Persian forms of yeh, kaf and heh that some Arabic
+ * typesetting emits as the Arabic letters; Arabic-Indic digits as ASCII.
+ */
+export function foldText(text: string): string {
+  return text
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f\u064B-\u065F\u0670\u0640]/g, '')
+    .replace(/[\u0622\u0623\u0625\u0671]/g, '\u0627')
+    .replace(/[\u0629\u06C1]/g, '\u0647')
+    .replace(/[\u0649\u06CC]/g, '\u064A')
+    .replace(/\u06A9/g, '\u0643')
+    .replace(/[\u06AF\u06AD]/g, '\u0642')
+    .replace(/[\u0660-\u0669]/g, (d) => String(d.charCodeAt(0) - 0x0660))
+    .toLowerCase()
+}
+
+/** The words of a folded text (letters and digits), in order. */
+export const foldedWords = (text: string): string[] => foldText(text).split(/[^\p{L}\p{N}]+/u).filter(Boolean)
