@@ -2,43 +2,88 @@
 import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { iso } from '../lib/time.ts'
+import type { TotalRow } from '../db/client.ts'
+import type { REFERENCE_STATUSES, SCRAPE_RUN_STATUSES } from '../domain/enums.ts'
 
-function runJson(r: Record<string, unknown>) {
+/** A row of public.scrape_runs. */
+export interface ScrapeRunRow {
+  id: string
+  source: string
+  status: (typeof SCRAPE_RUN_STATUSES)[number]
+  found_count: number
+  new_count: number
+  duplicate_count: number
+  quality_failed_count: number
+  error_count: number
+  error_message: string | null
+  started_at: Date
+  finished_at: Date | null
+}
+
+/** A row of public.curriculum_references (`select *`); the SimHash is a bigint, which postgres.js reads as a string. */
+export interface ReferenceRow {
+  id: string
+  source: string
+  pdf_source: string
+  source_url: string
+  title: string | null
+  major: string | null
+  weight: number
+  category: string | null
+  grade: string | null
+  subject: string | null
+  language: string | null
+  status: (typeof REFERENCE_STATUSES)[number]
+  content_fingerprint: string | null
+  fp_block0: number | null
+  fp_block1: number | null
+  fp_block2: number | null
+  fp_block3: number | null
+  canonical_id: string | null
+  vectordb_index: string | null
+  vectordb_namespace: string | null
+  vectordb_vector_count: number | null
+  scrape_run_id: string | null
+  discovered_at: Date
+  last_checked_at: Date
+}
+
+function runJson(r: ScrapeRunRow) {
   return {
-    id: r.id as string,
-    source: r.source as string,
-    status: r.status as 'running' | 'completed' | 'failed',
-    found_count: r.found_count as number,
-    new_count: r.new_count as number,
-    duplicates: r.duplicate_count as number,
-    quality_failed: r.quality_failed_count as number,
-    errors: r.error_count as number,
-    error_message: (r.error_message as string | null) ?? null,
+    id: r.id,
+    source: r.source,
+    status: r.status,
+    found_count: r.found_count,
+    new_count: r.new_count,
+    duplicates: r.duplicate_count,
+    quality_failed: r.quality_failed_count,
+    errors: r.error_count,
+    error_message: r.error_message,
     started_at: iso(r.started_at)!,
     finished_at: iso(r.finished_at),
   }
 }
 
-export function referenceJson(r: Record<string, unknown>) {
+export function referenceJson(r: ReferenceRow) {
   return {
-    id: r.id as string,
-    source: r.source as string,
-    pdf_source: r.pdf_source as string,
-    source_url: r.source_url as string,
-    title: (r.title as string | null) ?? null,
-    major: (r.major as string | null) ?? null,
-    weight: r.weight as number,
-    category: (r.category as string | null) ?? null,
-    grade: (r.grade as string | null) ?? null,
-    subject: (r.subject as string | null) ?? null,
-    language: (r.language as string | null) ?? null,
-    status: r.status as 'discovered' | 'processing' | 'ready' | 'failed' | 'duplicate',
-    content_fingerprint: r.content_fingerprint === null ? null : String(r.content_fingerprint),
-    canonical_id: (r.canonical_id as string | null) ?? null,
-    vectordb_index: (r.vectordb_index as string | null) ?? null,
-    vectordb_namespace: (r.vectordb_namespace as string | null) ?? null,
-    vectordb_vector_count: (r.vectordb_vector_count as number | null) ?? null,
-    scrape_run_id: (r.scrape_run_id as string | null) ?? null,
+    id: r.id,
+    source: r.source,
+    pdf_source: r.pdf_source,
+    source_url: r.source_url,
+    title: r.title,
+    major: r.major,
+    weight: r.weight,
+    category: r.category,
+    grade: r.grade,
+    subject: r.subject,
+    language: r.language,
+    status: r.status,
+    content_fingerprint: r.content_fingerprint,
+    canonical_id: r.canonical_id,
+    vectordb_index: r.vectordb_index,
+    vectordb_namespace: r.vectordb_namespace,
+    vectordb_vector_count: r.vectordb_vector_count,
+    scrape_run_id: r.scrape_run_id,
     discovered_at: iso(r.discovered_at)!,
     last_checked_at: iso(r.last_checked_at)!,
   }
@@ -47,8 +92,8 @@ export function referenceJson(r: Record<string, unknown>) {
 export async function listRuns(deps: Deps, input: { source?: string | undefined; limit: number; offset: number }) {
   return asService(deps.sql, async (tx) => {
     const source = input.source ?? null
-    const [{ total }] = (await tx`select count(*)::int as total from public.scrape_runs where (${source}::text is null or source = ${source})`) as unknown as [{ total: number }]
-    const rows = await tx`select * from public.scrape_runs where (${source}::text is null or source = ${source}) order by started_at desc, id limit ${input.limit} offset ${input.offset}`
+    const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.scrape_runs where (${source}::text is null or source = ${source})`
+    const rows = await tx<ScrapeRunRow[]>`select * from public.scrape_runs where (${source}::text is null or source = ${source}) order by started_at desc, id limit ${input.limit} offset ${input.offset}`
     return { items: rows.map(runJson), total, limit: input.limit, offset: input.offset }
   })
 }
@@ -57,8 +102,8 @@ export async function listReferences(deps: Deps, input: { source?: string | unde
   return asService(deps.sql, async (tx) => {
     const [source, status] = [input.source ?? null, input.status ?? null]
     const where = tx`(${source}::text is null or source = ${source}) and (${status}::text is null or status = ${status})`
-    const [{ total }] = (await tx`select count(*)::int as total from public.curriculum_references where ${where}`) as unknown as [{ total: number }]
-    const rows = await tx`select * from public.curriculum_references where ${where} order by discovered_at desc, id limit ${input.limit} offset ${input.offset}`
+    const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.curriculum_references where ${where}`
+    const rows = await tx<ReferenceRow[]>`select * from public.curriculum_references where ${where} order by discovered_at desc, id limit ${input.limit} offset ${input.offset}`
     return { items: rows.map(referenceJson), total, limit: input.limit, offset: input.offset }
   })
 }

@@ -30,6 +30,8 @@ export interface SyncResult {
 }
 
 type Outcome = 'new' | 'needs_metadata' | 'duplicate' | 'quality_failed' | 'error' | 'known'
+/** public.register_reference's outcome for a link that passed the checks */
+type Registration = Extract<Outcome, 'new' | 'needs_metadata' | 'duplicate' | 'known'>
 
 async function rejectForQuality(ctx: ServiceContext, source: Source, link: DiscoveredLink, reason: string) {
   await asService(ctx.deps.sql, (tx) => tx`
@@ -115,11 +117,11 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
   const fingerprint = waitsForOcr && matchingForm(text, options).length < config.QUALITY_MIN_TEXT_CHARS ? null : toSigned(simhash(matchingForm(text, options))).toString()
   // the registration, its duplicate decision, job and audit: one transaction in public.register_reference
   const details = { source: source.name, trigger: 'scraper sync', warnings: quality.warnings, ...(extracted.ocr.attempted > 0 ? { ocr_pages: extracted.ocr.pages } : {}) }
-  const [registered] = await asService(ctx.deps.sql, (tx) => tx`
+  const [registered] = await asService(ctx.deps.sql, (tx) => tx<{ outcome: Registration }[]>`
     select outcome from public.register_reference(${source.name}, ${link.url}, ${file.url}, ${meta.title}, ${meta.major}, ${meta.weight}, ${meta.category},
       ${meta.grade}, ${meta.subject}, ${language}, ${fingerprint}::bigint, ${runId}, ${config.DUPLICATE_HAMMING_THRESHOLD},
       ${hasNamespace(meta.grade, meta.subject)}, ${waitsForOcr || extracted.ocr.pages > 0}, ${tx.json(details)})`)
-  const outcome = registered!.outcome as Outcome
+  const outcome: Outcome = registered!.outcome
   if (outcome === 'needs_metadata') {
     ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, url: file.url, grade: meta.grade, subject: meta.subject }, 'reference registered without grade or subject: not queued')
   }
@@ -128,8 +130,8 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
 
 export async function syncSource({ ctx, source }: { ctx: ServiceContext; source: Source }): Promise<SyncResult> {
   const log = ctx.deps.logs.forRequest('scraper', ctx.requestId)
-  const [run] = await asService(ctx.deps.sql, (tx) => tx`insert into public.scrape_runs (source) values (${source.name}) returning id`)
-  const runId = run!.id as string
+  const [run] = await asService(ctx.deps.sql, (tx) => tx<{ id: string }[]>`insert into public.scrape_runs (source) values (${source.name}) returning id`)
+  const runId = run!.id
   const counts = { new: 0, needs_metadata: 0, duplicate: 0, quality_failed: 0, error: 0, known: 0 }
   let links: DiscoveredLink[] = []
   let failure: string | null = null

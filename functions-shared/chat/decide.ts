@@ -1,6 +1,7 @@
 // Step 1 of a chat turn, decide_path: answer, or ask a clarifying question (see agent.ts for the order).
 
 import { asService } from '../db/tx.ts'
+import type { DocumentRow } from '../ingestion/documents.ts'
 import { detectLanguage } from './language.ts'
 import { inferFromCatalogue } from './infer.ts'
 import { isSmallTalk } from './small-talk.ts'
@@ -25,10 +26,10 @@ export async function decidePath(ctx: TurnContext, input: ChatInput): Promise<De
     let inference: Record<string, unknown> | undefined
     let prepared: PreparedQuery | undefined
     if (input.textbook_id) {
-      const [doc] = await asService(ctx.deps.sql, (tx) => tx`select id, grade, subject, status from public.documents where id = ${input.textbook_id!}`)
+      const [doc] = await asService(ctx.deps.sql, (tx) => tx<Pick<DocumentRow, 'id' | 'grade' | 'subject' | 'status'>[]>`select id, grade, subject, status from public.documents where id = ${input.textbook_id!}`)
       if (!doc || doc.status !== 'ready') throw new DomainError('not_found', `Textbook ${input.textbook_id} is unknown or not ready`)
-      subject ??= (doc.subject as string | null) ?? null
-      grade ??= (doc.grade as string | null) ?? null
+      subject ??= doc.subject
+      grade ??= doc.grade
       reason = 'textbook_given'
     } else if (!subject && isSmallTalk(input.message)) {
       reason = 'small_talk'

@@ -54,22 +54,41 @@ function filterArgs(filters: RetrievalFilters) {
   }
 }
 
+/** A row of public.match_chunks: the page, source and ingestion timestamp are read from the vector's metadata (text). */
+interface MatchRow {
+  id: string
+  file_id: string
+  namespace: string
+  page_number: number | null
+  source_url: string | null
+  ingestion_ts: string | null
+  distance: number
+}
+
+/** A row of public.hybrid_search: a match with its rank in each branch (null where that branch missed it) and the fused score. */
+interface HybridRow extends MatchRow {
+  dense_rank: number | null
+  text_rank: number | null
+  score: number
+  text_coverage: number
+}
+
 /** A row of match_chunks or hybrid_search as a candidate. */
-const toCandidate = (r: Record<string, unknown>): Candidate => ({
-  chunk_id: r.id as string,
-  file_id: r.file_id as string,
-  namespace: r.namespace as string,
+const toCandidate = (r: MatchRow): Candidate => ({
+  chunk_id: r.id,
+  file_id: r.file_id,
+  namespace: r.namespace,
   distance: Number(r.distance),
   page_number: Number(r.page_number ?? 0),
-  source_url: (r.source_url as string | null) ?? null,
-  ingestion_ts: (r.ingestion_ts as string | null) ?? null,
+  source_url: r.source_url,
+  ingestion_ts: r.ingestion_ts,
 })
 
 export async function denseSearch(deps: Deps, vector: readonly number[], k: number, filters: RetrievalFilters): Promise<Candidate[]> {
   const { namespace, grade, subject, language, file } = filterArgs(filters)
   // one statement: public.match_chunks puts only the filters present into the query and runs it with
   // the iterative scan on (see the chat migration)
-  const rows = await deps.sql`
+  const rows = await deps.sql<MatchRow[]>`
     select * from public.match_chunks(${deps.config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${k},
                                       ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
                                       p_ef_search => ${deps.config.HNSW_EF_SEARCH})`
@@ -90,7 +109,7 @@ export async function hybridSearch(deps: Deps, vector: readonly number[], queryT
   const { config } = deps
   const { namespace, grade, subject, language, file } = filterArgs(filters)
   const depth = (factor: number) => Math.ceil(k * factor)
-  const rows = await deps.sql`
+  const rows = await deps.sql<HybridRow[]>`
     select * from public.hybrid_search(${config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${queryText}, ${k},
                                        ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
                                        ${depth(config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(config.RETRIEVAL_TEXT_DEPTH_FACTOR)}, ${config.RETRIEVAL_RRF_K},
@@ -122,12 +141,12 @@ export async function chunkTexts(deps: Deps, candidates: readonly Candidate[], c
     else missing.push(c)
   }
   if (missing.length > 0) {
-    const rows = await asService(deps.sql, (tx) => tx`
+    const rows = await asService(deps.sql, (tx) => tx<{ id: string; content: string; title: string | null }[]>`
       select c.id, c.content, d.title from public.document_chunks c join public.documents d on d.id = c.file_id
        where c.id = any(${missing.map((m) => m.chunk_id)}) and d.status = 'ready'`)
     for (const r of rows) {
-      const entry = { text: r.content as string, title: (r.title as string | null) ?? null }
-      found.set(r.id as string, entry)
+      const entry = { text: r.content, title: r.title }
+      found.set(r.id, entry)
       const candidate = missing.find((m) => m.chunk_id === r.id)!
       cache.set(key(candidate), entry)
     }

@@ -29,6 +29,19 @@ export function actualFor(deps: Deps, characters: number): number {
   return deps.config.BILLING_BASE_COST + Math.ceil(characters / deps.config.BILLING_CHARS_PER_TOKEN)
 }
 
+/** public.begin_chat_turn's one row: the turn's reservation, or why there is none. */
+type BeginTurnRow = {
+  tier: Tier
+  hint_level: HintLevel
+  turns: number
+  token_balance: string
+  estimated: number
+} & (
+  | { refused: null; reservation_id: string; expires_at: Date }
+  | { refused: 'daily_limit'; reservation_id: null; expires_at: null }
+  | { refused: 'insufficient_balance'; reservation_id: null; expires_at: null }
+)
+
 /**
  * Step 2. Refuses what cannot be served — the chat model's circuit open (503), the tier's daily limit
  * (429) — then reserves the estimate (402 when the balance is short: nothing reserved).
@@ -42,13 +55,13 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
     const tiers = ['free', 'standard', 'premium'] as const
     const estimates = tiers.map((t) => estimateFor(deps, decision.path, t).estimated)
     const daily = tiers.map((t) => tierLimits(deps.config, t).dailyLimit ?? 0)
-    const [row] = await deps.sql`
+    const [row] = await deps.sql<[BeginTurnRow]>`
       select * from public.begin_chat_turn(${ctx.userId}, ${ctx.requestId}, ${estimates}::int[], ${daily}::int[],
                                            ${deps.config.RESERVATION_TTL_SECONDS}, ${deps.config.WELCOME_BONUS_TOKENS})`
-    const tier = row!.tier as Tier
-    const turns = Number(row!.turns)
+    const tier = row.tier
+    const turns = Number(row.turns)
     const { estimated, maxChars } = estimateFor(deps, decision.path, tier)
-    if (row!.refused === 'daily_limit') {
+    if (row.refused === 'daily_limit') {
       const limit = tierLimits(deps.config, tier).dailyLimit
       const retryAfter = untilUtcMidnight(deps.clock.now())
       throw new ApiError(ErrorCode.DAILY_LIMIT_REACHED, `The ${tier} tier allows ${limit} chat turns per day`, {
@@ -56,15 +69,15 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
         headers: { 'Retry-After': String(retryAfter) },
       })
     }
-    if (row!.refused === 'insufficient_balance') {
+    if (row.refused === 'insufficient_balance') {
       countReservation(deps.metrics.registry, 'insufficient')
-      throw new ApiError(ErrorCode.INSUFFICIENT_BALANCE, `This answer needs ${estimated} tokens reserved; the balance is ${Number(row!.token_balance)}`, {
-        details: { estimated, token_balance: Number(row!.token_balance) },
+      throw new ApiError(ErrorCode.INSUFFICIENT_BALANCE, `This answer needs ${estimated} tokens reserved; the balance is ${Number(row.token_balance)}`, {
+        details: { estimated, token_balance: Number(row.token_balance) },
       })
     }
     countReservation(deps.metrics.registry, 'reserved', estimated)
-    const reservation = { id: row!.reservation_id as string, estimated: Number(row!.estimated), expires_at: iso(row!.expires_at)! }
-    const hold: Hold = { tier, hintLevel: Number(row!.hint_level) as HintLevel, estimated, maxChars, reservation }
+    const reservation = { id: row.reservation_id, estimated: Number(row.estimated), expires_at: iso(row.expires_at)! }
+    const hold: Hold = { tier, hintLevel: row.hint_level, estimated, maxChars, reservation }
     ctx.log.info({ step: 'check_wallet', tier, estimated, reservation_id: reservation.id, turns_today: turns }, 'check_wallet')
     return hold
   })

@@ -6,6 +6,7 @@ import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { asService } from '../db/tx.ts'
+import type { DocumentRow } from '../ingestion/documents.ts'
 
 const TextbookSchema = z
   .object({
@@ -22,19 +23,25 @@ const TextbookSchema = z
   })
   .openapi('Textbook')
 
-function textbookJson(r: Record<string, unknown>): z.infer<typeof TextbookSchema> {
+function textbookJson(r: DocumentRow): z.infer<typeof TextbookSchema> {
   return {
-    id: r.id as string,
-    title: (r.title as string | null) ?? '',
-    grade: (r.grade as string | null) ?? '',
-    subject: (r.subject as string | null) ?? '',
-    major: (r.major as string | null) ?? '',
-    language: (r.language as string | null) ?? '',
-    weight: (r.weight as number | null) ?? 0,
-    page_count: (r.page_count as number | null) ?? 0,
-    chunk_count: (r.chunk_count as number | null) ?? 0,
-    namespace: (r.vectordb_namespace as string | null) ?? '',
+    id: r.id,
+    title: r.title ?? '',
+    grade: r.grade ?? '',
+    subject: r.subject ?? '',
+    major: r.major ?? '',
+    language: r.language ?? '',
+    weight: r.weight,
+    page_count: r.page_count ?? 0,
+    chunk_count: r.chunk_count ?? 0,
+    namespace: r.vectordb_namespace ?? '',
   }
+}
+
+/** The first and last page of a document's chunks; both null when it has none. */
+interface PageRangeRow {
+  min: number | null
+  max: number | null
 }
 
 const subjects = createRoute({
@@ -62,27 +69,27 @@ export function curriculumRouter(deps: Deps) {
   router.use('*', limit('public'))
   return router
     .openapi(subjects, async (c) => {
-      const rows = await asService(deps.sql, (tx) => tx`select distinct subject from public.documents where status = 'ready' and subject is not null and subject <> '' order by subject`)
-      return c.json({ subjects: rows.map((r) => r.subject as string), total: rows.length }, 200)
+      const rows = await asService(deps.sql, (tx) => tx<{ subject: string }[]>`select distinct subject from public.documents where status = 'ready' and subject is not null and subject <> '' order by subject`)
+      return c.json({ subjects: rows.map((r) => r.subject), total: rows.length }, 200)
     })
     .openapi(textbooks, async (c) => {
       const q = c.req.valid('query')
       const [grade, subject, language] = [q.grade ?? null, q.subject ?? null, q.language ?? null]
-      const rows = await asService(deps.sql, (tx) => tx`
+      const rows = await asService(deps.sql, (tx) => tx<DocumentRow[]>`
         select * from public.documents
          where status = 'ready' and (${grade}::text is null or grade = ${grade}) and (${subject}::text is null or subject = ${subject})
            and (${language}::text is null or language = ${language})
          order by grade, subject, weight desc, title`)
-      const levels = [...new Set(rows.map((r) => r.grade as string | null).filter((g): g is string => !!g))].sort()
+      const levels = [...new Set(rows.map((r) => r.grade).filter((g): g is string => !!g))].sort()
       return c.json({ levels, textbooks: rows.map(textbookJson) }, 200)
     })
     .openapi(textbook, async (c) => {
       const { id } = c.req.valid('param')
       const result = await asService(deps.sql, async (tx) => {
-        const [doc] = await tx`select * from public.documents where id = ${id} and status = 'ready'`
+        const [doc] = await tx<DocumentRow[]>`select * from public.documents where id = ${id} and status = 'ready'`
         if (!doc) return null
-        const [range] = await tx`select min(page_number)::int as min, max(page_number)::int as max from public.document_chunks where file_id = ${id}`
-        return { document: textbookJson(doc), page_range: { min: (range?.min as number | null) ?? null, max: (range?.max as number | null) ?? null } }
+        const [range] = await tx<[PageRangeRow]>`select min(page_number)::int as min, max(page_number)::int as max from public.document_chunks where file_id = ${id}`
+        return { document: textbookJson(doc), page_range: { min: range.min, max: range.max } }
       })
       if (!result) throw new ApiError(ErrorCode.NOT_FOUND, `No ready textbook ${id}`)
       return c.json(result, 200)

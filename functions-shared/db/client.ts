@@ -5,6 +5,11 @@ import postgres from 'postgres'
 export type Sql = postgres.Sql
 export type Tx = postgres.TransactionSql
 
+/** The one row of a list's `select count(*)::int as total` (an int, where a bare count(*) is a bigint string). */
+export interface TotalRow {
+  total: number
+}
+
 export interface DbOptions {
   max: number
   prepare: boolean

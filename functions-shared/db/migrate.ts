@@ -27,7 +27,7 @@ export async function migrate(sql: Sql, options: { shim: string; migrations: Mig
   return (await sql.begin(async (tx) => {
     // one migrator at a time, even when several instances start together
     await tx`select pg_advisory_xact_lock(${LOCK_KEY})`
-    const [{ has_auth }] = (await tx`select to_regnamespace('auth') is not null as has_auth`) as unknown as [{ has_auth: boolean }]
+    const [{ has_auth }] = await tx<[{ has_auth: boolean }]>`select to_regnamespace('auth') is not null as has_auth`
     let shimApplied = false
     if (!has_auth) {
       await tx.unsafe(options.shim)
@@ -37,7 +37,7 @@ export async function migrate(sql: Sql, options: { shim: string; migrations: Mig
       create schema if not exists supabase_migrations;
       create table if not exists supabase_migrations.schema_migrations (version text not null primary key, statements text[], name text);
     `)
-    const done = new Set((await tx`select version from supabase_migrations.schema_migrations`).map((r) => r.version as string))
+    const done = new Set((await tx<{ version: string }[]>`select version from supabase_migrations.schema_migrations`).map((r) => r.version))
     const applied: string[] = []
     for (const m of sorted) {
       if (done.has(m.version)) continue

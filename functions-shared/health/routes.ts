@@ -36,8 +36,8 @@ const PROBE_USER = '00000000-0000-4000-8000-000000000000'
 
 /** One query as each role the service uses; true when each ran as that role with those claims. */
 async function runsAsOwnRoles(deps: Deps): Promise<boolean> {
-  const [service] = await asService(deps.sql, (tx) => tx`select current_user as role`)
-  const [user] = await asUser(deps.sql, { sub: PROBE_USER }, (tx) => tx`select current_user as role, auth.uid() as uid`)
+  const [service] = await asService(deps.sql, (tx) => tx<{ role: string }[]>`select current_user as role`)
+  const [user] = await asUser(deps.sql, { sub: PROBE_USER }, (tx) => tx<{ role: string; uid: string | null }[]>`select current_user as role, auth.uid() as uid`)
   return service?.role === 'service_role' && user?.role === 'authenticated' && user?.uid === PROBE_USER
 }
 

@@ -5,6 +5,7 @@ import type { ServiceContext } from '../deps.ts'
 import type { Principal, Role } from '../http/auth.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { asService, asUser } from '../db/tx.ts'
+import type { TotalRow } from '../db/client.ts'
 import { fromAuthError as toApiError } from './errors.ts'
 import { DomainError } from '../domain/errors.ts'
 
@@ -20,15 +21,26 @@ export interface Profile {
 
 const PROFILE_COLUMNS = 'id, email, full_name, role, hint_level, created_at, updated_at'
 
-function toProfile(row: Record<string, unknown>): Profile {
+/** The PROFILE_COLUMNS of public.profiles, as postgres.js reads them. */
+interface ProfileRow {
+  id: string
+  email: string | null
+  full_name: string
+  role: Role
+  hint_level: number
+  created_at: Date
+  updated_at: Date
+}
+
+function toProfile(row: ProfileRow): Profile {
   return {
-    id: row.id as string,
-    email: (row.email as string | null) ?? null,
-    full_name: row.full_name as string,
-    role: row.role as Role,
+    id: row.id,
+    email: row.email,
+    full_name: row.full_name,
+    role: row.role,
     hint_level: Number(row.hint_level),
-    created_at: new Date(row.created_at as Date).toISOString(),
-    updated_at: new Date(row.updated_at as Date).toISOString(),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
   }
 }
 
@@ -90,14 +102,14 @@ function userClaims(principal: Principal) {
 }
 
 export async function getOwnProfile({ ctx, principal }: { ctx: ServiceContext; principal: Principal }): Promise<Profile> {
-  const rows = await asUser(ctx.deps.sql, userClaims(principal), (tx) => tx.unsafe(`select ${PROFILE_COLUMNS} from public.profiles where id = (select auth.uid())`))
+  const rows = await asUser(ctx.deps.sql, userClaims(principal), (tx) => tx.unsafe<ProfileRow[]>(`select ${PROFILE_COLUMNS} from public.profiles where id = (select auth.uid())`))
   if (!rows[0]) throw new DomainError('not_found', 'No profile for this account')
   return toProfile(rows[0])
 }
 
 export async function updateOwnProfile({ ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { full_name: string } }): Promise<Profile> {
   const rows = await asUser(ctx.deps.sql, userClaims(principal), (tx) =>
-    tx.unsafe(`update public.profiles set full_name = $1 where id = (select auth.uid()) returning ${PROFILE_COLUMNS}`, [input.full_name]),
+    tx.unsafe<ProfileRow[]>(`update public.profiles set full_name = $1 where id = (select auth.uid()) returning ${PROFILE_COLUMNS}`, [input.full_name]),
   )
   if (!rows[0]) throw new DomainError('not_found', 'No profile for this account')
   return toProfile(rows[0])
@@ -106,14 +118,14 @@ export async function updateOwnProfile({ ctx, principal, input }: { ctx: Service
 // ---- administration
 
 async function profileById(ctx: ServiceContext, id: string): Promise<Profile | null> {
-  const rows = await asService(ctx.deps.sql, (tx) => tx.unsafe(`select ${PROFILE_COLUMNS} from public.profiles where id = $1`, [id]))
+  const rows = await asService(ctx.deps.sql, (tx) => tx.unsafe<ProfileRow[]>(`select ${PROFILE_COLUMNS} from public.profiles where id = $1`, [id]))
   return rows[0] ? toProfile(rows[0]) : null
 }
 
 export async function listProfiles({ ctx, input }: { ctx: ServiceContext; input: { limit: number; offset: number } }) {
   return asService(ctx.deps.sql, async (tx) => {
-    const [{ total }] = (await tx`select count(*)::int as total from public.profiles`) as unknown as [{ total: number }]
-    const rows = await tx.unsafe(`select ${PROFILE_COLUMNS} from public.profiles order by created_at desc, id limit $1 offset $2`, [input.limit, input.offset])
+    const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.profiles`
+    const rows = await tx.unsafe<ProfileRow[]>(`select ${PROFILE_COLUMNS} from public.profiles order by created_at desc, id limit $1 offset $2`, [input.limit, input.offset])
     return { items: rows.map(toProfile), total, limit: input.limit, offset: input.offset }
   })
 }
@@ -146,7 +158,7 @@ export async function setUserRole({ ctx, input }: { ctx: ServiceContext; input: 
 
 export async function setHintLevel({ ctx, input }: { ctx: ServiceContext; input: { user_id: string; hint_level: number } }): Promise<Profile> {
   const rows = await asService(ctx.deps.sql, (tx) =>
-    tx.unsafe(`update public.profiles set hint_level = $2 where id = $1 returning ${PROFILE_COLUMNS}`, [input.user_id, input.hint_level]),
+    tx.unsafe<ProfileRow[]>(`update public.profiles set hint_level = $2 where id = $1 returning ${PROFILE_COLUMNS}`, [input.user_id, input.hint_level]),
   )
   if (!rows[0]) throw new DomainError('not_found', `User ${input.user_id} not found`)
   return toProfile(rows[0])

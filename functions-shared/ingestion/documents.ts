@@ -2,25 +2,49 @@
 import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { iso } from '../lib/time.ts'
+import type { DOCUMENT_ORIGINS, DOCUMENT_STATUSES } from '../domain/enums.ts'
 
-export function documentJson(r: Record<string, unknown>) {
+/** A row of public.documents (`select *`), as postgres.js reads it. */
+export interface DocumentRow {
+  id: string
+  title: string | null
+  major: string | null
+  weight: number
+  category: string | null
+  grade: string | null
+  subject: string | null
+  language: string | null
+  reference_id: string | null
+  status: (typeof DOCUMENT_STATUSES)[number]
+  origin: (typeof DOCUMENT_ORIGINS)[number]
+  vectordb_index: string | null
+  vectordb_namespace: string | null
+  vectordb_vector_count: number | null
+  page_count: number | null
+  chunk_count: number | null
+  ingestion_ts: Date | null
+  created_at: Date
+  updated_at: Date
+}
+
+export function documentJson(r: DocumentRow) {
   return {
-    id: r.id as string,
-    title: (r.title as string | null) ?? null,
-    major: (r.major as string | null) ?? null,
-    weight: r.weight as number,
-    category: (r.category as string | null) ?? null,
-    grade: (r.grade as string | null) ?? null,
-    subject: (r.subject as string | null) ?? null,
-    language: (r.language as string | null) ?? null,
-    reference_id: (r.reference_id as string | null) ?? null,
-    status: r.status as 'processing' | 'ready' | 'failed',
-    origin: r.origin as 'reference' | 'upload',
-    vectordb_index: (r.vectordb_index as string | null) ?? null,
-    vectordb_namespace: (r.vectordb_namespace as string | null) ?? null,
-    vectordb_vector_count: (r.vectordb_vector_count as number | null) ?? null,
-    page_count: (r.page_count as number | null) ?? null,
-    chunk_count: (r.chunk_count as number | null) ?? null,
+    id: r.id,
+    title: r.title,
+    major: r.major,
+    weight: r.weight,
+    category: r.category,
+    grade: r.grade,
+    subject: r.subject,
+    language: r.language,
+    reference_id: r.reference_id,
+    status: r.status,
+    origin: r.origin,
+    vectordb_index: r.vectordb_index,
+    vectordb_namespace: r.vectordb_namespace,
+    vectordb_vector_count: r.vectordb_vector_count,
+    page_count: r.page_count,
+    chunk_count: r.chunk_count,
     ingestion_ts: iso(r.ingestion_ts),
     created_at: iso(r.created_at)!,
     updated_at: iso(r.updated_at)!,
@@ -28,7 +52,7 @@ export function documentJson(r: Record<string, unknown>) {
 }
 
 export async function updateDocument(deps: Deps, id: string, patch: { title?: string | undefined; major?: string | undefined; weight?: number | undefined; category?: string | undefined }) {
-  const rows = await asService(deps.sql, (tx) => tx`
+  const rows = await asService(deps.sql, (tx) => tx<DocumentRow[]>`
     update public.documents set
       title = case when ${patch.title !== undefined} then ${patch.title ?? null} else title end,
       major = case when ${patch.major !== undefined} then ${patch.major ?? null} else major end,
@@ -39,10 +63,38 @@ export async function updateDocument(deps: Deps, id: string, patch: { title?: st
   return rows[0] ? documentJson(rows[0]) : null
 }
 
+/** What public.delete_document reports of its work. */
+interface DeletedRow {
+  status: string
+  chunks_removed: number
+  vectors_removed: number
+}
+
 /** The spec's five steps, in order, in one transaction: public.delete_document. */
 export async function deleteDocument(deps: Deps, id: string) {
-  const [r] = await asService(deps.sql, (tx) => tx`select status, chunks_removed, vectors_removed from public.delete_document(${id})`)
-  return r ? { status: 'deleted' as const, chunks_removed: r.chunks_removed as number, vectors_removed: r.vectors_removed as number } : null
+  const [r] = await asService(deps.sql, (tx) => tx<DeletedRow[]>`select status, chunks_removed, vectors_removed from public.delete_document(${id})`)
+  return r ? { status: 'deleted' as const, chunks_removed: r.chunks_removed, vectors_removed: r.vectors_removed } : null
+}
+
+/** The dashboard's one row: every count cast to int, and the tokens a bigint (which postgres.js reads as a string). */
+interface StatsRow {
+  documents_total: number
+  documents_ready: number
+  documents_processing: number
+  documents_failed: number
+  chunks_total: number
+  references_total: number
+  references_discovered: number
+  references_ready: number
+  references_failed: number
+  users_total: number
+  users_admins: number
+  users_students: number
+  jobs_queued: number
+  jobs_running: number
+  jobs_completed: number
+  jobs_failed: number
+  tokens: string
 }
 
 /**
@@ -51,7 +103,7 @@ export async function deleteDocument(deps: Deps, id: string) {
  * circulation: every wallet balance plus the tokens held by pending reservations.
  */
 export async function dashboardStats(deps: Deps) {
-  const [r] = await asService(deps.sql, (tx) => tx`
+  const [r] = await asService(deps.sql, (tx) => tx<[StatsRow]>`
     select
       (select count(*) from public.documents)::int as documents_total,
       (select count(*) from public.documents where status = 'ready')::int as documents_ready,
@@ -70,7 +122,7 @@ export async function dashboardStats(deps: Deps) {
       (select count(*) from public.ingestion_jobs where status = 'ready')::int as jobs_completed,
       (select count(*) from public.ingestion_jobs where status = 'failed')::int as jobs_failed,
       ((select coalesce(sum(token_balance), 0) from public.wallets) + (select coalesce(sum(estimated), 0) from public.reservations where status = 'reserved'))::bigint as tokens`)
-  const n = (k: string) => Number(r![k])
+  const n = (k: keyof StatsRow) => Number(r[k])
   return {
     documents: { total: n('documents_total'), ready: n('documents_ready'), processing: n('documents_processing'), failed: n('documents_failed') },
     chunks: { total: n('chunks_total') },

@@ -39,9 +39,9 @@ export function ingestionMetrics(registry: Registry, sql: Sql): IngestionMetrics
       labelNames: ['state'],
       registers: [registry],
       async collect() {
-        const rows = await sql`select status, count(*)::int as n from public.ingestion_jobs group by status`.catch(() => [])
+        const rows = await sql<{ status: string; n: number }[]>`select status, count(*)::int as n from public.ingestion_jobs group by status`.catch(() => [])
         this.reset()
-        for (const r of rows) this.set({ state: r.status as string }, r.n as number)
+        for (const r of rows) this.set({ state: r.status }, r.n)
       },
     })
     byRegistry.set(registry, m)

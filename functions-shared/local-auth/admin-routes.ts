@@ -2,6 +2,7 @@
 import type { Hono } from 'hono'
 import type { Deps } from '../deps.ts'
 import { isPgError } from '../db/tx.ts'
+import type { TotalRow } from '../db/client.ts'
 import { GoTrueError, errors } from './errors.ts'
 import { findUser, findUserByEmail, mergeMetadata, userWithIdentities, UUID } from './users.ts'
 import { randomToken } from './sessions.ts'
@@ -17,9 +18,9 @@ export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
   app.get('/admin/users', async (c) => {
     const page = Math.max(1, Number.parseInt(c.req.query('page') || '1', 10) || 1)
     const perPage = Math.min(1000, Math.max(1, Number.parseInt(c.req.query('per_page') || '50', 10) || 50))
-    const [{ total }] = (await sql`select count(*)::int as total from auth.users`) as unknown as [{ total: number }]
-    const ids = await sql`select id from auth.users order by created_at desc, id limit ${perPage} offset ${(page - 1) * perPage}`
-    const users = await Promise.all(ids.map((r) => userWithIdentities(sql, r.id as string)))
+    const [{ total }] = await sql<[TotalRow]>`select count(*)::int as total from auth.users`
+    const ids = await sql<{ id: string }[]>`select id from auth.users order by created_at desc, id limit ${perPage} offset ${(page - 1) * perPage}`
+    const users = await Promise.all(ids.map((r) => userWithIdentities(sql, r.id)))
     const last = Math.max(1, Math.ceil(total / perPage))
     const base = new URL(c.req.url)
     const link = (p: number, rel: string) => `<${base.origin}${base.pathname}?page=${p}&per_page=${perPage}>; rel="${rel}"`

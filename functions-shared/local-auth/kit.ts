@@ -58,7 +58,7 @@ export function authKit(deps: Deps) {
     return email
   }
 
-  const hash = (tx: Tx, password: string) => tx`select extensions.crypt(${password}, extensions.gen_salt('bf', ${config.AUTH_BCRYPT_COST}::int)) as h`.then((r) => r[0]!.h as string)
+  const hash = (tx: Tx, password: string) => tx<[{ h: string }]>`select extensions.crypt(${password}, extensions.gen_salt('bf', ${config.AUTH_BCRYPT_COST}::int)) as h`.then(([r]) => r.h)
 
   async function verifyToken(c: Context): Promise<JWTPayload> {
     const header = c.req.header('authorization')

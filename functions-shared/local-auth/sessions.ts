@@ -32,7 +32,7 @@ export interface SessionContext {
 
 async function runHook(deps: Deps, tx: Tx, userId: string, claims: Record<string, unknown>, method: string): Promise<Record<string, unknown>> {
   if (!deps.config.AUTH_HOOK_ENABLED) return claims
-  const [{ present }] = (await tx`select to_regprocedure('public.custom_access_token_hook(jsonb)') is not null as present`) as unknown as [{ present: boolean }]
+  const [{ present }] = await tx<[{ present: boolean }]>`select to_regprocedure('public.custom_access_token_hook(jsonb)') is not null as present`
   if (!present) return claims
   const event = {
     metadata: { uuid: crypto.randomUUID(), time: new Date(deps.clock.now()).toISOString(), name: 'customize-access-token', ip_address: '' },
@@ -41,12 +41,13 @@ async function runHook(deps: Deps, tx: Tx, userId: string, claims: Record<string
     authentication_method: method,
   }
   // as GoTrue: the hook runs as supabase_auth_admin with a 2 s statement timeout
-  const [{ previous }] = (await tx`select current_setting('statement_timeout') as previous`) as unknown as [{ previous: string }]
+  const [{ previous }] = await tx<[{ previous: string }]>`select current_setting('statement_timeout') as previous`
   await tx`select set_config('role', 'supabase_auth_admin', true), set_config('statement_timeout', '2000', true)`
   let output: Record<string, unknown>
   try {
-    const [row] = await tx`select public.custom_access_token_hook(${tx.json(event as never)}::jsonb) as output`
-    output = (row?.output ?? {}) as Record<string, unknown>
+    // the hook's jsonb, parsed; an object by the hook contract, checked field by field below
+    const [row] = await tx<[{ output: Record<string, unknown> | null }]>`select public.custom_access_token_hook(${tx.json(event as never)}::jsonb) as output`
+    output = row.output ?? {}
   } finally {
     await tx`select set_config('role', 'none', true), set_config('statement_timeout', ${previous}, true)`
   }

@@ -9,6 +9,20 @@ import { issuer, randomToken, sessionResponse, startSession } from './sessions.t
 import { redirectTarget } from './redirects.ts'
 import { asObject, readBody, type AuthKit } from './kit.ts'
 
+/**
+ * A refresh token with its session. The shim's columns are nullable as GoTrue's are; this server writes
+ * every one of these with each token and session, and the join and the match on token make them present.
+ */
+interface RefreshRow {
+  id: string
+  token: string
+  revoked: boolean
+  session_id: string
+  updated_at: Date
+  user_id: string
+  session_created_at: Date
+}
+
 export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
   const { sql, config, log, limits, redirects, checkPassword, emailOrFail, hash, requireUser, meta } = kit
   app.get('/health', (c) => c.json({ version: 'local', name: 'GoTrue (curriculum-tutor local auth)', description: 'GoTrue-compatible auth for local development' }))
@@ -62,7 +76,7 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
       const session = await sql.begin(async (tx) => {
         const user = email ? await findUserByEmail(tx, email) : null
         if (!user || !user.encrypted_password || !password) throw errors.invalidCredentials()
-        const [{ ok }] = (await tx`select extensions.crypt(${password}, ${user.encrypted_password}) = ${user.encrypted_password} as ok`) as unknown as [{ ok: boolean }]
+        const [{ ok }] = await tx<[{ ok: boolean }]>`select extensions.crypt(${password}, ${user.encrypted_password}) = ${user.encrypted_password} as ok`
         if (!ok) throw errors.invalidCredentials()
         if (!user.email_confirmed_at) throw new GoTrueError(400, 'email_not_confirmed', 'Email not confirmed')
         if (user.banned_until && new Date(user.banned_until).getTime() > deps.clock.now()) throw new GoTrueError(400, 'user_banned', 'User is banned')
@@ -75,23 +89,23 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
       if (typeof token !== 'string' || token === '') return c.json({ error: 'invalid_request', error_description: 'refresh_token required' }, 400)
       if (token.length < 12) throw errors.validation('Refresh token is not valid')
       const result = await sql.begin(async (tx) => {
-        const [row] = await tx`select r.id, r.token, r.revoked, r.session_id, r.updated_at, s.user_id, s.created_at as session_created_at
+        const [row] = await tx<RefreshRow[]>`select r.id, r.token, r.revoked, r.session_id, r.updated_at, s.user_id, s.created_at as session_created_at
                                  from auth.refresh_tokens r join auth.sessions s on s.id = r.session_id
                                 where r.token = ${token} for update of r, s`
         if (!row) throw new GoTrueError(400, 'refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found')
-        const user = await findUser(tx, row.user_id as string)
+        const user = await findUser(tx, row.user_id)
         if (!user) throw new GoTrueError(400, 'refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found')
         let refreshToken: string
         if (row.revoked) {
           // A replay inside the reuse interval (two tabs refreshing at once) gets the session's current
           // token; any later replay means the token leaked: the whole session is revoked.
-          const [child] = await tx`select token, created_at from auth.refresh_tokens where parent = ${token} and session_id = ${row.session_id} and revoked = false order by id desc limit 1`
-          const withinInterval = child && deps.clock.now() - new Date(child.created_at as Date).getTime() <= config.AUTH_REFRESH_REUSE_INTERVAL_SECONDS * 1000
+          const [child] = await tx<{ token: string; created_at: Date }[]>`select token, created_at from auth.refresh_tokens where parent = ${token} and session_id = ${row.session_id} and revoked = false order by id desc limit 1`
+          const withinInterval = child && deps.clock.now() - child.created_at.getTime() <= config.AUTH_REFRESH_REUSE_INTERVAL_SECONDS * 1000
           if (!withinInterval) {
             await tx`delete from auth.sessions where id = ${row.session_id}`
             return { reused: true } as const
           }
-          refreshToken = child.token as string
+          refreshToken = child.token
         } else {
           refreshToken = randomToken()
           await tx`update auth.refresh_tokens set revoked = true, updated_at = now() where id = ${row.id}`
@@ -101,8 +115,8 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
         }
         const session = await sessionResponse(deps, tx, {
           user,
-          sessionId: row.session_id as string,
-          startedAt: new Date(row.session_created_at as Date).getTime(),
+          sessionId: row.session_id,
+          startedAt: row.session_created_at.getTime(),
           method: 'token_refresh',
           refreshToken,
         })
@@ -140,7 +154,7 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
       }
       if (body.password !== undefined) {
         const password = checkPassword(body.password)
-        const [{ same }] = (await tx`select encrypted_password is not null and extensions.crypt(${password}, encrypted_password) = encrypted_password as same from auth.users where id = ${user.id}`) as unknown as [{ same: boolean }]
+        const [{ same }] = await tx<[{ same: boolean }]>`select encrypted_password is not null and extensions.crypt(${password}, encrypted_password) = encrypted_password as same from auth.users where id = ${user.id}`
         if (same) throw new GoTrueError(422, 'same_password', 'New password should be different from the old password.')
         await tx`update auth.users set encrypted_password = ${await hash(tx, password)}, updated_at = now() where id = ${user.id}`
         // a password change signs out every other session
@@ -185,11 +199,11 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
     // checked again here: the link may have been edited, and the tokens go in its fragment
     const redirect = redirectTarget(redirects, c.req.query('redirect_to'))
     const session = await sql.begin(async (tx) => {
-      const [row] = await tx`select id from auth.users where recovery_token = encode(extensions.digest(${token}, 'sha224'), 'hex')
+      const [row] = await tx<{ id: string }[]>`select id from auth.users where recovery_token = encode(extensions.digest(${token}, 'sha224'), 'hex')
                                and recovery_sent_at > now() - interval '1 hour' for update`
       if (!row) throw new GoTrueError(403, 'otp_expired', 'Email link is invalid or has expired')
       await tx`update auth.users set recovery_token = '', updated_at = now() where id = ${row.id}`
-      return startSession(deps, tx, (await findUser(tx, row.id as string))!, 'recovery', meta(c))
+      return startSession(deps, tx, (await findUser(tx, row.id))!, 'recovery', meta(c))
     })
     const fragment = new URLSearchParams({
       access_token: String(session.access_token),

@@ -23,6 +23,11 @@ export interface UserRow {
   is_anonymous: boolean
 }
 
+/** A user with the hash the password grant checks. */
+export interface CredentialRow extends UserRow {
+  encrypted_password: string | null
+}
+
 interface IdentityRow {
   id: string
   provider_id: string
@@ -83,20 +88,20 @@ const USER_COLUMNS = `id, aud, role, email, phone, email_confirmed_at, phone_con
 
 export async function findUser(db: Db, id: string, options: { lock?: boolean } = {}): Promise<UserRow | null> {
   if (!UUID.test(id)) return null
-  const rows = await db.unsafe(`select ${USER_COLUMNS} from auth.users where id = $1 ${options.lock ? 'for update' : ''}`, [id])
-  return (rows[0] as UserRow | undefined) ?? null
+  const rows = await db.unsafe<UserRow[]>(`select ${USER_COLUMNS} from auth.users where id = $1 ${options.lock ? 'for update' : ''}`, [id])
+  return rows[0] ?? null
 }
 
-export async function findUserByEmail(db: Db, email: string): Promise<(UserRow & { encrypted_password: string | null }) | null> {
-  const rows = await db.unsafe(`select ${USER_COLUMNS}, encrypted_password from auth.users where email = $1 and is_sso_user = false`, [email])
-  return (rows[0] as (UserRow & { encrypted_password: string | null }) | undefined) ?? null
+export async function findUserByEmail(db: Db, email: string): Promise<CredentialRow | null> {
+  const rows = await db.unsafe<CredentialRow[]>(`select ${USER_COLUMNS}, encrypted_password from auth.users where email = $1 and is_sso_user = false`, [email])
+  return rows[0] ?? null
 }
 
 export async function userWithIdentities(db: Db, id: string): Promise<Record<string, unknown> | null> {
   const user = await findUser(db, id)
   if (!user) return null
-  const identities = (await db`select id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email
-    from auth.identities where user_id = ${id} order by created_at`) as unknown as IdentityRow[]
+  const identities = await db<IdentityRow[]>`select id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email
+    from auth.identities where user_id = ${id} order by created_at`
   return userJson(user, identities)
 }
 

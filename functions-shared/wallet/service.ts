@@ -4,13 +4,14 @@ import type { ServiceContext } from '../deps.ts'
 import type { Principal } from '../http/auth.ts'
 
 import { asService, asUser, fromRpcError } from '../db/tx.ts'
-import type { Sql } from '../db/client.ts'
+import type { Sql, TotalRow } from '../db/client.ts'
 import { tierLimits, type Tier } from '../config.ts'
 import { countReservation, walletMetrics } from './metrics.ts'
 import { iso } from '../lib/time.ts'
 import { LEDGER_REASONS } from '../domain/enums.ts'
 import { refusalCode } from '../domain/errors.ts'
 import { DomainError } from '../domain/errors.ts'
+import type { BalanceRow, ExpiryRow, LedgerRow, ReservationRow, SettlementRow, TopUpRow, TransactionRow } from './rows.ts'
 
 /**
  * Runs money RPCs. Each RPC is one security-definer function that is its own transaction, so it goes
@@ -28,10 +29,10 @@ async function rpc<T>(ctx: ServiceContext, fn: (sql: Sql) => Promise<T>): Promis
 export async function getBalance({ ctx, userId }: { ctx: ServiceContext; userId: string }) {
   const { config } = ctx.deps
   const [row, turns] = await rpc(ctx, async (sql) => {
-    const [w] = await sql`select w.*, public.turns_today(${userId}) as turns from public.get_or_create_wallet(${userId}, ${config.WELCOME_BONUS_TOKENS}) w`
+    const [w] = await sql<BalanceRow[]>`select w.*, public.turns_today(${userId}) as turns from public.get_or_create_wallet(${userId}, ${config.WELCOME_BONUS_TOKENS}) w`
     return [w!, Number(w!.turns)] as const
   })
-  const tier = row.subscription_tier as Tier
+  const tier: Tier = row.subscription_tier
   const limits = tierLimits(config, tier)
   return {
     user_id: userId,
@@ -48,15 +49,15 @@ export async function getBalance({ ctx, userId }: { ctx: ServiceContext; userId:
   }
 }
 
-function reservationJson(r: Record<string, unknown>) {
+function reservationJson(r: ReservationRow) {
   return {
-    id: r.id as string,
-    user_id: r.user_id as string,
+    id: r.id,
+    user_id: r.user_id,
     estimated: Number(r.estimated),
     actual: r.actual === null ? null : Number(r.actual),
-    charged: r.charged === null || r.charged === undefined ? null : Number(r.charged),
-    status: r.status as 'reserved' | 'finalized' | 'expired',
-    request_id: (r.request_id as string | null) ?? null,
+    charged: r.charged === null ? null : Number(r.charged),
+    status: r.status,
+    request_id: r.request_id,
     created_at: iso(r.created_at)!,
     expires_at: iso(r.expires_at)!,
     finalized_at: iso(r.finalized_at),
@@ -69,8 +70,8 @@ export async function listOwnReservations({ ctx, principal, input }: { ctx: Serv
   await rpc(ctx, (sql) => sql`select * from public.expire_user_reservations(${principal.userId})`)
   return asUser(ctx.deps.sql, { ...principal.claims, sub: principal.userId }, async (tx) => {
     const status = input.status ?? null
-    const [{ total }] = (await tx`select count(*)::int as total from public.reservations where (${status}::text is null or status = ${status})`) as unknown as [{ total: number }]
-    const rows = await tx`select * from public.reservations where (${status}::text is null or status = ${status})
+    const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.reservations where (${status}::text is null or status = ${status})`
+    const rows = await tx<ReservationRow[]>`select * from public.reservations where (${status}::text is null or status = ${status})
                           order by created_at desc, id limit ${input.limit} offset ${input.offset}`
     return { items: rows.map(reservationJson), total, limit: input.limit, offset: input.offset }
   })
@@ -83,15 +84,15 @@ export type LedgerReason = (typeof LEDGER_REASONS)[number]
 export async function listOwnLedger({ ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { limit: number; offset: number } }) {
   if (principal.kind !== 'user') throw new DomainError('forbidden', 'This endpoint needs a user token')
   return asUser(ctx.deps.sql, { ...principal.claims, sub: principal.userId }, async (tx) => {
-    const [{ total }] = (await tx`select count(*)::int as total from public.token_ledger`) as unknown as [{ total: number }]
-    const rows = await tx`select * from public.token_ledger order by id desc limit ${input.limit} offset ${input.offset}`
+    const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.token_ledger`
+    const rows = await tx<LedgerRow[]>`select * from public.token_ledger order by id desc limit ${input.limit} offset ${input.offset}`
     return {
       items: rows.map((r) => ({
         id: Number(r.id),
         delta: Number(r.delta),
-        reason: r.reason as LedgerReason,
-        request_id: (r.request_id as string | null) ?? null,
-        reservation_id: (r.reservation_id as string | null) ?? null,
+        reason: r.reason,
+        request_id: r.request_id,
+        reservation_id: r.reservation_id,
         balance_after: Number(r.balance_after),
         created_at: iso(r.created_at)!,
       })),
@@ -106,7 +107,7 @@ export async function reserve({ ctx, input }: { ctx: ServiceContext; input: { us
   const { config } = ctx.deps
   try {
     const row = await rpc(ctx, async (tx) => {
-      const [r] = await tx`select * from public.reserve_tokens(${input.user_id}, ${input.estimate}, ${input.request_id ?? ctx.requestId},
+      const [r] = await tx<ReservationRow[]>`select * from public.reserve_tokens(${input.user_id}, ${input.estimate}, ${input.request_id ?? ctx.requestId},
                                                               ${config.RESERVATION_TTL_SECONDS}, ${config.WELCOME_BONUS_TOKENS})`
       return r!
     })
@@ -131,9 +132,9 @@ export async function finalize({ ctx, input, usage }: { ctx: ServiceContext; inp
   try {
     const row = await rpc(ctx, async (tx) => {
       const [r] = usage
-        ? await tx`select * from public.finalize_chat_turn(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null}, ${input.kind ?? 'chat'},
+        ? await tx<SettlementRow[]>`select * from public.finalize_chat_turn(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null}, ${input.kind ?? 'chat'},
                                                            ${cap}, ${usage.characters}, ${usage.model}, ${tx.json(usage.details as never)})`
-        : await tx`select * from public.finalize_reservation(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null},
+        : await tx<SettlementRow[]>`select * from public.finalize_reservation(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null},
                                                              ${input.kind ?? 'manual'}, ${cap})`
       return r!
     })
@@ -141,8 +142,8 @@ export async function finalize({ ctx, input, usage }: { ctx: ServiceContext; inp
     m.tokens.inc({ movement: 'charged' }, Number(row.charged))
     m.tokens.inc({ movement: 'refunded' }, Number(row.refunded))
     return {
-      reservation_id: row.reservation_id as string,
-      user_id: row.user_id as string,
+      reservation_id: row.reservation_id,
+      user_id: row.user_id,
       status: 'finalized' as const,
       estimated: Number(row.estimated),
       actual: Number(row.actual),
@@ -151,7 +152,7 @@ export async function finalize({ ctx, input, usage }: { ctx: ServiceContext; inp
       uncovered: Number(row.uncovered),
       token_balance: Number(row.token_balance),
       ledger_entry_id: row.ledger_entry_id === null ? null : Number(row.ledger_entry_id),
-      request_id: row.request_id as string,
+      request_id: row.request_id,
     }
   } catch (err) {
     if (refusalCode(err) === 'conflict') m.reservations.inc({ outcome: 'conflict' })
@@ -162,7 +163,7 @@ export async function finalize({ ctx, input, usage }: { ctx: ServiceContext; inp
 /** Refunds every reservation past its TTL (the expiry job); `now` lets tests move time. */
 export async function expireReservations({ ctx, now }: { ctx: ServiceContext; now?: Date }): Promise<{ expired: number; tokens: number }> {
   const row = await rpc(ctx, async (tx) => {
-    const [r] = now ? await tx`select * from public.expire_reservations(${now})` : await tx`select * from public.expire_reservations()`
+    const [r] = now ? await tx<ExpiryRow[]>`select * from public.expire_reservations(${now})` : await tx<ExpiryRow[]>`select * from public.expire_reservations()`
     return r!
   })
   const result = { expired: Number(row.expired), tokens: Number(row.tokens) }
@@ -200,15 +201,15 @@ export async function topUp({ ctx, principal, input, idempotencyKey }: { ctx: Se
   const canonical = { user_id: input.user_id, tokens: input.tokens, amount: input.amount, currency: input.currency, payment_method: input.payment_method, reference: input.reference ?? null }
   const hash = idempotencyKey ? await requestHash(canonical) : null
   const row = await rpc(ctx, async (tx) => {
-    const [r] = await tx`select * from public.top_up(${input.user_id}, ${input.tokens}, ${input.amount}, ${input.currency}, ${input.payment_method},
+    const [r] = await tx<TopUpRow[]>`select * from public.top_up(${input.user_id}, ${input.tokens}, ${input.amount}, ${input.currency}, ${input.payment_method},
                                                       ${input.reference ?? null}, ${createdBy(principal)}, ${idempotencyKey ?? null}, ${hash},
                                                       ${ctx.deps.config.WELCOME_BONUS_TOKENS})`
     return r!
   })
   if (!row.replayed) walletMetrics(ctx.deps.metrics.registry).tokens.inc({ movement: 'topped_up' }, input.tokens)
   return {
-    transaction_id: row.transaction_id as string,
-    user_id: row.user_id as string,
+    transaction_id: row.transaction_id,
+    user_id: row.user_id,
     tokens: Number(row.tokens),
     new_balance: Number(row.new_balance),
     ledger_entry_id: Number(row.ledger_entry_id),
@@ -217,24 +218,24 @@ export async function topUp({ ctx, principal, input, idempotencyKey }: { ctx: Se
     payment_method: input.payment_method,
     direction: 'credit' as const,
     type: 'topup' as const,
-    replayed: row.replayed as boolean,
+    replayed: row.replayed,
     created_at: iso(row.created_at)!,
   }
 }
 
-function transactionJson(r: Record<string, unknown>) {
+function transactionJson(r: TransactionRow) {
   return {
-    id: r.id as string,
-    direction: r.direction as 'credit' | 'debit',
-    type: r.type as TransactionType,
+    id: r.id,
+    direction: r.direction,
+    type: r.type,
     amount: Number(r.amount),
-    currency: r.currency as Currency,
-    payment_method: (r.payment_method as PaymentMethod | null) ?? null,
+    currency: r.currency,
+    payment_method: r.payment_method,
     tokens: Number(r.tokens),
-    user_id: (r.user_id as string | null) ?? null,
-    reference: (r.reference as string | null) ?? null,
-    description: (r.description as string | null) ?? null,
-    created_by: r.created_by as string,
+    user_id: r.user_id,
+    reference: r.reference,
+    description: r.description,
+    created_by: r.created_by,
     ledger_entry_id: r.ledger_entry_id === null ? null : Number(r.ledger_entry_id),
     created_at: iso(r.created_at)!,
   }
@@ -242,7 +243,7 @@ function transactionJson(r: Record<string, unknown>) {
 
 export async function logExpense({ ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { type: TransactionType; amount: number; currency: Currency; description: string; reference?: string | undefined; payment_method?: PaymentMethod | undefined } }) {
   const row = await rpc(ctx, async (tx) => {
-    const [r] = await tx`select * from public.log_expense(${input.type}, ${input.amount}, ${input.currency}, ${input.description},
+    const [r] = await tx<TransactionRow[]>`select * from public.log_expense(${input.type}, ${input.amount}, ${input.currency}, ${input.description},
                                                           ${input.reference ?? null}, ${createdBy(principal)}, ${input.payment_method ?? null})`
     return r!
   })
@@ -253,8 +254,8 @@ export async function listTransactions({ ctx, input }: { ctx: ServiceContext; in
   return asService(ctx.deps.sql, async (tx) => {
     const [direction, type, user] = [input.direction ?? null, input.type ?? null, input.user_id ?? null]
     const where = tx`(${direction}::text is null or direction = ${direction}) and (${type}::text is null or type = ${type}) and (${user}::uuid is null or user_id = ${user})`
-    const [{ total }] = (await tx`select count(*)::int as total from public.financial_transactions where ${where}`) as unknown as [{ total: number }]
-    const rows = await tx`select * from public.financial_transactions where ${where} order by created_at desc, id limit ${input.limit} offset ${input.offset}`
+    const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.financial_transactions where ${where}`
+    const rows = await tx<TransactionRow[]>`select * from public.financial_transactions where ${where} order by created_at desc, id limit ${input.limit} offset ${input.offset}`
     return { items: rows.map(transactionJson), total, limit: input.limit, offset: input.offset }
   })
 }

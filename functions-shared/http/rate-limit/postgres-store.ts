@@ -13,7 +13,8 @@ export class PostgresRateLimitStore implements RateLimitStore {
 
   async hit(key: string, limit: number, windowMs: number, nowMs: number): Promise<RateLimitDecision> {
     const since = nowMs - windowMs
-    const [row] = await this.#sql`
+    // hits is a bigint[]: postgres.js reads its elements as strings
+    const [row] = await this.#sql<{ allowed: boolean; hits: string[] }[]>`
       insert into private.rate_limits as r (key, hits, allowed, updated_at)
       values (${key}, array[${nowMs}::bigint], true, now())
       on conflict (key) do update set
@@ -26,8 +27,8 @@ export class PostgresRateLimitStore implements RateLimitStore {
         updated_at = now()
       returning allowed, hits`
     if (++this.#checks % 1000 === 0) void this.#sweep(windowMs)
-    const hits = (row!.hits as (string | number)[]).map(Number)
-    return decide(hits, row!.allowed as boolean, limit, windowMs, nowMs)
+    const hits = row!.hits.map(Number)
+    return decide(hits, row!.allowed, limit, windowMs, nowMs)
   }
 
   async #sweep(windowMs: number): Promise<void> {
