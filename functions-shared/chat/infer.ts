@@ -15,6 +15,7 @@
 //   (subjects.ts) when it can, else the student is asked which one.
 import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
+import type { DocumentRow } from '../ingestion/documents.ts'
 import type { Candidate } from './retrieve.ts'
 import { searchQuestion, type PreparedQuery } from './query.ts'
 import { namedSubjects, subjectKey, subjectScores } from './subjects.ts'
@@ -47,16 +48,16 @@ const round = (x: number) => Math.round(x * 10_000) / 10_000
 /** The grade and subject of each document, for the hits (one query for all of them). */
 async function documentsOf(deps: Deps, ids: string[]): Promise<Map<string, { grade: string | null; subject: string | null }>> {
   if (ids.length === 0) return new Map()
-  const rows = await asService(deps.sql, (tx) => tx`select id, grade, subject from public.documents where id = any(${ids}::uuid[])`)
-  return new Map(rows.map((r) => [r.id as string, { grade: (r.grade as string | null) ?? null, subject: (r.subject as string | null) ?? null }]))
+  const rows = await asService(deps.sql, (tx) => tx<Pick<DocumentRow, 'id' | 'grade' | 'subject'>[]>`select id, grade, subject from public.documents where id = any(${ids}::uuid[])`)
+  return new Map(rows.map((r) => [r.id, { grade: r.grade, subject: r.subject }]))
 }
 
 /** The subjects of the ready documents (of a grade). */
 async function catalogueSubjects(deps: Deps, grade: string | null): Promise<string[]> {
-  const rows = await asService(deps.sql, (tx) => tx`
+  const rows = await asService(deps.sql, (tx) => tx<{ subject: string }[]>`
     select distinct subject from public.documents
      where status = 'ready' and subject is not null and (${grade}::text is null or lower(grade) = lower(${grade}::text))`)
-  return rows.map((r) => r.subject as string)
+  return rows.map((r) => r.subject)
 }
 
 interface Weighed {
@@ -132,8 +133,8 @@ export async function inferFromCatalogue(
 
 /** What the catalogue offers (ready documents): its subjects and grades, to name in a clarifying question. */
 export async function catalogueOptions(deps: Deps): Promise<{ subjects: string[]; grades: string[] }> {
-  const rows = await asService(deps.sql, (tx) => tx`select distinct subject, grade from public.documents where status = 'ready'`)
-  const subjects = [...new Set(rows.map((r) => r.subject as string | null).filter((s): s is string => !!s))].sort()
-  const grades = [...new Set(rows.map((r) => r.grade as string | null).filter((g): g is string => !!g))].sort()
+  const rows = await asService(deps.sql, (tx) => tx<Pick<DocumentRow, 'subject' | 'grade'>[]>`select distinct subject, grade from public.documents where status = 'ready'`)
+  const subjects = [...new Set(rows.map((r) => r.subject).filter((s): s is string => !!s))].sort()
+  const grades = [...new Set(rows.map((r) => r.grade).filter((g): g is string => !!g))].sort()
   return { subjects, grades }
 }

@@ -16,7 +16,10 @@ import { retry } from '../lib/retry.ts'
 import { chunkId, chunkPages, tokenWindows, type TextChunk } from './chunk.ts'
 import { defaultTokenizer } from './tokenizer.ts'
 import { hasNamespace, namespaceFor } from '../catalogue/namespace.ts'
+import type { ReferenceRow } from '../catalogue/listings.ts'
 import { countOcr, failureReason, ingestionMetrics } from './metrics.ts'
+
+type Nullable<T> = { [K in keyof T]: T[K] | null }
 
 export interface ClaimedJob {
   id: string
@@ -83,29 +86,30 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     await deps.onJobTransition?.({ job_id: job.id, attempt: job.attempt, status: 'parsing' }) // claimed
     // 1. the job, its reference, its document (created now, by public.begin_ingestion, for jobs the scraper queued)
     const { reference, fileId } = await asService(deps.sql, async (tx) => {
-      const [ref] = await tx`select * from public.curriculum_references where id = ${job.reference_id}`
+      const [ref] = await tx<ReferenceRow[]>`select * from public.curriculum_references where id = ${job.reference_id}`
       if (!ref) throw new PipelineError(`reference ${job.reference_id} no longer exists`)
-      const [begun] = await tx`select file_id from public.begin_ingestion(${job.id}, ${job.attempt})`
-      return { reference: ref, fileId: begun!.file_id as string }
+      const [begun] = await tx<[{ file_id: string }]>`select file_id from public.begin_ingestion(${job.id}, ${job.attempt})`
+      return { reference: ref, fileId: begun.file_id }
     })
     // the ingest request and the scraper refuse such a reference first; this guards what they cannot see
     // (a row edited in the database, a job queued before they checked)
-    if (!hasNamespace(reference.grade, reference.subject)) throw new PipelineError('the reference has no grade or subject, so it has no namespace')
+    const { grade, subject } = reference
+    if (grade === null || subject === null || !hasNamespace(grade, subject)) throw new PipelineError('the reference has no grade or subject, so it has no namespace')
     const source = deps.sources.find((s) => s.name === reference.source)
-    const namespace = namespaceFor(reference.grade as string, reference.subject as string)
+    const namespace = namespaceFor(grade, subject)
     // a scan registered where it could not be read has no language yet: its pages tell
-    const registeredLanguage = (reference.language as string | null) ?? null
+    const registeredLanguage = reference.language
     // a source's own allowlist; for a reference whose source is not configured, only FETCH_ALLOWED_HOSTS
     // (never the URL's own host, which would let any stored URL reach anywhere)
     const allowlist = source ? allowedHosts(source) : globalAllowlist(config.FETCH_ALLOWED_HOSTS)
     if (allowlist.length === 0) {
-      throw new PipelineError(`download refused: the source "${String(reference.source)}" of this reference is not configured, and FETCH_ALLOWED_HOSTS allows no host`)
+      throw new PipelineError(`download refused: the source "${reference.source}" of this reference is not configured, and FETCH_ALLOWED_HOSTS allows no host`)
     }
 
     // 2-3. download and pages (transient download failures retried with backoff)
     const file = await retry(
       () =>
-        safeFetch(reference.pdf_source as string, {
+        safeFetch(reference.pdf_source, {
           allowedHosts: allowlist,
           allowLoopback: config.FETCH_ALLOW_LOOPBACK,
           maxBytes: config.UPLOAD_MAX_BYTES,
@@ -276,6 +280,7 @@ async function deferForOcr(deps: Deps, job: ClaimedJob, read: ReadPdf): Promise<
  * with deferredOnly, only a job that a process without a recognizer left for one.
  */
 export async function claimNextJob(deps: Deps, options: { deferredOnly?: boolean } = {}): Promise<ClaimedJob | null> {
-  const [row] = await asService(deps.sql, (tx) => tx`select id, reference_id, file_id, attempt from public.claim_next_job(${deps.ocr !== undefined}, ${options.deferredOnly === true})`)
-  return row?.id ? { id: row.id as string, reference_id: row.reference_id as string, file_id: (row.file_id as string | null) ?? null, attempt: row.attempt as number } : null
+  // claim_next_job returns a null row (every column null) when nothing is queued
+  const [row] = await asService(deps.sql, (tx) => tx<Nullable<ClaimedJob>[]>`select id, reference_id, file_id, attempt from public.claim_next_job(${deps.ocr !== undefined}, ${options.deferredOnly === true})`)
+  return row?.id && row.reference_id && row.attempt !== null ? { id: row.id, reference_id: row.reference_id, file_id: row.file_id, attempt: row.attempt } : null
 }

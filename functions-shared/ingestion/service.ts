@@ -4,24 +4,58 @@ import { asService, fromRpcError } from '../db/tx.ts'
 import { claimNextJob, processJob } from './pipeline.ts'
 import { hasNamespace, namespaceSlug } from '../catalogue/namespace.ts'
 import { iso } from '../lib/time.ts'
+import type { TotalRow } from '../db/client.ts'
 import { DomainError } from '../domain/errors.ts'
 import type { JOB_STATUSES } from '../domain/enums.ts'
+import type { ReferenceRow } from '../catalogue/listings.ts'
 
 export type JobStatus = (typeof JOB_STATUSES)[number]
 
-export function jobJson(r: Record<string, unknown>) {
+/** A row of public.ingestion_jobs as postgres.js reads it (seq, a bigint, as a string). */
+export interface JobRow {
+  id: string
+  reference_id: string
+  file_id: string | null
+  status: JobStatus
+  chunks_created: number
+  vectors_upserted: number
+  retry_count: number
+  attempt: number
+  error_message: string | null
+  needs_ocr: boolean
+  pages_total: number | null
+  pages_done: number
+  pages_ocr: number
+  locked_at: Date | null
+  started_at: Date | null
+  finished_at: Date | null
+  seq: string
+  created_at: Date
+  updated_at: Date
+}
+
+interface AuditRow {
+  id: string
+  from_status: string | null
+  to_status: string
+  error_message: string | null
+  details: Record<string, unknown>
+  created_at: Date
+}
+
+export function jobJson(r: JobRow) {
   return {
-    id: r.id as string,
-    reference_id: r.reference_id as string,
-    file_id: (r.file_id as string | null) ?? null,
-    status: r.status as JobStatus,
-    chunks_created: r.chunks_created as number,
-    vectors_upserted: r.vectors_upserted as number,
-    retry_count: r.retry_count as number,
-    attempt: r.attempt as number,
-    error_message: (r.error_message as string | null) ?? null,
-    progress: { pages_done: (r.pages_done as number) ?? 0, pages_total: (r.pages_total as number | null) ?? null, pages_ocr: (r.pages_ocr as number) ?? 0 },
-    needs_ocr: (r.needs_ocr as boolean) ?? false,
+    id: r.id,
+    reference_id: r.reference_id,
+    file_id: r.file_id,
+    status: r.status,
+    chunks_created: r.chunks_created,
+    vectors_upserted: r.vectors_upserted,
+    retry_count: r.retry_count,
+    attempt: r.attempt,
+    error_message: r.error_message,
+    progress: { pages_done: r.pages_done, pages_total: r.pages_total, pages_ocr: r.pages_ocr },
+    needs_ocr: r.needs_ocr,
     created_at: iso(r.created_at)!,
     updated_at: iso(r.updated_at)!,
   }
@@ -51,11 +85,11 @@ export async function requestIngestion(deps: Deps, input: { reference_id: string
   const [job] = await rpc(deps, async (tx) => {
     // such a job could only fail in the pipeline: refused here, where the operator is told how to fix it
     // (the row lock holds until the job is queued, so the grade and subject checked are the ones queued)
-    const [ref] = await tx`select status, grade, subject from public.curriculum_references where id = ${input.reference_id} for update`
+    const [ref] = await tx<Pick<ReferenceRow, 'status' | 'grade' | 'subject'>[]>`select status, grade, subject from public.curriculum_references where id = ${input.reference_id} for update`
     if (ref && ref.status !== 'duplicate' && !hasNamespace(ref.grade, ref.subject)) throw noNamespaceError(input.reference_id, ref.grade, ref.subject)
-    return tx`select * from public.request_ingestion(${input.reference_id}, ${input.force})`
+    return tx<JobRow[]>`select * from public.request_ingestion(${input.reference_id}, ${input.force})`
   })
-  return { status: 'queued' as const, job_id: job!.id as string, reference_id: input.reference_id }
+  return { status: 'queued' as const, job_id: job!.id, reference_id: input.reference_id }
 }
 
 /** Claims the oldest queued job and starts it in the background; `idle` when nothing is queued. */
@@ -70,25 +104,25 @@ export async function dispatchNext(deps: Deps, requestId: string) {
 export async function listJobs(deps: Deps, input: { status?: JobStatus | undefined; limit: number; offset: number }) {
   return asService(deps.sql, async (tx) => {
     const status = input.status ?? null
-    const [{ total }] = (await tx`select count(*)::int as total from public.ingestion_jobs where (${status}::text is null or status = ${status})`) as unknown as [{ total: number }]
-    const rows = await tx`select * from public.ingestion_jobs where (${status}::text is null or status = ${status}) order by seq desc limit ${input.limit} offset ${input.offset}`
+    const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.ingestion_jobs where (${status}::text is null or status = ${status})`
+    const rows = await tx<JobRow[]>`select * from public.ingestion_jobs where (${status}::text is null or status = ${status}) order by seq desc limit ${input.limit} offset ${input.offset}`
     return { items: rows.map(jobJson), total, limit: input.limit, offset: input.offset }
   })
 }
 
 export async function getJob(deps: Deps, jobId: string) {
   return asService(deps.sql, async (tx) => {
-    const [row] = await tx`select * from public.ingestion_jobs where id = ${jobId}`
+    const [row] = await tx<JobRow[]>`select * from public.ingestion_jobs where id = ${jobId}`
     if (!row) return null
-    const audit = await tx`select id, from_status, to_status, error_message, details, created_at from public.ingestion_audit where job_id = ${jobId} order by id`
+    const audit = await tx<AuditRow[]>`select id, from_status, to_status, error_message, details, created_at from public.ingestion_audit where job_id = ${jobId} order by id`
     return {
       ...jobJson(row),
       audit: audit.map((a) => ({
         id: Number(a.id),
-        from_status: (a.from_status as string | null) ?? null,
-        to_status: a.to_status as string,
-        error_message: (a.error_message as string | null) ?? null,
-        details: a.details as Record<string, unknown>,
+        from_status: a.from_status,
+        to_status: a.to_status,
+        error_message: a.error_message,
+        details: a.details,
         at: iso(a.created_at)!,
       })),
     }
