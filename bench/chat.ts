@@ -196,8 +196,11 @@ async function turnOverhead(): Promise<void> {
   }
   // the same questions without grade and subject: the teacher infers them from the catalogue first
   const unlabelled = questions.map(({ message }) => ({ message }))
-  const inferred = await load(chatUrl, 8, 1200, unlabelled)
-  console.log(`    ${'8'.padStart(8)}   ${fmt(inferred.p50).padStart(9)} / ${fmt(inferred.p99).padStart(9)} (${inferred.rps.toFixed(0).padStart(5)})   without grade and subject: the subject inferred from the catalogue (one more search)`)
+  console.log('    without grade and subject: the subject inferred from the catalogue first (one more search, in decide)')
+  for (const [c, total] of [[1, 300], [8, 1200]] as const) {
+    const inferred = await load(chatUrl, c, total, unlabelled)
+    console.log(`    ${String(c).padStart(8)}   ${fmt(inferred.p50).padStart(9)} / ${fmt(inferred.p99).padStart(9)} (${inferred.rps.toFixed(0).padStart(5)})   ${' '.repeat(44)}${inferred.stages}`)
+  }
   const [usage] = await sql`select count(*)::int as turns, sum(charged)::int as charged from public.usage_log`
   const [ledger] = await sql`select (select sum(token_balance) from public.wallets)::bigint as balances, (select sum(delta) from public.token_ledger)::bigint as ledger`
   console.log(`    ${usage!.turns} turns billed, ${usage!.charged} tokens charged; Σ balances ${ledger!.balances} = Σ ledger ${ledger!.ledger}: ${ledger!.balances === ledger!.ledger ? 'ok' : 'MISMATCH'}\n`)

@@ -72,7 +72,7 @@ describe('denseSearch', () => {
 })
 
 describe('match_chunks', () => {
-  it('takes the HNSW index for metadata filters on a large table, the namespace\'s btree range with a namespace, and restores the planner settings', async () => {
+  it('takes the HNSW index on a large table, with metadata filters or none, the namespace\'s btree range with a namespace, and restores the planner settings', async () => {
     const conn = await db.sql.reserve()
     try {
       await conn`begin`
@@ -88,6 +88,12 @@ describe('match_chunks', () => {
       const s1 = await scans()
       const byNamespace = await conn`select * from public.match_chunks('curriculum-1536', ${q}::extensions.vector, 5, 'grade-5as-physique')`
       const s2 = await scans()
+      // no filter at all, past p_exact_below: the index too (a question without grade or subject)
+      const unfiltered = await conn`select * from public.match_chunks('curriculum-1536', ${q}::extensions.vector, 5, p_exact_below => 0)`
+      const s3 = await scans()
+      // below it, every row ranked exactly
+      const exact = await conn`select * from public.match_chunks('curriculum-1536', ${q}::extensions.vector, 5, p_exact_below => 1000000)`
+      const s4 = await scans()
       expect(await conn`select current_setting('enable_seqscan') as seq, current_setting('enable_sort') as sort`).toEqual([{ seq: 'on', sort: 'on' }])
       await conn`rollback`
       const physics = sentences(PHYSICS_LESSON).length
@@ -96,6 +102,10 @@ describe('match_chunks', () => {
       expect(s1.hnsw).toBeGreaterThan(s0.hnsw)
       expect(s2.hnsw).toBe(s1.hnsw)
       expect(s2.pkey).toBeGreaterThan(s1.pkey)
+      expect(unfiltered.length).toBe(5)
+      expect(s3.hnsw).toBeGreaterThan(s2.hnsw)
+      expect(exact.map((r) => r.id)).toEqual(unfiltered.map((r) => r.id))
+      expect(s4.hnsw).toBe(s3.hnsw)
     } finally {
       conn.release()
     }

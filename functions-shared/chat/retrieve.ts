@@ -91,7 +91,7 @@ export async function denseSearch(deps: Deps, vector: readonly number[], k: numb
   const rows = await deps.sql<MatchRow[]>`
     select * from public.match_chunks(${deps.config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${k},
                                       ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
-                                      p_ef_search => ${deps.config.HNSW_EF_SEARCH})`
+                                      p_exact_below => ${deps.config.RETRIEVAL_EXACT_BELOW}, p_ef_search => ${deps.config.HNSW_EF_SEARCH})`
   return rows.map(toCandidate).sort((a, b) => a.distance - b.distance)
 }
 
@@ -114,7 +114,7 @@ export async function hybridSearch(deps: Deps, vector: readonly number[], queryT
                                        ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
                                        ${depth(config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(config.RETRIEVAL_TEXT_DEPTH_FACTOR)}, ${config.RETRIEVAL_RRF_K},
                                        ${config.RETRIEVAL_DENSE_WEIGHT}, ${config.RETRIEVAL_TEXT_WEIGHT},
-                                       p_ef_search => ${config.HNSW_EF_SEARCH}, p_text_common => ${config.RETRIEVAL_TEXT_COMMON},
+                                       p_exact_below => ${config.RETRIEVAL_EXACT_BELOW}, p_ef_search => ${config.HNSW_EF_SEARCH}, p_text_common => ${config.RETRIEVAL_TEXT_COMMON},
                                        p_text_postings => ${config.RETRIEVAL_TEXT_POSTINGS}, p_coverage => ${options.coverage ?? true})`
   return rows.map((r) => ({
     ...toCandidate(r),
