@@ -8,7 +8,6 @@ import { loadConfig } from '../functions-shared/config.ts'
 import { createDeps } from '../functions-shared/deps.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { claimNextJob, processJob } from '../functions-shared/ingestion/pipeline.ts'
-import { ingestionMetrics } from '../functions-shared/ingestion/metrics.ts'
 import { scratchDatabase } from './lib/scratch-db.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
@@ -36,7 +35,7 @@ const started = performance.now()
 const outcome = await processJob(deps, job, 'bench')
 const seconds = (performance.now() - started) / 1000
 
-const histogram = await ingestionMetrics(deps.metrics.registry, sql).stageSeconds.get()
+const histogram = await deps.metrics.ingestion.stageSeconds.get()
 const sums = new Map(histogram.values.filter((v) => v.metricName === 'ingestion_stage_seconds_sum').map((v) => [String(v.labels.stage), v.value]))
 console.log(`database: ${db.label}; ${PAGES}-page French PDF (${(pdf.byteLength / 1024).toFixed(0)} KB); offline embedder; node ${process.version}\n`)
 if (outcome.status !== 'ready') console.log(`the job did not finish: ${outcome.error ?? outcome.status}`)

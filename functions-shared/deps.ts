@@ -6,6 +6,7 @@ import type { Sql } from './db/client.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
 import { createLogRoot, type LogRoot } from './lib/logger.ts'
 import { createMetrics, type Metrics } from './http/metrics.ts'
+import { createChatRuntime, type ChatRuntime } from './chat/runtime.ts'
 import { createTokenVerifier, type TokenVerifier } from './http/auth.ts'
 import type { RateLimitStore } from './http/rate-limit/store.ts'
 import { MemoryRateLimitStore } from './http/rate-limit/memory-store.ts'
@@ -46,6 +47,8 @@ export interface Deps {
   clock: Clock
   logs: LogRoot
   metrics: Metrics
+  /** what the chat keeps between turns: caches, the model's circuit breaker, its series */
+  chat: ChatRuntime
   rateLimits: RateLimitStore
   verifier: TokenVerifier
   /** the socket's peer address, from the runtime adapter */
@@ -84,13 +87,19 @@ export interface ServiceContext {
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {
   const clock = parts.clock ?? systemClock
   const ai = parts.ai ?? createAiProvider(config)
+  const logs = parts.logs ?? createLogRoot({ level: config.LOG_LEVEL })
+  // the circuit gauge reads the chat's breaker, made next with the metrics' chat series
+  let chat: ChatRuntime | undefined
+  const metrics = parts.metrics ?? createMetrics({ sql: parts.sql, circuitState: () => chat?.breaker.state ?? 'closed' })
+  chat = parts.chat ?? createChatRuntime(config, clock, metrics.chat, logs.get('chat'))
   return {
     ai,
     embedder: ai,
     config,
     clock,
-    logs: createLogRoot({ level: config.LOG_LEVEL }),
-    metrics: createMetrics(),
+    logs,
+    metrics,
+    chat,
     rateLimits: config.RATE_LIMIT_STORE === 'postgres' ? new PostgresRateLimitStore(parts.sql) : new MemoryRateLimitStore(),
     verifier: createTokenVerifier({
       secret: config.JWT_SECRET,

@@ -10,7 +10,8 @@ import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
 import { seedDocument, vectorLiteral } from './helpers/corpus.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
-import { retrieveAndRerank, type RetrievalCaches } from '../functions-shared/chat/rerank.ts'
+import { retrieveAndRerank } from '../functions-shared/chat/rerank.ts'
+import type { RetrievalCaches } from '../functions-shared/chat/runtime.ts'
 
 let db: TestDatabase
 let t: TestApp

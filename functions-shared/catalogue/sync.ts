@@ -11,7 +11,7 @@ import { arabicShare, contentPages, matchingForm } from './canonicalize.ts'
 import { checkQuality } from './quality.ts'
 import { isPdf, PdfError } from './extract-pdf.ts'
 import { readPdf, readPdfSettings } from '../ingestion/read-pdf.ts'
-import { countOcr, ingestionMetrics } from '../ingestion/metrics.ts'
+import { countOcr } from '../ingestion/metrics.ts'
 import { simhash, toSigned } from './simhash.ts'
 import { hasNamespace } from './namespace.ts'
 
@@ -79,7 +79,7 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
     await rejectForQuality(ctx, source, link, err.message)
     return 'quality_failed'
   }
-  countOcr(ingestionMetrics(ctx.deps.metrics.registry, ctx.deps.sql), extracted.ocr)
+  countOcr(ctx.deps.metrics.ingestion, extracted.ocr)
   const options = { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers }
   const pages = contentPages(extracted.pages.map((p) => p.text), config.QUALITY_MIN_PAGE_CHARS, options)
   const text = pages.join('\n')

@@ -9,15 +9,11 @@ import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import type { Deps } from '../deps.ts'
 import type { Tier } from '../config.ts'
 import { tierLimits } from '../config.ts'
-import type { TtlCache } from '../lib/ttl-cache.ts'
+import type { RetrievalCaches } from './runtime.ts'
 import { namespaceFor } from '../catalogue/namespace.ts'
 import { chunkTexts, type RetrievalFilters, type RetrievedChunk } from './retrieve.ts'
 import { prepareQuery, searchQuestion, translationUseful, type CrossLingualStatus, type PreparedQuery } from './query.ts'
 
-export interface RetrievalCaches {
-  chunks: TtlCache<{ text: string; title: string | null }>
-  rerank: TtlCache<string[]>
-}
 
 export interface RetrievalResult {
   /** the text the rerank read */

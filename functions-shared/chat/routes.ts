@@ -7,7 +7,6 @@ import { bearerSecurity, createRouter } from '../http/router.ts'
 import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
-import { chatRuntime } from './runtime.ts'
 import { completeTurn, prepareTurn } from './agent.ts'
 import { UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type TurnSink } from './turn.ts'
 import { sseResponse } from './sse.ts'
@@ -137,7 +136,7 @@ export function chatRouter(deps: Deps) {
     const input = c.req.valid('json') as ChatInput & { stream?: boolean }
     const principal = c.get('principal')
     if (principal.kind !== 'user') throw new ApiError(ErrorCode.FORBIDDEN, 'This endpoint needs a user token')
-    const ctx: TurnContext = { deps, rt: chatRuntime(deps), requestId: c.get('requestId'), userId: principal.userId, log: c.get('log'), timings: {} }
+    const ctx: TurnContext = { deps, rt: deps.chat, requestId: c.get('requestId'), userId: principal.userId, log: c.get('log'), timings: {} }
     const streaming = input.stream ?? (c.req.header('accept') ?? '').includes('text/event-stream')
     const prepared = await prepareTurn(ctx, input)
     if (streaming) return sseTurn(c, deps, ctx, input, prepared) as never

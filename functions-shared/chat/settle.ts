@@ -70,12 +70,12 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
       })
     }
     if (row.refused === 'insufficient_balance') {
-      countReservation(deps.metrics.registry, 'insufficient')
+      countReservation(deps.metrics.wallet, 'insufficient')
       throw new ApiError(ErrorCode.INSUFFICIENT_BALANCE, `This answer needs ${estimated} tokens reserved; the balance is ${Number(row.token_balance)}`, {
         details: { estimated, token_balance: Number(row.token_balance) },
       })
     }
-    countReservation(deps.metrics.registry, 'reserved', estimated)
+    countReservation(deps.metrics.wallet, 'reserved', estimated)
     const reservation = { id: row.reservation_id, estimated: Number(row.estimated), expires_at: iso(row.expires_at)! }
     const hold: Hold = { tier, hintLevel: row.hint_level, estimated, maxChars, reservation }
     ctx.log.info({ step: 'check_wallet', tier, estimated, reservation_id: reservation.id, turns_today: turns }, 'check_wallet')

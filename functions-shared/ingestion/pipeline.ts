@@ -17,7 +17,7 @@ import { chunkId, chunkPages, tokenWindows, type TextChunk } from './chunk.ts'
 import { defaultTokenizer } from './tokenizer.ts'
 import { hasNamespace, namespaceFor } from '../catalogue/namespace.ts'
 import type { ReferenceRow } from '../catalogue/listings.ts'
-import { countOcr, failureReason, ingestionMetrics } from './metrics.ts'
+import { countOcr, failureReason } from './metrics.ts'
 
 type Nullable<T> = { [K in keyof T]: T[K] | null }
 
@@ -61,7 +61,7 @@ async function fail(deps: Deps, job: ClaimedJob, message: string, details: Recor
 
 export async function processJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<JobOutcome> {
   const outcome = await runJob(deps, job, requestId)
-  const m = ingestionMetrics(deps.metrics.registry, deps.sql)
+  const m = deps.metrics.ingestion
   m.outcomes.inc({ outcome: outcome.status })
   if (outcome.status === 'failed') m.failures.inc({ reason: failureReason(outcome.error ?? '') })
   return outcome
@@ -70,7 +70,7 @@ export async function processJob(deps: Deps, job: ClaimedJob, requestId: string)
 async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<JobOutcome> {
   const log = deps.logs.forRequest('ingestion', requestId)
   const { config } = deps
-  const m = ingestionMetrics(deps.metrics.registry, deps.sql)
+  const m = deps.metrics.ingestion
   const started = performance.now()
   let stageStarted = started
   const stage = {

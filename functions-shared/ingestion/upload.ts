@@ -6,7 +6,7 @@ import { asService } from '../db/tx.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { isPdf, PdfError } from '../catalogue/extract-pdf.ts'
 import { readPdf, readPdfSettings } from './read-pdf.ts'
-import { countOcr, ingestionMetrics } from './metrics.ts'
+import { countOcr } from './metrics.ts'
 import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { charWindows, chunkId, chunkPages } from './chunk.ts'
 import { namespaceFor } from '../catalogue/namespace.ts'
@@ -33,7 +33,7 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
     if (err instanceof PdfError) throw new ApiError(ErrorCode.VALIDATION_FAILED, err.message, { details: { fields: [{ field: 'file', message: err.message }] } })
     throw err
   }
-  countOcr(ingestionMetrics(deps.metrics.registry, deps.sql), extracted.ocr)
+  countOcr(deps.metrics.ingestion, extracted.ocr)
   const pages = extracted.pages
     .map((p) => ({ number: p.number, text: canonicalize(p.text), source: p.source, confidence: p.confidence }))
     .filter((p) => matchingForm(p.text).length >= config.QUALITY_MIN_PAGE_CHARS)

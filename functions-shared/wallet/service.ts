@@ -6,7 +6,7 @@ import type { Principal } from '../http/auth.ts'
 import { asService, asUser, fromRpcError } from '../db/tx.ts'
 import type { Sql, TotalRow } from '../db/client.ts'
 import { tierLimits, type Tier } from '../config.ts'
-import { countReservation, walletMetrics } from './metrics.ts'
+import { countReservation } from './metrics.ts'
 import { iso } from '../lib/time.ts'
 import { LEDGER_REASONS } from '../domain/enums.ts'
 import { refusalCode } from '../domain/errors.ts'
@@ -111,10 +111,10 @@ export async function reserve({ ctx, input }: { ctx: ServiceContext; input: { us
                                                               ${config.RESERVATION_TTL_SECONDS}, ${config.WELCOME_BONUS_TOKENS})`
       return r!
     })
-    countReservation(ctx.deps.metrics.registry, 'reserved', input.estimate)
+    countReservation(ctx.deps.metrics.wallet, 'reserved', input.estimate)
     return reservationJson(row)
   } catch (err) {
-    if (refusalCode(err) === 'insufficient_balance') countReservation(ctx.deps.metrics.registry, 'insufficient')
+    if (refusalCode(err) === 'insufficient_balance') countReservation(ctx.deps.metrics.wallet, 'insufficient')
     throw err
   }
 }
@@ -127,7 +127,7 @@ export interface TurnUsage {
 }
 
 export async function finalize({ ctx, input, usage }: { ctx: ServiceContext; input: { reservation_id: string; actual: number; kind?: 'chat' | 'clarify' | 'manual' | 'released'; request_id?: string | undefined }; usage?: TurnUsage }) {
-  const m = walletMetrics(ctx.deps.metrics.registry)
+  const m = ctx.deps.metrics.wallet
   const cap = ctx.deps.config.ACTUAL_COST_CAP_MULTIPLIER
   try {
     const row = await rpc(ctx, async (tx) => {
@@ -168,7 +168,7 @@ export async function expireReservations({ ctx, now }: { ctx: ServiceContext; no
   })
   const result = { expired: Number(row.expired), tokens: Number(row.tokens) }
   if (result.expired > 0) {
-    const m = walletMetrics(ctx.deps.metrics.registry)
+    const m = ctx.deps.metrics.wallet
     m.reservations.inc({ outcome: 'expired' }, result.expired)
     m.tokens.inc({ movement: 'expired' }, result.tokens)
   }
@@ -206,7 +206,7 @@ export async function topUp({ ctx, principal, input, idempotencyKey }: { ctx: Se
                                                       ${ctx.deps.config.WELCOME_BONUS_TOKENS})`
     return r!
   })
-  if (!row.replayed) walletMetrics(ctx.deps.metrics.registry).tokens.inc({ movement: 'topped_up' }, input.tokens)
+  if (!row.replayed) ctx.deps.metrics.wallet.tokens.inc({ movement: 'topped_up' }, input.tokens)
   return {
     transaction_id: row.transaction_id,
     user_id: row.user_id,
