@@ -48,6 +48,25 @@ describe('POST /admin/upload-curriculum', () => {
     expect(doc).toEqual({ status: 'ready', origin: 'upload', title: null })
   })
 
+  it('leaves a running head and page numbers on the first page only', async () => {
+    const head = 'Ministère de l\'Éducation nationale - Physique 7C'
+    const bodies = [FR_LESSON, PHYSICS_LESSON, `${FR_LESSON} ${PHYSICS_LESSON}`]
+    const pdf = await makePdf(bodies.map((b, i) => `${head}\n${b}\nPage ${i + 1} sur 3`))
+    const res = await upload(form({ grade: '7C', subject: 'physique', language: 'fr' }, { bytes: pdf, name: 'tete.pdf' }))
+    expect(res.status, JSON.stringify(res.body)).toBe(201)
+    const pages = await db.sql<{ page_number: number; content: string }[]>`
+      select page_number, string_agg(content, ' ' order by chunk_index) as content from public.document_chunks
+       where file_id = ${res.body.document_id} group by page_number order by page_number`
+    expect(pages.map((p) => p.page_number)).toEqual([1, 2, 3])
+    expect(pages[0]!.content).toContain(head)
+    expect(pages[0]!.content).toContain('Page 1 sur 3')
+    for (const p of pages.slice(1)) {
+      expect(p.content).not.toContain(head)
+      expect(p.content).not.toMatch(/Page \d sur 3/)
+    }
+    expect(pages[1]!.content).toContain(PHYSICS_LESSON.slice(0, 40))
+  })
+
   it('refuses a file that is not a PDF (415), missing fields (400) and an oversized body (413)', async () => {
     const html = new TextEncoder().encode('<html>not a pdf</html>')
     expect((await upload(form({ grade: '4AS', subject: 'maths', language: 'fr' }, { bytes: html, name: 'x.pdf' }))).status).toBe(415)
