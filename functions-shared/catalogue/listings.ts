@@ -20,12 +20,8 @@ export interface ScrapeRunRow {
   finished_at: Date | null
 }
 
-/** A row of public.curriculum_references (`select *`); the SimHash is a bigint, which postgres.js reads as a string. */
-export interface ReferenceRow {
-  id: string
-  source: string
-  pdf_source: string
-  source_url: string
+/** The metadata columns a reference and its document share (a document takes its reference's when ingested). */
+export interface MetadataColumns {
   title: string | null
   major: string | null
   weight: number
@@ -33,6 +29,24 @@ export interface ReferenceRow {
   grade: string | null
   subject: string | null
   language: string | null
+}
+
+export const metadataJson = (r: MetadataColumns) => ({
+  title: r.title,
+  major: r.major,
+  weight: r.weight,
+  category: r.category,
+  grade: r.grade,
+  subject: r.subject,
+  language: r.language,
+})
+
+/** A row of public.curriculum_references (`select *`); the SimHash is a bigint, which postgres.js reads as a string. */
+export interface ReferenceRow extends MetadataColumns {
+  id: string
+  source: string
+  pdf_source: string
+  source_url: string
   status: (typeof REFERENCE_STATUSES)[number]
   content_fingerprint: string | null
   fp_block0: number | null
@@ -70,13 +84,7 @@ export function referenceJson(r: ReferenceRow) {
     source: r.source,
     pdf_source: r.pdf_source,
     source_url: r.source_url,
-    title: r.title,
-    major: r.major,
-    weight: r.weight,
-    category: r.category,
-    grade: r.grade,
-    subject: r.subject,
-    language: r.language,
+    ...metadataJson(r),
     status: r.status,
     content_fingerprint: r.content_fingerprint,
     canonical_id: r.canonical_id,

@@ -3,17 +3,11 @@ import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { iso } from '../lib/time.ts'
 import type { DOCUMENT_ORIGINS, DOCUMENT_STATUSES } from '../domain/enums.ts'
+import { metadataJson, type MetadataColumns } from '../catalogue/listings.ts'
 
 /** A row of public.documents (`select *`), as postgres.js reads it. */
-export interface DocumentRow {
+export interface DocumentRow extends MetadataColumns {
   id: string
-  title: string | null
-  major: string | null
-  weight: number
-  category: string | null
-  grade: string | null
-  subject: string | null
-  language: string | null
   reference_id: string | null
   status: (typeof DOCUMENT_STATUSES)[number]
   origin: (typeof DOCUMENT_ORIGINS)[number]
@@ -30,13 +24,7 @@ export interface DocumentRow {
 export function documentJson(r: DocumentRow) {
   return {
     id: r.id,
-    title: r.title,
-    major: r.major,
-    weight: r.weight,
-    category: r.category,
-    grade: r.grade,
-    subject: r.subject,
-    language: r.language,
+    ...metadataJson(r),
     reference_id: r.reference_id,
     status: r.status,
     origin: r.origin,
