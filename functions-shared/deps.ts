@@ -33,10 +33,8 @@ export interface SupabaseClients {
 }
 
 /** What a process that was not given supabase-js clients answers if it calls Auth: a wiring error, said plainly. */
-const noSupabaseClients: SupabaseClients = {
-  anon: () => Promise.reject(new Error('this process was started without supabase-js clients (pass createSupabaseClients at its entry)')),
-  admin: () => Promise.reject(new Error('this process was started without supabase-js clients (pass createSupabaseClients at its entry)')),
-}
+const unwired = () => Promise.reject(new Error('this process was started without supabase-js clients (pass createSupabaseClients at its entry)'))
+const noSupabaseClients: SupabaseClients = { anon: unwired, admin: unwired }
 
 /** Reads a file of an installed package (e.g. the API reference page's assets); null when absent. */
 export type AssetReader = (pkg: string, file: string) => Promise<Uint8Array | null>

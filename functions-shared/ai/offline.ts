@@ -104,7 +104,8 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
     dimension,
     embed: async (texts) => texts.map((t) => offlineVector(t, dimension)),
     async rerank(query, documents, topN, _signal, searchSimilarity) {
-      const q = forms(query)
+      // the question is new each turn: its forms are made, not cached, so the cache keeps the chunks
+      const q: TextForms = { keys: new Set(keys(query)) }
       const texts = documents.map(forms)
       const scores = coverageOf(q.keys, texts.map((t) => t.keys))
       // equal shares (frequent: a question holds four to eight keys) go to the text nearer the question
