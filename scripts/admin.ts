@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util'
 import { loadConfigOrExit } from './lib/load-config.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { ApiCallError, ApiClient } from './lib/api-client.ts'
-import { jobProgress } from './lib/job-progress.ts'
+import { jobProgress, watchPause } from './lib/job-progress.ts'
 
 const USAGE = `usage: npm run admin -- <command> [arguments] [--url URL] [--token TOKEN | --admin-key KEY] [--json]
 
@@ -216,8 +216,17 @@ async function main(): Promise<void> {
     case 'watch': {
       const interval = Math.max(100, Number(flags.interval))
       let last = ''
+      let listedAt = -Infinity
       for (;;) {
-        if (flags.dispatch) await api.post('/admin/jobs/dispatch')
+        // a look that starts a job drives the work and goes on at the interval, reading the job list once
+        // a second at most (each read is an admin request too); a look that only watches is paced by the
+        // rate limit (watchPause)
+        const dispatched = flags.dispatch ? (await api.post('/admin/jobs/dispatch')).status === 'dispatched' : false
+        if (dispatched && Date.now() - listedAt < 1000) {
+          await sleep(interval)
+          continue
+        }
+        listedAt = Date.now()
         const jobs = (await api.get('/admin/jobs?limit=200')).items as {
           id: string
           status: string
@@ -241,7 +250,7 @@ async function main(): Promise<void> {
         if (line.replace(/"at":"[^"]+",/, '') !== last) out(line)
         last = line.replace(/"at":"[^"]+",/, '')
         if (active.length === 0) return
-        await sleep(interval)
+        await sleep(dispatched ? interval : watchPause(interval, flags.dispatch ? 2 : 1, api.rateLimit))
       }
     }
     case 'requeue': {

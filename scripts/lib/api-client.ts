@@ -28,6 +28,8 @@ export type SseEvent = { event: string; data: any }
 export class ApiClient {
   readonly url: string
   readonly #o: ApiClientOptions
+  /** the rate limit of the last call that reported one (X-RateLimit-Limit and -Remaining) */
+  rateLimit: { limit: number; remaining: number } | null = null
   constructor(options: ApiClientOptions) {
     this.url = options.url.replace(/\/$/, '')
     this.#o = options
@@ -69,6 +71,9 @@ export class ApiClient {
       headers: this.#headers({ ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers }),
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     })
+    const limit = Number(res.headers.get('x-ratelimit-limit'))
+    const remaining = Number(res.headers.get('x-ratelimit-remaining'))
+    if (res.headers.has('x-ratelimit-remaining') && limit > 0 && Number.isFinite(remaining)) this.rateLimit = { limit, remaining }
     const text = await res.text()
     let json: Record<string, unknown>
     try {
