@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
-import { createOfflineProvider, keyCoverage } from '../functions-shared/ai/offline.ts'
+import { createOfflineProvider, keyCoverage, PASSAGE_SENTENCES, passageCoverage, passageKeys } from '../functions-shared/ai/offline.ts'
 import { ProviderError, type AiProvider } from '../functions-shared/ai/provider.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 
@@ -87,6 +87,25 @@ describe('the offline provider', () => {
     expect(shares[0]).toBe(shares[1])
     expect(await offline.rerank(question, [plain, closer], 2)).toEqual([1, 0])
     expect(await offline.rerank(question, [closer, plain], 2)).toEqual([0, 1])
+  })
+
+  it('ranks first the text whose words stand together in one passage, not scattered over a long page', async () => {
+    const question = 'comment calculer la vitesse moyenne du cycliste ?'
+    // each holds all four keys; the long page holds them in paragraphs about other things
+    const scattered = [
+      'Le cycliste porte un casque.', 'Les routes du pays sont longues.', 'La saison des pluies commence en juillet.',
+      'On apprend à calculer une aire.', 'Le marché ouvre le matin.', 'Le fleuve traverse la vallée.',
+      'La vitesse du son est connue.', 'Les élèves rangent la classe.', 'Le vent souffle du nord.',
+      'Une moyenne de notes se fait aussi.',
+    ].join(' ')
+    const together = 'Méthode. Pour calculer la vitesse moyenne du cycliste, on divise la distance par la durée. Exemple : 30 km en 2 h.'
+    expect(keyCoverage(question, [scattered, together])).toEqual([1, 1])
+    expect(passageCoverage(question, [scattered, together])).toEqual([0.25, 1])
+    // the passage decides before the cosine, even a search's cosine that favours the long page
+    expect(await offline.rerank(question, [scattered, together], 2, undefined, [0.9, 0.1])).toEqual([1, 0])
+    // a passage is PASSAGE_SENTENCES sentences in a row, Arabic marks included; a short text is one passage
+    expect(passageKeys('أ ب. ج د؟ هـ و؛ ز ح: ط').length).toBe(Math.max(1, 5 - PASSAGE_SENTENCES + 1))
+    expect(passageKeys('Une seule phrase sans point')).toHaveLength(1)
   })
 
   it('translates as the identity', async () => {
