@@ -320,6 +320,13 @@ describe('the small parts', () => {
     // a single ف, ب or ل is no prefix (it begins فرنسي, بيت, لبن)
     expect(matchKey('فرنسي')).toBe('فرنس')
     expect(matchKey('بيوت')).toBe('بيوت')
+    // the name of God is a word of its own, not the article before له ("to him")
+    expect(matchKey('والله')).toBe(matchKey('الله'))
+    expect(matchKey('الله')).not.toBe(matchKey('له'))
+    expect(keyCoverage('ما حكمة الله من الزكاة؟', ['ما له من مال'])).toEqual([0])
+    // a preposition with a pronoun (منها, عليه, لهم) is a function word; بنى ("built") is not one
+    expect(keyCoverage('لماذا تجب الزكاة عليه وما الحكمة منها؟', ['ذهب منها وعليه لهم'])).toEqual([0])
+    expect(keyCoverage('من بنى مراكش؟', ['بنى يوسف بن تاشفين مراكش'])).toEqual([1])
     // function words do not count: "quelle est" holds nothing of the lesson
     expect(keyCoverage('quelle est la vitesse', ['La vitesse du son.', 'Quelle est la question ?'])).toEqual([1, 0])
     const [a, b] = keyCoverage('équations premier degré', ['Une équation du premier degré.', 'Le mouvement rectiligne.'])

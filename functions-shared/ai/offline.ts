@@ -27,6 +27,7 @@ export function overlap(query: string, text: string): number {
 const ARABIC_ARTICLES = ['وال', 'بال', 'كال', 'فال', 'لل', 'ال']
 const ARABIC_SUFFIXES = ['ها', 'ان', 'ات', 'ون', 'ين', 'يه', 'ه', 'ي', 'ا']
 const FRENCH_STEM = 5
+const ALLAH = new Set(['الله', 'لله', 'بالله', 'فالله', 'تالله'])
 
 /**
  * A word's matching key: folded like the search index (accents, Arabic diacritics and tatweel off,
@@ -44,6 +45,8 @@ function stem(folded: string): string | null {
   let w = folded
   if (/\p{Script=Arabic}/u.test(w)) {
     if (w.startsWith('و') && w.length >= 4) w = w.slice(1)
+    // the name of God is one word, not the article before له ("to him"), which is a function word
+    if (ALLAH.has(w)) return 'الله'
     for (const p of ARABIC_ARTICLES) if (w.startsWith(p) && w.length - p.length >= 2) { w = w.slice(p.length); break }
     for (const s of ARABIC_SUFFIXES) if (w.endsWith(s) && w.length - s.length >= 3) w = w.slice(0, -s.length)
     return w.length >= 2 ? w : null
@@ -64,7 +67,13 @@ const STOP = new Set(
     .map(matchKey)
     .filter((k): k is string => k !== null),
 )
-const keys = (text: string) => foldedWords(text).map(stem).filter((k): k is string => k !== null && !STOP.has(k))
+// a preposition with a pronoun attached (منها, عليه, عندك, فيهم, لنا, بها): a function word as well
+const PREPOSITION_PRONOUN = /^(?:من|عن|في|علي|الي|عند|مع|لدي|ل|ب|ك)(?:ه|ها|هم|هما|هن|ك|كم|كما|كن|ي|نا)$/u
+const keys = (text: string) =>
+  foldedWords(text)
+    .filter((w) => !PREPOSITION_PRONOUN.test(w))
+    .map(stem)
+    .filter((k): k is string => k !== null && !STOP.has(k))
 
 /**
  * The share of the query's distinct word keys (matchKey) that each document holds. Measured on the
