@@ -136,8 +136,9 @@ async function main(): Promise<void> {
           if (args.has('--evidence') && filters === 'without' && !q.cross_lingual) {
             // the inference's evidence is recorded with the turn's usage
             const [row] = await sql`select details -> 'inference' as inference from public.usage_log where request_id = ${res.request_id as string}`
-            const ev = (row?.inference ?? {}) as { best_coverage?: number; best_similarity?: number }
-            evidence.push(`${mode} ${q.id} ${lessonLabel(q)} coverage ${ev.best_coverage ?? '-'} similarity ${ev.best_similarity ?? '-'} → ${res.path} ${res.subject ?? '-'}`)
+            const ev = (row?.inference ?? {}) as { best_coverage?: number; best_similarity?: number; subjects?: Record<string, number> }
+            const weights = Object.entries(ev.subjects ?? {}).map(([s, w]) => `${s} ${w}`).join(', ')
+            evidence.push(`${mode} ${q.id} ${lessonLabel(q)} coverage ${ev.best_coverage ?? '-'} similarity ${ev.best_similarity ?? '-'} → ${res.path} ${res.subject ?? '-'}${weights ? ` (${weights})` : ''}`)
           }
           if (!lesson) {
             clarify.n++
