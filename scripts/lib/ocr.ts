@@ -14,11 +14,10 @@ import { dirname, join } from 'node:path'
 import { createWorker, OEM, PSM, type Worker } from 'tesseract.js'
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
 import type { OcrEngine, OcrFailure, OcrReading } from '../../functions-shared/ingestion/ocr-port.ts'
-import { renderPage } from './render-page.ts'
+import { renderPage, STANDARD_FONTS } from './render-page.ts'
 import type { Config } from '../../functions-shared/config.ts'
 
 const require = createRequire(import.meta.url)
-const STANDARD_FONTS = join(dirname(require.resolve('pdfjs-dist/package.json')), 'standard_fonts/')
 
 export interface NodeOcrOptions {
   /** recognizers at once; 0: one per core but one, at least 1 */

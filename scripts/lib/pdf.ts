@@ -3,7 +3,7 @@
 // pdf.js extracts it in visual order, as many real PDFs do).
 import { createRequire } from 'node:module'
 import PDFDocument from 'pdfkit'
-import { renderPage } from './render-page.ts'
+import { renderPage, STANDARD_FONTS } from './render-page.ts'
 
 const require = createRequire(import.meta.url)
 const AMIRI = require.resolve('@fontsource/amiri/files/amiri-arabic-400-normal.woff')
@@ -96,7 +96,7 @@ export async function makePdf(pages: string[], options: { arabic?: boolean; rtl?
 /** Each page of a PDF rendered by pdf.js as a PNG at `dpi` (for scans made from typeset text). */
 export async function renderPages(pdf: Uint8Array, dpi: number): Promise<Buffer[]> {
   const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs')
-  const task = getDocument({ data: pdf.slice(), disableFontFace: true, useSystemFonts: false, verbosity: 0 })
+  const task = getDocument({ data: pdf.slice(), disableFontFace: true, useSystemFonts: false, standardFontDataUrl: STANDARD_FONTS, verbosity: 0 })
   const doc = await task.promise
   const images: Buffer[] = []
   try {

@@ -1,6 +1,14 @@
 // One PDF page as a PNG, rendered by pdf.js onto an @napi-rs/canvas (the recognizer's input, and the
 // scans the tests and the demo make from typeset lessons).
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
 import type { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
+
+/**
+ * pdf.js's metrics and outlines of the fourteen standard fonts, which a PDF may use without embedding
+ * them: without this folder a page set in Helvetica or Times renders as empty boxes.
+ */
+export const STANDARD_FONTS = join(dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json')), 'standard_fonts/')
 
 type PdfDocument = Awaited<ReturnType<typeof getDocument>['promise']>
 interface CanvasFactory {
