@@ -1,7 +1,8 @@
 // The text of a discovered document, in two forms (spec §1, scraper pipeline step 1):
 // - canonicalize: the text as written, which chunks store and answers quote: Unicode NFKC (which also
-//   maps Arabic presentation forms to letters), control characters as spaces, reversed Arabic lines put
-//   back in reading order, per-source boilerplate removed, whitespace collapsed. Letters and punctuation
+//   maps Arabic presentation forms to letters), the sure repairs of Arabic text layers (repairArabicLayer:
+//   kashida strokes, detached marks, ligatures read backwards), control characters as spaces, reversed
+//   Arabic lines put back in reading order, per-source boilerplate removed, whitespace collapsed. Letters and punctuation
 //   stay as the source has them (hamza forms, taa marbuta, tatweel, full stops, colons);
 // - matchingForm: that text folded for comparisons only (SimHash fingerprints, lengths of content):
 //   alef forms to bare alef, tatweel removed, and, as a source asks, taa marbuta to ha and the hamza
@@ -49,10 +50,54 @@ export function repairReversedArabic(text: string): string {
 export function canonicalize(raw: string, options: CanonicalizeOptions = {}): string {
   // NFKC also folds presentation forms (U+FB50–U+FDFF, U+FE70–U+FEFF); control characters (pdf.js
   // gives NUL for glyphs without a Unicode mapping) become spaces.
-  let text = raw.normalize('NFKC').replace(/[\u0000-\u0008\u000B-\u001F\u007F]/g, ' ')
+  let text = repairArabicLayer(raw.normalize('NFKC')).replace(/[\u0000-\u0008\u000B-\u001F\u007F]/g, ' ')
   text = repairReversedArabic(text)
   for (const pattern of options.boilerplate ?? []) text = text.replace(new RegExp(pattern, 'giu'), ' ')
   return text.replace(/\s+/gu, ' ').trim()
+}
+
+// Arabic letters, and the marks written over or under them (harakat, tanwin, shadda, sukun, the dagger alef)
+const AR_LETTER = '\u0621-\u064A\u0671-\u06D3'
+const AR_MARK = '\u064B-\u065F\u0670'
+const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F]/
+
+/**
+ * Control characters that a PDF's fonts give for kashida: the connecting strokes a typesetter that
+ * justifies Arabic (LibreOffice) draws between two joined letters, with no character behind them, which
+ * pdf.js reads as the glyph's code (U+0003). A code that stands two or more times in a row inside an Arabic
+ * word is such a stroke (a letter the font cannot map never repeats like that); all its occurrences
+ * inside words are strokes too.
+ */
+export function kashidaCodes(text: string): Set<string> {
+  const codes = new Set<string>()
+  for (const m of text.matchAll(new RegExp(`(?<=[${AR_LETTER}${AR_MARK}])(${CONTROL.source})\\1+(?=[${AR_LETTER}])`, 'gu'))) codes.add(m[1]!)
+  return codes
+}
+
+/**
+ * Repairs of Arabic text layers that are sure, whatever the font: each undoes a way a typesetter's glyphs
+ * map back to characters, and none can change text that was right.
+ * - kashida strokes (kashidaCodes) inside words are taken out ("معرف\u0003\u0003ة" → "معرفة");
+ * - a mark that came out after a space goes back onto the letter before it ("أن ّ", "الدَّرْس ُالأوّل"):
+ *   no Arabic word begins with a mark; one left at the start of a word, with no letter before it, is
+ *   dropped;
+ * - lam-alef drawn as one glyph and read as two words ("ل ا" for "لا");
+ * - the ligature of the name of God read backwards ("اهلل" for "الله"), and lam with alef maqsura read
+ *   backwards ("عىل" for "على", "إىل" for "إلى"): alef maqsura only ends a word, so "ىل" never stands in one;
+ * - a brace that a font's connecting glyph maps to, between two letters of a word ("ال{كريم").
+ */
+export function repairArabicLayer(text: string): string {
+  if (!/[\u0600-\u06FF]/.test(text)) return text
+  let out = text
+  for (const code of kashidaCodes(out)) out = out.replace(new RegExp(`(?<=[${AR_LETTER}${AR_MARK}])\\u${code.charCodeAt(0).toString(16).padStart(4, '0')}+(?=[${AR_LETTER}])`, 'gu'), '')
+  out = out
+    .replace(new RegExp(`([${AR_LETTER}][${AR_MARK}]*)([ \\t]+)([${AR_MARK}]+)`, 'gu'), '$1$3$2')
+    .replace(new RegExp(`(^|[\\s\\p{P}])[${AR_MARK}]+(?=[${AR_LETTER}])`, 'gu'), '$1')
+    .replace(new RegExp(`(?<![${AR_LETTER}${AR_MARK}])([وف]?)ل ا(?![${AR_LETTER}${AR_MARK}])`, 'gu'), '$1لا')
+    .replace(new RegExp(`(?<![${AR_LETTER}${AR_MARK}])([وف]?ب?)اهلل(?![${AR_LETTER}${AR_MARK}])`, 'gu'), '$1الله')
+    .replace(new RegExp(`\u0649\u0644(?![${AR_LETTER}${AR_MARK}])`, 'gu'), '\u0644\u0649')
+    .replace(new RegExp(`(?<=[${AR_LETTER}])[{}]+(?=[${AR_LETTER}])`, 'gu'), '')
+  return out
 }
 
 /** The canonical text folded for comparisons (fingerprints, content lengths); never stored or shown. */

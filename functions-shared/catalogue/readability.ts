@@ -3,7 +3,7 @@
 // inside words ("كة حر" for "حركة"), with lam-alef reversed ("اإلسالم" for "الإسلام"), or with glyphs
 // that map to nothing; French comes out as encoding garbage ("Ã©" for "é"). Such a page is recognized
 // from its image too, and the better reading kept (ingestion/read-pdf.ts).
-import { arabicShare, canonicalize } from './canonicalize.ts'
+import { arabicShare, canonicalize, kashidaCodes } from './canonicalize.ts'
 
 export interface Readability {
   /** false when the problems are too many for the text to be stored as it is */
@@ -19,7 +19,14 @@ export interface Readability {
 const MAX_PROBLEM_SHARE = 0.04
 const MIN_PROBLEMS = 3
 
-const ARABIC_WORD = /[\u0621-\u064A\u0671-\u06D3]+/g
+// an Arabic word with its marks (a vowelled word is one word, not a piece at each haraka)
+const ARABIC_WORD = /[\u0621-\u064A\u0671-\u06D3\u064B-\u065F\u0670]+/g
+const MARKS = /[\u064B-\u065F\u0670]/g
+// a mark on something that is not an Arabic letter (a digit, a Latin letter: "0ّ"; a grammar lesson
+// shows a mark alone on tatweel or the dotted circle), or a sign inside an Arabic word that no text
+// writes there (U+061D, U+061E, what a font's ligature glyph maps to)
+const MISPLACED_MARK = /[^\u0621-\u064A\u0671-\u06D3\u064B-\u065F\u0670\u25CC\s][\u064B-\u065F\u0670]/g
+const SIGN_IN_WORD = /[\u0621-\u064A][\u061D\u061E{}[\]|\\<>^~][\u0621-\u064A]/g
 // letters that never start a word (taa marbuta, alef maqsura, the hamza on a seat below or on waw)
 const NEVER_INITIAL = /^[\u0629\u0649\u0624]/
 // the article before a hamza-carrying alef, in visual order: "اإل", "األ", "اآل" (with a proclitic)
@@ -35,19 +42,25 @@ const TWO_LETTER_WORDS = new Set(
 const MOJIBAKE = /Ã[\u0080-\u00BF]|Â[\u0080-\u00BF\u00A0]|â€|Ø[\u00A0-\u00BF]|Ù[\u0080-\u00BF]/g
 
 export function readability(raw: string): Readability {
-  const unmapped = (raw.match(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFD\uE000-\uF8FF]/g) ?? []).length
+  // kashida strokes read as control codes are not missing letters (canonicalize takes them out)
+  const kashida = kashidaCodes(raw.normalize('NFKC'))
+  const unmapped = (raw.match(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFD\uE000-\uF8FF]/g) ?? []).filter((c) => !kashida.has(c)).length
   const nfkc = raw.normalize('NFKC')
   // NFKC folds presentation forms to letters; what is left in those blocks did not fold
   const presentationForms = (nfkc.match(/[\uFB50-\uFD3D\uFD40-\uFDFF\uFE70-\uFEFF]/g) ?? []).length
   const text = canonicalize(raw)
   const mojibake = (text.match(MOJIBAKE) ?? []).length
-  const strange = Array.from(text).filter((ch) => /[\p{Co}\p{Cn}\p{So}]/u.test(ch)).length
+  const strange =
+    Array.from(text).filter((ch) => /[\p{Co}\p{Cn}\p{So}]/u.test(ch) && ch !== '\u25CC').length + (text.match(MISPLACED_MARK) ?? []).length + (text.match(SIGN_IN_WORD) ?? []).length
   let reversedLamAlef = 0
   let brokenWords = 0
-  const arabic = text.match(ARABIC_WORD) ?? []
+  const arabic = (text.match(ARABIC_WORD) ?? []).map((w) => w.replace(MARKS, ''))
   for (const word of arabic) {
-    if (REVERSED_ARTICLE.test(word)) reversedLamAlef++
-    else if (NEVER_INITIAL.test(word) || /\u0629./.test(word)) brokenWords++
+    if (word === '') brokenWords++
+    else if (REVERSED_ARTICLE.test(word)) reversedLamAlef++
+    // taa marbuta and alef maqsura end a word: a letter after one is two words run together, or a
+    // ligature read backwards
+    else if (NEVER_INITIAL.test(word) || /[\u0629\u0649]./.test(word)) brokenWords++
     else if (word.length === 1 && !SINGLE_LETTERS.has(word)) brokenWords++
     else if (word.length === 2 && !TWO_LETTER_WORDS.has(word)) brokenWords++
   }

@@ -1,0 +1,102 @@
+// Arabic PDFs from typesetters other than the demo's (test/fixtures/typeset/README.md): what pdf.js reads
+// from them, repaired by canonicalize where the repair is sure, judged by the readability check. A page
+// whose layer is repaired is stored as written; a page beyond repair goes to the recognizer.
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
+import { canonicalize, kashidaCodes, repairArabicLayer } from '../functions-shared/catalogue/canonicalize.ts'
+import { readability } from '../functions-shared/catalogue/readability.ts'
+
+const fixture = (name: string) => new URL(`./fixtures/typeset/${name}`, import.meta.url)
+const source = { ar: readFileSync(fixture('ar.txt'), 'utf8'), fr: readFileSync(fixture('fr.txt'), 'utf8') }
+const words = (text: string) => text.normalize('NFKC').replace(/’/g, "'").match(/[\p{L}\p{M}\p{N}']+/gu) ?? []
+const bare = (word: string) => word.replace(/[\u064B-\u065F\u0670\u0640]/g, '')
+
+/** The share of the source's words that the page's canonical text holds, as written and without marks. */
+function kept(sourceText: string, canonical: string) {
+  const want = words(sourceText)
+  const got = new Set(words(canonical))
+  const gotBare = new Set([...got].map(bare))
+  return { exact: want.filter((w) => got.has(w)).length / want.length, bare: want.filter((w) => gotBare.has(bare(w))).length / want.length }
+}
+
+async function pages(name: string) {
+  const pdf = await extractPdf(new Uint8Array(readFileSync(fixture(name))), { deadlineMs: 20_000 })
+  return pdf.pages.map((p) => ({ raw: p.text, canonical: canonicalize(p.text), readability: readability(p.text) }))
+}
+
+describe('Arabic text layers of other typesetters', () => {
+  it('LibreOffice, justified: the kashida strokes, detached marks and ligatures are repaired, every word as written', async () => {
+    const [ar] = await pages('libreoffice-notonaskharabic.pdf')
+    expect(ar!.raw).toContain('\u0003') // the strokes are there to repair
+    expect(ar!.readability.readable).toBe(true)
+    expect(ar!.readability.problems.unmapped).toBe(0)
+    expect(kept(source.ar, ar!.canonical)).toEqual({ exact: 1, bare: 1 })
+    for (const w of ['معرفة', 'الأسئلة', 'أنّ', 'الدَّرْسُ', 'لا', 'الله']) expect(ar!.canonical).toContain(w)
+  })
+
+  it('LibreOffice and XeLaTeX with Amiri, XeLaTeX with Noto Sans Arabic: readable, the words kept', async () => {
+    for (const name of ['libreoffice-amiri.pdf', 'xelatex-amiri.pdf', 'xelatex-notosansarabic.pdf']) {
+      const [ar] = await pages(name)
+      expect(ar!.readability.readable, name).toBe(true)
+      const share = kept(source.ar, ar!.canonical)
+      expect(share.exact, name).toBeGreaterThanOrEqual(0.95)
+      expect(share.bare, name).toBeGreaterThanOrEqual(0.98)
+    }
+    const [xelatex] = await pages('xelatex-amiri.pdf')
+    expect(xelatex!.canonical).toContain('الدَّرْسُ الأوّل') // the damma back on its word, not on the next one
+    const [noto] = await pages('xelatex-notosansarabic.pdf')
+    expect(noto!.canonical).toContain('على الفهم')
+  })
+
+  it('Chromium with Amiri: the runs come in drawing order and a ligature maps to nothing, so the page goes to the recognizer', async () => {
+    const [ar] = await pages('chromium-amiri.pdf')
+    expect(ar!.readability.readable).toBe(false)
+  })
+
+  it('reads the French page of every file whole', async () => {
+    for (const name of ['libreoffice-notonaskharabic.pdf', 'libreoffice-amiri.pdf', 'xelatex-amiri.pdf', 'chromium-amiri.pdf']) {
+      const [, fr] = await pages(name)
+      expect(fr!.readability.readable, name).toBe(true)
+      expect(kept(source.fr, fr!.canonical).bare, name).toBeGreaterThanOrEqual(0.93)
+    }
+  })
+})
+
+describe('repairArabicLayer', () => {
+  it('takes out the control codes that stand for kashida, only inside words and only codes that repeat there', () => {
+    expect([...kashidaCodes('معرف\u0003\u0003ة ك\u0003ل')]).toEqual(['\u0003'])
+    expect(repairArabicLayer('معرف\u0003\u0003ة ك\u0003ل')).toBe('معرفة كل')
+    // a lone unmapped glyph is a missing letter, not a stroke: it is left for the readability check
+    expect(repairArabicLayer('يتع\u0000ّم')).toBe('يتع\u0000ّم')
+    expect(readability(`${'حركة '.repeat(20)}يتع\u0000ّم معر\u0000فة ال\u0000كتاب`).problems.unmapped).toBe(3)
+  })
+
+  it('puts a mark read after a space back on its letter, and drops one with no letter before it', () => {
+    expect(repairArabicLayer('أن ّ القراءة')).toBe('أنّ  القراءة')
+    expect(repairArabicLayer('الدَّرْس ُالأوّل')).toBe('الدَّرْسُ الأوّل')
+    expect(repairArabicLayer('غدا\nًنستعمل')).toBe('غدا\nنستعمل')
+  })
+
+  it('reads lam-alef, the name of God and lam with alef maqsura the right way round, and leaves right text alone', () => {
+    expect(repairArabicLayer('ل ا ينبغي، فل ا')).toBe('لا ينبغي، فلا')
+    expect(repairArabicLayer('إن شاء اهلل وباهلل')).toBe('إن شاء الله وبالله')
+    expect(repairArabicLayer('عىل الفهم وإىل المدرسة')).toBe('على الفهم وإلى المدرسة')
+    expect(repairArabicLayer('ال{كريم')).toBe('الكريم')
+    const right = 'لا إله إلا الله، على المسلم أن يَتَعَلَّمَ. قال: ل و ا حروف.'
+    expect(repairArabicLayer(right)).toBe(right)
+  })
+})
+
+describe('readability of vowelled Arabic', () => {
+  it('takes a fully vowelled text (a verse, a poem) for one word per word, not a broken word at each haraka', () => {
+    const verse = 'وَأَقِيمُوا الصَّلَاةَ وَآتُوا الزَّكَاةَ وَارْكَعُوا مَعَ الرَّاكِعِينَ. إِنَّ الصَّلَاةَ كَانَتْ عَلَى الْمُؤْمِنِينَ كِتَابًا مَوْقُوتًا. يَتَعَلَّمُ التِّلْمِيذُ قَوَاعِدَ النَّحْوِ فِي الْمَدْرَسَةِ.'
+    const r = readability(verse)
+    expect(r.problems.brokenWords).toBe(0)
+    expect(r.readable).toBe(true)
+    // a mark on a digit, a sign inside a word: what a broken font leaves
+    expect(readability(`${verse} 0ّ الد ال؝ميذ`).problems.strange).toBe(2)
+    // a grammar lesson's marks shown alone, on tatweel or the dotted circle, are no damage
+    expect(readability(`${verse} الضمة ـُ والفتحة ◌َ`).problems.strange).toBe(0)
+  })
+})
