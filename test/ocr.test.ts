@@ -1,6 +1,7 @@
 // Verified text layers and the recognizer: the readability check on clean and damaged text, scanned
 // French and Arabic pages read by tesseract.js from pdf.js renderings (no network: traineddata from
 // node_modules), the better reading kept, deadlines, the page cap and the readings kept for a while.
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readability } from '../functions-shared/catalogue/readability.ts'
 import { canonicalize } from '../functions-shared/catalogue/canonicalize.ts'
@@ -150,6 +151,26 @@ describe('the recognizer on scanned and damaged PDFs', () => {
       expect(never.pages[0]).toMatchObject({ source: 'pdf', confidence: null })
       expect(never.ocr.attempted).toBe(0)
     }
+  })
+
+  it('puts right a layer that reads lam-alef backwards by the recognizer\'s reading, keeping its letters and marks', async () => {
+    // LibreOffice with Noto Sans Arabic (test/fixtures/typeset): "اإلسالم" for "الإسلام", "التالميذ" for "التلاميذ"
+    const pdf = new Uint8Array(readFileSync(new URL('./fixtures/typeset/libreoffice-notosansarabic.pdf', import.meta.url)))
+    const source = readFileSync(new URL('./fixtures/typeset/ar.txt', import.meta.url), 'utf8')
+    const words = (text: string) => text.normalize('NFKC').match(/[\p{L}\p{M}\p{N}]+/gu) ?? []
+    const kept = (text: string) => {
+      const got = new Set(words(canonicalize(text)))
+      return words(source).filter((w) => got.has(w)).length / words(source).length
+    }
+    const never = await readPdf(pdf, options({ language: 'ar', mode: 'never' }))
+    expect(readability(never.pages[0]!.text).problems.reversedLamAlef).toBeGreaterThan(0)
+    expect(kept(never.pages[0]!.text)).toBeLessThan(0.95)
+    const auto = await readPdf(pdf, options({ language: 'ar' }))
+    expect(auto.ocr.repaired).toBe(1)
+    expect(auto.pages[0]).toMatchObject({ source: 'pdf', confidence: null })
+    expect(readability(auto.pages[0]!.text).readable).toBe(true)
+    expect(kept(auto.pages[0]!.text)).toBe(1) // every word as written, harakat included
+    expect(canonicalize(auto.pages[0]!.text)).toContain('الإسلام')
   })
 
   it('leaves a readable text layer alone in auto mode, and replaces it with a confident reading in always mode', async () => {

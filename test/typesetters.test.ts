@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
 import { canonicalize, kashidaCodes, repairArabicLayer } from '../functions-shared/catalogue/canonicalize.ts'
 import { readability } from '../functions-shared/catalogue/readability.ts'
+import { orderAgreement, repairLamAlef } from '../functions-shared/catalogue/lam-alef.ts'
 
 const fixture = (name: string) => new URL(`./fixtures/typeset/${name}`, import.meta.url)
 const source = { ar: readFileSync(fixture('ar.txt'), 'utf8'), fr: readFileSync(fixture('fr.txt'), 'utf8') }
@@ -98,5 +99,27 @@ describe('readability of vowelled Arabic', () => {
     expect(readability(`${verse} 0ّ الد ال؝ميذ`).problems.strange).toBe(2)
     // a grammar lesson's marks shown alone, on tatweel or the dotted circle, are no damage
     expect(readability(`${verse} الضمة ـُ والفتحة ◌َ`).problems.strange).toBe(0)
+  })
+})
+
+describe('lam-alef read backwards, put right by the recognizer\'s reading (repairLamAlef)', () => {
+  it('turns round the alef-lam pairs of a word into the form the reading holds, and no other', () => {
+    const layer = 'يتعلم التالميذ مبادئ اإلسالم، قال المعلم: ال تنس المثال.'
+    const reading = 'يتعلم التلاميذ مبادئ الإسلام قال المعلم لا تنس المثال'
+    const { text, repaired } = repairLamAlef(layer, reading)
+    expect(text).toBe('يتعلم التلاميذ مبادئ الإسلام، قال المعلم: لا تنس المثال.')
+    expect(repaired).toBe(3)
+    // "قال", "المثال" and the article are written alef then lam: the reading has them so, they stay
+  })
+
+  it('keeps the layer\'s marks, and a word the reading does not hold as it is', () => {
+    expect(repairLamAlef('اإلسْالمُ', 'الإسلام').text).toBe('الإسْلامُ')
+    expect(repairLamAlef('التالميذ', 'الطلاب')).toEqual({ text: 'التالميذ', repaired: 0 })
+  })
+
+  it('measures how much of a layer\'s word order the reading shares', () => {
+    expect(orderAgreement('أ ب ج د', 'أ ب ج د')).toBe(1)
+    expect(orderAgreement('د ج ب أ', 'أ ب ج د')).toBe(0.25)
+    expect(orderAgreement('الزراعة على ضفاف النهر', 'الزراعة على ضفاف النهر يزرع')).toBe(1)
   })
 })

@@ -177,7 +177,7 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
       pages: pages.length,
       page_count: extracted.pageCount,
       ...(extracted.ocr.attempted > 0
-        ? { ocr_pages: extracted.ocr.pages, ocr_attempted: extracted.ocr.attempted, ocr_failed: extracted.ocr.failed, ocr_skipped: extracted.ocr.skipped, ocr_seconds: Math.round(extracted.ocr.seconds * 10) / 10, ocr_confidence: roundConfidence(extracted.ocr.confidence) }
+        ? { ocr_pages: extracted.ocr.pages, ocr_attempted: extracted.ocr.attempted, ocr_failed: extracted.ocr.failed, ocr_skipped: extracted.ocr.skipped, ocr_seconds: Math.round(extracted.ocr.seconds * 10) / 10, ocr_confidence: roundConfidence(extracted.ocr.confidence), ocr_layers_repaired: extracted.ocr.repaired }
         : {}),
     })
 

@@ -6,6 +6,7 @@
 import { extractPdf } from '../catalogue/extract-pdf.ts'
 import { arabicShare, canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { readability } from '../catalogue/readability.ts'
+import { orderAgreement, repairLamAlef } from '../catalogue/lam-alef.ts'
 
 import type { Config } from '../config.ts'
 import type { OcrEngine, OcrLanguage, OcrMode } from './ocr-port.ts'
@@ -50,6 +51,8 @@ export interface ReadPdf {
     /** pages given to the recognizer (some keep their text layer, the better reading) */
     attempted: number
     failed: number
+    /** pages whose layer read lam-alef backwards, put right by the recognizer's reading (repairLamAlef) */
+    repaired: number
     /** pages past OCR_MAX_PAGES, left as their text layer (or out) */
     skipped: number
     seconds: number
@@ -105,13 +108,16 @@ export function separateRunOnWords(text: string): string {
   return text.replace(/([\u0629\u0649])(?=[\u0621-\u064A])/g, '$1 ')
 }
 
+/** The share of a repaired layer's words that must come in the recognizer's order (orderAgreement). */
+export const LAYER_ORDER_AGREEMENT = 0.6
+
 export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promise<ReadPdf> {
   const now = options.now ?? (() => performance.now())
   // images are looked for on short pages only (generously: the check folds and trims after)
   const extracted = await extractPdf(bytes, { deadlineMs: options.deadlineMs, imageCheckBelowChars: options.mode === 'auto' ? options.minPageChars * 4 : undefined })
   const pages: ReadPage[] = extracted.pages.map((p) => ({ number: p.number, text: p.text, source: 'pdf', confidence: null }))
   const wanted = pagesNeedingOcr(extracted.pages, options.mode, options.minPageChars)
-  const result: ReadPdf = { pageCount: extracted.pageCount, pages, ocr: { pages: 0, attempted: 0, failed: 0, skipped: 0, seconds: 0, confidence: null }, needsOcr: [] }
+  const result: ReadPdf = { pageCount: extracted.pageCount, pages, ocr: { pages: 0, attempted: 0, failed: 0, repaired: 0, skipped: 0, seconds: 0, confidence: null }, needsOcr: [] }
   if (wanted.length === 0) return result
   if (!options.engine) return { ...result, needsOcr: wanted }
   const chosen = wanted.slice(0, options.maxOcrPages)
@@ -139,6 +145,19 @@ export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promi
     // confident and reads cleaner (mode always: a confident reading replaces the layer)
     const noLayer = matchingForm(layer).length < options.minPageChars
     const confident = reading.confidence >= options.minConfidence(language)
+    // (auto) a layer that reads lam-alef backwards keeps its letters and marks once the recognizer's
+    // reading has told which of its alef-lam pairs were turned round, when it then passes the check,
+    // reads at least as clean as a confident reading, and has its words in the order the reading has
+    // them (LAYER_ORDER_AGREEMENT)
+    if (options.mode === 'auto' && !noLayer && readability(page.text).problems.reversedLamAlef > 0) {
+      const fixed = repairLamAlef(layer, text)
+      const check = readability(fixed.text)
+      if (fixed.repaired > 0 && check.readable && (!confident || check.score <= readability(text).score) && orderAgreement(fixed.text, recognized) >= LAYER_ORDER_AGREEMENT) {
+        pages[reading.number - 1] = { number: reading.number, text: fixed.text, source: 'pdf', confidence: null }
+        result.ocr.repaired++
+        continue
+      }
+    }
     const better = options.mode === 'always' ? confident : confident && readability(text).score < readability(page.text).score
     if (!noLayer && !better) continue
     pages[reading.number - 1] = { number: reading.number, text, source: 'ocr', confidence: reading.confidence }
