@@ -136,7 +136,7 @@ export const settings = {
     'Which PDF pages are recognized from their image: auto (pages without a text layer, or whose layer fails the readability check), always (every page), never',
   ],
   OCR_CONCURRENCY: [int(0), 'Recognizers working at once in a Node process (0: one per core but one, at least 1)'],
-  OCR_DPI: [int(200, 72).pipe(z.number().max(600)), 'Resolution at which a page is rendered for recognition'],
+  OCR_DPI: [int(200, 72).pipe(z.number().max(600)), 'Resolution at which a page is rendered for recognition (a scan finer than this: at its own resolution, up to 400)'],
   OCR_PAGE_DEADLINE_MS: [int(60000, 1), 'Deadline of rendering and recognizing one page; a late page is left out'],
   OCR_MAX_PAGES: [int(300, 1), 'Pages of one document that are recognized at most; the rest are left out (a warning)'],
   OCR_SCRAPER_PAGES: [int(3, 1), 'Pages of a scan the scraper recognizes to judge and fingerprint it; its ingestion job reads the rest, with progress'],

@@ -12,12 +12,23 @@ import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { dirname, join } from 'node:path'
 import { createWorker, OEM, PSM, type Worker } from 'tesseract.js'
-import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
+import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs'
 import type { OcrEngine, OcrFailure, OcrReading } from '../../functions-shared/ingestion/ocr-port.ts'
-import { renderPage, STANDARD_FONTS } from './render-page.ts'
+import { imageDpi, renderPage, STANDARD_FONTS } from './render-page.ts'
 import type { Config } from '../../functions-shared/config.ts'
 
 const require = createRequire(import.meta.url)
+
+/**
+ * A scanned page is rendered at its scan's own resolution when that is finer than OCR_DPI, up to this:
+ * a 300 dpi scan read at 200 dpi lost detail the recognizer uses (Arabic lessons scanned at 300 dpi,
+ * slightly skewed and noisy: 69 % of a page's content words found in the reading at 200 dpi, 74 % at 300), while a coarser
+ * scan gains nothing from a finer rendering.
+ */
+export const MAX_SCAN_DPI = 400
+
+/** The resolution a page is rendered at: OCR_DPI, or its scan's own when finer (up to MAX_SCAN_DPI). */
+export const renderDpi = (configured: number, scan: number | null): number => Math.round(Math.max(configured, Math.min(MAX_SCAN_DPI, scan ?? 0)))
 
 export interface NodeOcrOptions {
   /** recognizers at once; 0: one per core but one, at least 1 */
@@ -53,6 +64,8 @@ class Deadline extends Error {}
 interface Slot {
   worker: Worker
   languages: string
+  /** the resolution the recognizer is told its pages have */
+  dpi?: number
   busy: boolean
   idleTimer?: ReturnType<typeof setTimeout> | undefined
 }
@@ -93,6 +106,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
         if (idle.languages !== languages) {
           await idle.worker.reinitialize(languages, OEM.LSTM_ONLY)
           idle.languages = languages
+          idle.dpi = undefined // told again before its next page
         }
         return idle
       }
@@ -103,6 +117,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
           langPath ??= languageFolder()
           slot.worker = await createWorker(languages, OEM.LSTM_ONLY, { langPath, gzip: true, cacheMethod: 'none' })
           await slot.worker.setParameters({ tessedit_pageseg_mode: PSM.AUTO, preserve_interword_spaces: '1', user_defined_dpi: String(options.dpi) })
+          slot.dpi = options.dpi
         } catch (err) {
           slots.splice(slots.indexOf(slot), 1)
           throw err
@@ -151,7 +166,13 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
           let timer: ReturnType<typeof setTimeout> | undefined
           const run = (async () => {
             try {
-              const image = await renderPage(doc, number, options.dpi)
+              const scan = await imageDpi(doc, number, OPS)
+              const dpi = renderDpi(options.dpi, scan)
+              if (slot.dpi !== dpi) {
+                await slot.worker.setParameters({ user_defined_dpi: String(dpi) })
+                slot.dpi = dpi
+              }
+              const image = await renderPage(doc, number, dpi)
               if (performance.now() > deadlineAt) throw new Deadline()
               const left = Math.max(1, deadlineAt - performance.now())
               const late = new Promise<never>((_, reject) => {

@@ -16,6 +16,27 @@ interface CanvasFactory {
   destroy(target: unknown): void
 }
 
+/**
+ * The resolution of the widest image a page paints, as if it spanned the page's width (pixels per inch
+ * of the page): a scan's own resolution. An image narrower than the page (a figure, a logo) gives less
+ * than its own, never more. Null for a page without images.
+ */
+export async function imageDpi(doc: PdfDocument, number: number, ops: { paintImageXObject: number; paintInlineImageXObject: number }): Promise<number | null> {
+  const page = await doc.getPage(number)
+  try {
+    const list = await page.getOperatorList()
+    const inches = page.getViewport({ scale: 1 }).width / 72
+    let widest = 0
+    list.fnArray.forEach((fn, i) => {
+      if (fn === ops.paintImageXObject) widest = Math.max(widest, Number((list.argsArray[i] as unknown[])[1]) || 0)
+      else if (fn === ops.paintInlineImageXObject) widest = Math.max(widest, Number(((list.argsArray[i] as unknown[])[0] as { width?: number })?.width) || 0)
+    })
+    return widest > 0 && inches > 0 ? widest / inches : null
+  } finally {
+    page.cleanup()
+  }
+}
+
 /** Page `number` at `dpi`, white behind transparent content; the canvas is released after. */
 export async function renderPage(doc: PdfDocument, number: number, dpi: number): Promise<Buffer> {
   const page = await doc.getPage(number)
