@@ -110,6 +110,14 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     expect(canonicalize(read.pages[1]!.text)).toContain('mitochondries')
   })
 
+  it('reads a page scanned askew as well as a straight one: the rendering is turned straight first', async () => {
+    for (const [text, arabic, skew] of [[SCAN_FR[1]!, false, 2], [SCAN_AR[1]!, true, -1.5]] as const) {
+      const read = await readPdf(await makeScannedPdf([text], { arabic, skew }), options({ language: arabic ? 'ar' : 'fr' }))
+      expect(read.pages[0]!.source).toBe('ocr')
+      expect(characterErrorRate(canonicalize(text), canonicalize(read.pages[0]!.text)), `${skew}°`).toBeLessThan(arabic ? 0.08 : 0.03)
+    }
+  })
+
   it('reads a scanned Arabic lesson in logical order, hamzas included', async () => {
     const read = await readPdf(scanAr, options({ language: 'ar' }))
     expect(read.pages.map((p) => p.source)).toEqual(['ocr', 'ocr'])

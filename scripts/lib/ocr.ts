@@ -172,7 +172,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
                 await slot.worker.setParameters({ user_defined_dpi: String(dpi) })
                 slot.dpi = dpi
               }
-              const image = await renderPage(doc, number, dpi)
+              const image = await renderPage(doc, number, dpi, { straighten: scan !== null })
               if (performance.now() > deadlineAt) throw new Deadline()
               const left = Math.max(1, deadlineAt - performance.now())
               const late = new Promise<never>((_, reject) => {

@@ -93,6 +93,21 @@ export async function makePdf(pages: string[], options: { arabic?: boolean; rtl?
   return new Uint8Array(Buffer.concat(chunks))
 }
 
+/** A page image turned by `degrees` (clockwise), on white: a page laid askew on the scanner. */
+async function turn(png: Buffer, degrees: number): Promise<Buffer> {
+  const { createCanvas, loadImage } = await import('@napi-rs/canvas')
+  const image = await loadImage(png)
+  const canvas = createCanvas(image.width, image.height)
+  const g = canvas.getContext('2d')
+  g.fillStyle = 'white'
+  g.fillRect(0, 0, image.width, image.height)
+  g.translate(image.width / 2, image.height / 2)
+  g.rotate((degrees * Math.PI) / 180)
+  g.translate(-image.width / 2, -image.height / 2)
+  g.drawImage(image, 0, 0)
+  return canvas.toBuffer('image/png')
+}
+
 /** Each page of a PDF rendered by pdf.js as a PNG at `dpi` (for scans made from typeset text). */
 export async function renderPages(pdf: Uint8Array, dpi: number): Promise<Buffer[]> {
   const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs')
@@ -110,10 +125,12 @@ export async function renderPages(pdf: Uint8Array, dpi: number): Promise<Buffer[
 /**
  * A scanned lesson: the pages typeset by makePdf, rendered at `dpi` and put back as images, with no text
  * layer; or, with `layer`, with an invisible text layer carrying those strings instead (a broken layer
- * over a right image, as PDFs from some typesetters and OCR tools have).
+ * over a right image, as PDFs from some typesetters and OCR tools have). `skew` turns each page image by
+ * that many degrees, clockwise, as a page laid askew on the scanner.
  */
-export async function makeScannedPdf(pages: string[], options: { arabic?: boolean; dpi?: number; layer?: string[] } = {}): Promise<Uint8Array> {
-  const images = await renderPages(await makePdf(pages, { arabic: options.arabic, rtl: options.arabic }), options.dpi ?? 150)
+export async function makeScannedPdf(pages: string[], options: { arabic?: boolean; dpi?: number; layer?: string[]; skew?: number } = {}): Promise<Uint8Array> {
+  let images = await renderPages(await makePdf(pages, { arabic: options.arabic, rtl: options.arabic }), options.dpi ?? 150)
+  if (options.skew) images = await Promise.all(images.map((png) => turn(png, options.skew!)))
   const doc = new PDFDocument({ size: 'A4', margin: 0, autoFirstPage: false, info: { Title: 'Scan', CreationDate: new Date(Date.UTC(2026, 0, 1)) } })
   const chunks: Buffer[] = []
   doc.on('data', (c: Buffer) => chunks.push(c))

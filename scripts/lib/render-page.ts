@@ -3,6 +3,8 @@
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
+import type { Canvas } from '@napi-rs/canvas'
+import { MIN_SKEW, skewAngle } from './deskew.ts'
 
 /**
  * pdf.js's metrics and outlines of the fourteen standard fonts, which a PDF may use without embedding
@@ -37,18 +39,40 @@ export async function imageDpi(doc: PdfDocument, number: number, ops: { paintIma
   }
 }
 
-/** Page `number` at `dpi`, white behind transparent content; the canvas is released after. */
-export async function renderPage(doc: PdfDocument, number: number, dpi: number): Promise<Buffer> {
+/**
+ * Page `number` at `dpi`, white behind transparent content; the canvas is released after. With
+ * `straighten`, a page whose lines of text stand askew (a scan) is turned straight first (deskew.ts), and
+ * `onSkew` is told the angle found.
+ */
+export async function renderPage(doc: PdfDocument, number: number, dpi: number, options: { straighten?: boolean; onSkew?: (degrees: number) => void } = {}): Promise<Buffer> {
   const page = await doc.getPage(number)
   try {
     const viewport = page.getViewport({ scale: dpi / 72 })
     const factory = (doc as unknown as { canvasFactory: CanvasFactory }).canvasFactory
     const target = factory.create(Math.ceil(viewport.width), Math.ceil(viewport.height))
     await page.render({ canvas: target.canvas as never, viewport, background: 'white' }).promise
-    const png = target.canvas.toBuffer('image/png')
+    const png = options.straighten ? await straightened(target.canvas as unknown as Canvas, options.onSkew) : target.canvas.toBuffer('image/png')
     factory.destroy(target)
     return png
   } finally {
     page.cleanup()
   }
+}
+
+/** The canvas as a PNG, turned by the opposite of its skew when that is MIN_SKEW or more. */
+async function straightened(canvas: Canvas, onSkew?: (degrees: number) => void): Promise<Buffer> {
+  const { width, height } = canvas
+  const angle = skewAngle(canvas.getContext('2d').getImageData(0, 0, width, height).data, width, height)
+  onSkew?.(angle)
+  if (Math.abs(angle) < MIN_SKEW) return canvas.toBuffer('image/png')
+  const { createCanvas } = await import('@napi-rs/canvas')
+  const turned = createCanvas(width, height)
+  const g = turned.getContext('2d')
+  g.fillStyle = 'white'
+  g.fillRect(0, 0, width, height)
+  g.translate(width / 2, height / 2)
+  g.rotate((-angle * Math.PI) / 180)
+  g.translate(-width / 2, -height / 2)
+  g.drawImage(canvas, 0, 0)
+  return turned.toBuffer('image/png')
 }
