@@ -35,6 +35,19 @@ describe('straightening a scan laid askew', () => {
     }
   })
 
+  it('is not misled by a scanner\'s dark edges or a rule across the page', async () => {
+    const { png } = await render(await makeScannedPdf([SCAN_FR[0]!], { skew: 1.2 }), false)
+    const image = await loadImage(png)
+    const canvas = createCanvas(image.width, image.height)
+    const g = canvas.getContext('2d')
+    g.drawImage(image, 0, 0)
+    g.fillStyle = '#222'
+    g.fillRect(0, 0, 40, image.height) // the lid's shadow on the left
+    g.fillRect(0, image.height - 30, image.width, 30) // and at the foot
+    g.fillRect(0, Math.round(image.height * 0.5), image.width, 3) // a rule drawn straight
+    expect(Math.abs(skewAngle(g.getImageData(0, 0, image.width, image.height).data, image.width, image.height) - 1.2)).toBeLessThanOrEqual(0.1)
+  })
+
   it('gives the recognizer the page turned straight', async () => {
     const askew = await makeScannedPdf([SCAN_FR[1]!], { skew: 2 })
     expect(Math.abs(await angleOf((await render(askew, false)).png))).toBeGreaterThan(1.9)

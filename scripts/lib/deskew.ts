@@ -10,6 +10,11 @@ export const MAX_SKEW = 4
 /** Angles under this are left alone (a rotation blurs a little). */
 export const MIN_SKEW = 0.15
 
+/** The share of each side of a page left out of the search (its margins). */
+const MARGIN = 0.06
+/** A row or column with more than this share of ink is a rule, a bar or an edge, not text. */
+const SOLID = 0.5
+
 /** Gray levels of an RGBA image under which a pixel is ink (a page is dark text on light paper). */
 function inkThreshold(rgba: Uint8ClampedArray): number {
   // Otsu's threshold over luminance
@@ -42,22 +47,39 @@ function inkThreshold(rgba: Uint8ClampedArray): number {
  * whose y grows downwards, rotate(-angle) puts them straight); 0 when the page has too little ink to tell.
  */
 export function skewAngle(rgba: Uint8ClampedArray, width: number, height: number): number {
-  // ink pixels of a copy at most ~800 pixels wide
+  // ink pixels of a copy at most ~800 pixels wide, inside the page's margins (a scanner's dark edges
+  // and the shadow of a binding lie there), without rows or columns that are mostly ink (rules, bars):
+  // their own edge would make the sharpest profile at whatever angle they have
   const step = Math.max(1, Math.floor(width / 800))
   const threshold = inkThreshold(rgba)
-  const xs: number[] = []
-  const ys: number[] = []
-  for (let y = 0; y < height; y += step)
-    for (let x = 0; x < width; x += step) {
-      const i = (y * width + x) * 4
+  const w = Math.floor(width / step)
+  const h = Math.floor(height / step)
+  const ink = new Uint8Array(w * h)
+  const [x0, x1, y0, y1] = [Math.floor(w * MARGIN), Math.ceil(w * (1 - MARGIN)), Math.floor(h * MARGIN), Math.ceil(h * (1 - MARGIN))]
+  const rowInk = new Uint32Array(h)
+  const columnInk = new Uint32Array(w)
+  for (let y = y0; y < y1; y++)
+    for (let x = x0; x < x1; x++) {
+      const i = (y * step * width + x * step) * 4
       if ((rgba[i]! * 299 + rgba[i + 1]! * 587 + rgba[i + 2]! * 114) / 1000 < threshold) {
-        xs.push(x / step)
-        ys.push(y / step)
+        ink[y * w + x] = 1
+        rowInk[y]!++
+        columnInk[x]!++
       }
     }
+  const xs: number[] = []
+  const ys: number[] = []
+  for (let y = y0; y < y1; y++) {
+    if (rowInk[y]! > (x1 - x0) * SOLID) continue
+    for (let x = x0; x < x1; x++)
+      if (ink[y * w + x] && columnInk[x]! <= (y1 - y0) * SOLID) {
+        xs.push(x)
+        ys.push(y)
+      }
+  }
   if (xs.length < 200) return 0
-  const rows = Math.ceil(height / step) + Math.ceil(width / step) + 2
-  const offset = Math.ceil(width / step) + 1
+  const rows = h + w + 2
+  const offset = w + 1
   const profile = new Float64Array(rows)
   const sharpness = (degrees: number): number => {
     const t = Math.tan((degrees * Math.PI) / 180)
