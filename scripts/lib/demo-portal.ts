@@ -22,6 +22,8 @@ interface Lesson {
   near_duplicate_of?: string
   /** a scan: the typeset pages rendered and put back as images, no text layer */
   scanned?: boolean
+  /** degrees the scan's pages lie askew (clockwise) */
+  skew?: number
   replace?: [string, string][]
 }
 
@@ -66,7 +68,7 @@ export async function buildDemoPortal(dataDir: string, onMaking?: (missing: numb
   for (const lesson of missing) {
     const target = join(dir, lesson.path)
     const { pages, language } = resolveLesson(lesson, byId)
-    const pdf = lesson.scanned ? await makeScannedPdf(pages, { arabic: language === 'ar', dpi: 200 }) : await makePdf(pages, { arabic: language === 'ar', rtl: true, title: lesson.link })
+    const pdf = lesson.scanned ? await makeScannedPdf(pages, { arabic: language === 'ar', dpi: 200, skew: lesson.skew ?? 0 }) : await makePdf(pages, { arabic: language === 'ar', rtl: true, title: lesson.link })
     await mkdir(dirname(target), { recursive: true })
     const tmp = `${target}.${process.pid}.tmp`
     await writeFile(tmp, pdf)
