@@ -76,6 +76,17 @@ describe('joinItems', () => {
   it('keeps a space between runs a word space apart, and a line break after the end of a line', () => {
     expect(joinItems([run('Le', 50, 12), run('çon', 62.5, 18), run('trois', 84, 24, { hasEOL: true }), run('Suite', 50, 25, { transform: [12, 0, 0, 12, 50, 686] })])).toBe('Leçon trois\nSuite ')
   })
+  it('puts an Arabic line drawn from its left end in reading order, numbers and Latin words left to right', () => {
+    // "يقرأ 25 صفحة من كتاب Python الجديد" drawn word by word from the left (as Chromium draws a line)
+    const rtl = { dir: 'rtl' }
+    const drawn = [run('الجديد', 50, 30, rtl), run('Python', 85, 30), run('كتاب', 120, 20, rtl), run('من', 145, 10, rtl), run('صفحة', 160, 20, rtl), run('25', 185, 10), run('يقرأ', 200, 20, { ...rtl, hasEOL: true })]
+    expect(joinItems(drawn)).toBe('يقرأ 25 صفحة من كتاب Python الجديد\n')
+    // the same words drawn from the right end are left as they come
+    expect(joinItems([...drawn].reverse().map((r, i) => ({ ...r, hasEOL: i === drawn.length - 1 })))).toBe('يقرأ 25 صفحة من كتاب Python الجديد\n')
+    // a French line is never turned round
+    expect(joinItems([run('Le', 50, 12), run('cours', 70, 25), run('de', 100, 10), run('maths', 115, 25)])).toBe('Le cours de maths ')
+  })
+
   it('never joins runs on different lines, or a run that is only a space', () => {
     expect(joinItems([run('fin', 50, 15), run('début', 65, 25, { transform: [12, 0, 0, 12, 65, 686] })])).toBe('fin début ')
     expect(joinItems([run('a', 50, 6), run(' ', 56, 3), run('b', 59, 6)])).toBe('a   b ')

@@ -50,8 +50,10 @@ describe('Arabic text layers of other typesetters', () => {
     expect(noto!.canonical).toContain('على الفهم')
   })
 
-  it('Chromium with Amiri: the runs come in drawing order and a ligature maps to nothing, so the page goes to the recognizer', async () => {
+  it('Chromium with Amiri: its lines, drawn from the left, are read right to left; a ligature maps to nothing, so the page goes to the recognizer', async () => {
     const [ar] = await pages('chromium-amiri.pdf')
+    expect(ar!.canonical).toContain('نستعمل برنامج Python لحساب')
+    expect(ar!.canonical).toContain('يقرأ 25 صفحة كل أسبوع')
     expect(ar!.readability.readable).toBe(false)
   })
 

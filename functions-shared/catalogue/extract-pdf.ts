@@ -37,28 +37,67 @@ const TOUCH = 0.1
  * The text of a page from its runs, in the order pdf.js gives them (the content stream's), with a space
  * or a line break between runs, except that runs which touch on the same line are one word: typesetters
  * split a word where its shaping or kerning changes (Arabic "حركة" drawn as "حر" and "كة"), and the
- * pieces of a right-to-left word may come in either order, so they are put right to left.
+ * pieces of a right-to-left word may come in either order, so they are put right to left. A line of
+ * Arabic whose words the typesetter drew from left to right (Chromium draws a line glyph by glyph from
+ * its left end) is put in reading order: its words right to left, a run of numbers or Latin words in it
+ * left to right.
  */
 export function joinItems(items: readonly TextRun[]): string {
   let text = ''
   let word: TextRun[] = []
-  const flush = () => {
+  let line: { text: string; x: number; separator: string }[] = []
+  const flush = (separator: string) => {
     if (word.length === 0) return
     // right to left when any piece is: pdf.js marks a lone Arabic comma after digits "ltr"
     const rtl = word.some((w) => w.dir === 'rtl' || ARABIC.test(w.str))
     const ordered = word.length === 1 ? word : [...word].sort((a, b) => (rtl ? b.transform[4]! - a.transform[4]! : a.transform[4]! - b.transform[4]!))
-    text += ordered.map((w) => w.str).join('')
+    line.push({ text: ordered.map((w) => w.str).join(''), x: Math.min(...word.map((w) => w.transform[4]!)), separator })
     word = []
+  }
+  const endLine = () => {
+    text += drawnLeftToRight(line) ? readingOrder(line) : line.map((w) => w.text + w.separator).join('')
+    line = []
   }
   for (const [i, item] of items.entries()) {
     word.push(item)
     const next = items[i + 1]
     if (!item.hasEOL && next && touches(item, next)) continue
-    flush()
-    text += item.hasEOL ? '\n' : ' '
+    flush(item.hasEOL ? '\n' : ' ')
+    if (item.hasEOL) endLine()
   }
-  flush()
+  flush('')
+  endLine()
   return text
+}
+
+const ARABIC_LETTERS = /[\u0621-\u064A\u0671-\u06D3]/g
+const LATIN_LETTERS = /[A-Za-z\u00C0-\u024F]/g
+
+/** Whether a line is mostly Arabic and its Arabic words came from left to right. */
+function drawnLeftToRight(line: readonly { text: string; x: number }[]): boolean {
+  const all = line.map((w) => w.text).join(' ')
+  if ((all.match(ARABIC_LETTERS) ?? []).length <= (all.match(LATIN_LETTERS) ?? []).length) return false
+  // words with Arabic letters (a mark drawn on its own is placed where its letter is, not where a word starts)
+  const arabic = line.filter((w) => /[\u0621-\u064A\u0671-\u06D3]/.test(w.text))
+  if (arabic.length < 3) return false
+  let rightward = 0
+  for (let i = 1; i < arabic.length; i++) if (arabic[i]!.x > arabic[i - 1]!.x) rightward++
+  return rightward > (arabic.length - 1) * 0.8
+}
+
+/** The words of such a line right to left, runs without Arabic (numbers, Latin) left to right. */
+function readingOrder(line: readonly { text: string; x: number; separator: string }[]): string {
+  const words = line.filter((w) => w.text.trim() !== '').sort((a, b) => b.x - a.x)
+  const out: string[] = []
+  for (let i = 0; i < words.length; ) {
+    let j = i
+    while (j < words.length && !ARABIC.test(words[j]!.text)) j++
+    if (j > i) {
+      out.push(...words.slice(i, j).reverse().map((w) => w.text))
+      i = j
+    } else out.push(words[i++]!.text)
+  }
+  return out.join(' ') + (line.at(-1)?.separator === '\n' ? '\n' : ' ')
 }
 
 function touches(a: TextRun, b: TextRun): boolean {
