@@ -2,7 +2,9 @@
 // read from the widest image the page paints.
 import { describe, expect, it } from 'vitest'
 import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs'
-import { imageDpi } from '../scripts/lib/render-page.ts'
+import PDFDocument from 'pdfkit'
+import { loadImage } from '@napi-rs/canvas'
+import { imageDpi, MAX_RENDER_PIXELS, renderPage } from '../scripts/lib/render-page.ts'
 import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { MAX_SCAN_DPI, renderDpi } from '../scripts/lib/ocr.ts'
 
@@ -28,5 +30,24 @@ describe('the resolution a scan is recognized at', () => {
     expect(renderDpi(200, 300.08)).toBe(300)
     expect(renderDpi(200, 1200)).toBe(MAX_SCAN_DPI)
     expect(renderDpi(450, 300)).toBe(450)
+  })
+
+  it('renders a page of any declared size to MAX_RENDER_PIXELS at the most', async () => {
+    // a page 200 inches square: at 400 dpi it would be 6.4 billion pixels
+    const doc = new PDFDocument({ size: [14_400, 14_400], margin: 72 })
+    const chunks: Buffer[] = []
+    doc.on('data', (c: Buffer) => chunks.push(c))
+    const done = new Promise<void>((resolve) => doc.on('end', () => resolve()))
+    doc.fontSize(400).text('Une très grande page.')
+    doc.end()
+    await done
+    const task = getDocument({ data: new Uint8Array(Buffer.concat(chunks)), verbosity: 0 })
+    try {
+      const image = await loadImage(await renderPage(await task.promise, 1, 400))
+      expect(image.width * image.height).toBeLessThanOrEqual(MAX_RENDER_PIXELS)
+      expect(image.width).toBeGreaterThan(5000)
+    } finally {
+      await task.destroy()
+    }
   })
 })

@@ -51,7 +51,7 @@ export function joinItems(items: readonly TextRun[]): string {
     // right to left when any piece is: pdf.js marks a lone Arabic comma after digits "ltr"
     const rtl = word.some((w) => w.dir === 'rtl' || ARABIC.test(w.str))
     const ordered = word.length === 1 ? word : [...word].sort((a, b) => (rtl ? b.transform[4]! - a.transform[4]! : a.transform[4]! - b.transform[4]!))
-    line.push({ text: ordered.map((w) => w.str).join(''), x: Math.min(...word.map((w) => w.transform[4]!)), separator })
+    line.push({ text: ordered.map((w) => w.str).join(''), x: word.reduce((min, w) => Math.min(min, w.transform[4]!), Infinity), separator })
     word = []
   }
   const endLine = () => {

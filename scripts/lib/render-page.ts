@@ -13,6 +13,9 @@ import { MIN_SKEW, skewAngle } from './deskew.ts'
 export const STANDARD_FONTS = join(dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json')), 'standard_fonts/')
 
 type PdfDocument = Awaited<ReturnType<typeof getDocument>['promise']>
+
+/** The most pixels a page is rendered to: an A4 page at 400 dpi is 15.5 million, an A3 one 31 million. */
+export const MAX_RENDER_PIXELS = 36_000_000
 interface CanvasFactory {
   create(w: number, h: number): { canvas: { toBuffer(mime: string): Buffer } }
   destroy(target: unknown): void
@@ -47,7 +50,9 @@ export async function imageDpi(doc: PdfDocument, number: number, ops: { paintIma
 export async function renderPage(doc: PdfDocument, number: number, dpi: number, options: { straighten?: boolean; onSkew?: (degrees: number) => void } = {}): Promise<Buffer> {
   const page = await doc.getPage(number)
   try {
-    const viewport = page.getViewport({ scale: dpi / 72 })
+    // a page of any size renders to MAX_RENDER_PIXELS at the most (a PDF may declare a page of 200 inches)
+    const base = page.getViewport({ scale: 1 })
+    const viewport = page.getViewport({ scale: Math.min(dpi / 72, Math.sqrt(MAX_RENDER_PIXELS / Math.max(1, base.width * base.height))) })
     const factory = (doc as unknown as { canvasFactory: CanvasFactory }).canvasFactory
     const target = factory.create(Math.ceil(viewport.width), Math.ceil(viewport.height))
     await page.render({ canvas: target.canvas as never, viewport, background: 'white' }).promise
