@@ -123,5 +123,10 @@ describe('lam-alef read backwards, put right by the recognizer\'s reading (repai
     expect(orderAgreement('أ ب ج د', 'أ ب ج د')).toBe(1)
     expect(orderAgreement('د ج ب أ', 'أ ب ج د')).toBe(0.25)
     expect(orderAgreement('الزراعة على ضفاف النهر', 'الزراعة على ضفاف النهر يزرع')).toBe(1)
+    // a page of 200,000 words is compared by its first words, not word by word with another such page
+    // (which would take hours: the test's time-out is the bound)
+    const huge = Array.from({ length: 200_000 }, (_, i) => `كلمة${i % 97}`).join(' ')
+    expect(orderAgreement(huge, huge)).toBe(1)
+    expect(orderAgreement(huge, 'كلمة0')).toBeCloseTo(1 / 2000, 6)
   })
 })

@@ -68,14 +68,18 @@ export function repairLamAlef(layer: string, reading: string): { text: string; r
   return { text, repaired }
 }
 
+/** Words of a page compared for their order at the most (a page of a textbook holds a few hundred). */
+const ORDER_WORDS = 2000
+
 /**
  * How much of the layer's word order the reading shares: the longest common subsequence of their folded
  * words over the layer's word count (1 for the same words in the same order). A layer whose words come
  * in another order than the page shows (runs in drawing order) is no better for its letters.
  */
 export function orderAgreement(layer: string, reading: string): number {
-  const a = (layer.match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => foldText(w))
-  const b = (reading.match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => foldText(w))
+  // the first ORDER_WORDS words of each: the comparison's cost grows with the product of their counts
+  const a = (layer.match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, ORDER_WORDS).map((w) => foldText(w))
+  const b = (reading.match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, ORDER_WORDS).map((w) => foldText(w))
   if (a.length === 0) return 0
   let previous = new Array<number>(b.length + 1).fill(0)
   for (let i = 1; i <= a.length; i++) {
