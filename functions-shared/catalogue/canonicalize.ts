@@ -17,9 +17,14 @@ export interface CanonicalizeOptions {
   hamzaCarriers?: boolean
 }
 
+/** Arabic letters, as the inside of a regular-expression character class. */
+export const AR_LETTER = '\u0621-\u064A\u0671-\u06D3'
+/** The marks written over or under them (harakat, tanwin, shadda, sukun, the dagger alef), likewise. */
+export const AR_MARK = '\u064B-\u065F\u0670'
+
 const ALEF_VARIANTS = /[\u0622\u0623\u0625\u0671]/g // آ أ إ ٱ
 const TATWEEL = /\u0640/g
-const ARABIC_LETTER = /[\u0621-\u064A\u0671-\u06D3]/
+const ARABIC_LETTER = new RegExp(`[${AR_LETTER}]`)
 const LTR_RUN = /[A-Za-z0-9\u00C0-\u024F]+(?:[ .,:/-]+[A-Za-z0-9\u00C0-\u024F]+)*/g
 
 /**
@@ -56,9 +61,6 @@ export function canonicalize(raw: string, options: CanonicalizeOptions = {}): st
   return text.replace(/\s+/gu, ' ').trim()
 }
 
-// Arabic letters, and the marks written over or under them (harakat, tanwin, shadda, sukun, the dagger alef)
-const AR_LETTER = '\u0621-\u064A\u0671-\u06D3'
-const AR_MARK = '\u064B-\u065F\u0670'
 const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F]/
 
 /**

@@ -2,6 +2,7 @@
 // errors, no font faces or system fonts, a deadline, and the document destroyed whatever happens.
 // (pdf.js 6 no longer compiles fonts with eval at all, the vector of CVE-2024-4367, so the old
 // isEvalSupported switch is gone.)
+import { AR_LETTER } from './canonicalize.ts'
 
 // pdf.js is loaded on the first PDF read: a function that never reads one (the docs, or the admin
 // routes that list) does not pay for it at cold start.
@@ -70,7 +71,8 @@ export function joinItems(items: readonly TextRun[]): string {
   return text
 }
 
-const ARABIC_LETTERS = /[\u0621-\u064A\u0671-\u06D3]/g
+const ARABIC_LETTERS = new RegExp(`[${AR_LETTER}]`, 'g')
+const HAS_ARABIC_LETTER = new RegExp(`[${AR_LETTER}]`)
 const LATIN_LETTERS = /[A-Za-z\u00C0-\u024F]/g
 
 /** Whether a line is mostly Arabic and its Arabic words came from left to right. */
@@ -78,7 +80,7 @@ function drawnLeftToRight(line: readonly { text: string; x: number }[]): boolean
   const all = line.map((w) => w.text).join(' ')
   if ((all.match(ARABIC_LETTERS) ?? []).length <= (all.match(LATIN_LETTERS) ?? []).length) return false
   // words with Arabic letters (a mark drawn on its own is placed where its letter is, not where a word starts)
-  const arabic = line.filter((w) => /[\u0621-\u064A\u0671-\u06D3]/.test(w.text))
+  const arabic = line.filter((w) => HAS_ARABIC_LETTER.test(w.text))
   if (arabic.length < 3) return false
   let rightward = 0
   for (let i = 1; i < arabic.length; i++) if (arabic[i]!.x > arabic[i - 1]!.x) rightward++

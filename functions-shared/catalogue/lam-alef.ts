@@ -6,12 +6,13 @@
 // replaced by the one of its forms, with some of those pairs turned round, that the recognizer read on
 // the page. The letters, marks and punctuation stay the layer's, which the recognizer may misread.
 import { foldText } from '../lib/fold.ts'
+import { AR_LETTER, AR_MARK } from './canonicalize.ts'
 
 const ALEF = /^[\u0627\u0623\u0625\u0622]$/
 const LAM = '\u0644'
-const MARK = /^[\u064B-\u065F\u0670\u0640]$/
+const MARK = new RegExp(`^[${AR_MARK}\\u0640]$`)
 // an Arabic word with its marks
-const ARABIC_WORD = /[\u0621-\u064A\u0671-\u06D3\u064B-\u065F\u0670\u0640]+/g
+const ARABIC_WORD = new RegExp(`[${AR_LETTER}${AR_MARK}\\u0640]+`, 'g')
 // the most pairs in one word whose turns are tried (2^4 forms)
 const MAX_SITES = 4
 

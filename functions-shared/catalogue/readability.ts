@@ -3,7 +3,7 @@
 // inside words ("كة حر" for "حركة"), with lam-alef reversed ("اإلسالم" for "الإسلام"), or with glyphs
 // that map to nothing; French comes out as encoding garbage ("Ã©" for "é"). Such a page is recognized
 // from its image too, and the better reading kept (ingestion/read-pdf.ts).
-import { arabicShare, canonicalize, kashidaCodes } from './canonicalize.ts'
+import { AR_LETTER, AR_MARK, arabicShare, canonicalize, kashidaCodes } from './canonicalize.ts'
 
 export interface Readability {
   /** false when the problems are too many for the text to be stored as it is */
@@ -20,12 +20,12 @@ const MAX_PROBLEM_SHARE = 0.04
 const MIN_PROBLEMS = 3
 
 // an Arabic word with its marks (a vowelled word is one word, not a piece at each haraka)
-const ARABIC_WORD = /[\u0621-\u064A\u0671-\u06D3\u064B-\u065F\u0670]+/g
-const MARKS = /[\u064B-\u065F\u0670]/g
+const ARABIC_WORD = new RegExp(`[${AR_LETTER}${AR_MARK}]+`, 'g')
+const MARKS = new RegExp(`[${AR_MARK}]`, 'g')
 // a mark on something that is not an Arabic letter (a digit, a Latin letter: "0ّ"; a grammar lesson
 // shows a mark alone on tatweel or the dotted circle), or a sign inside an Arabic word that no text
 // writes there (U+061D, U+061E, what a font's ligature glyph maps to)
-const MISPLACED_MARK = /[^\u0621-\u064A\u0671-\u06D3\u064B-\u065F\u0670\u25CC\s][\u064B-\u065F\u0670]/g
+const MISPLACED_MARK = new RegExp(`[^${AR_LETTER}${AR_MARK}\\u25CC\\s][${AR_MARK}]`, 'g')
 const SIGN_IN_WORD = /[\u0621-\u064A][\u061D\u061E{}[\]|\\<>^~][\u0621-\u064A]/g
 // letters that never start a word (taa marbuta, alef maqsura, the hamza on a seat below or on waw)
 const NEVER_INITIAL = /^[\u0629\u0649\u0624]/
