@@ -145,20 +145,22 @@ export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promi
     // confident and reads cleaner (mode always: a confident reading replaces the layer)
     const noLayer = matchingForm(layer).length < options.minPageChars
     const confident = reading.confidence >= options.minConfidence(language)
+    const layerCheck = readability(page.text)
+    const readingCheck = readability(text)
     // (auto) a layer that reads lam-alef backwards keeps its letters and marks once the recognizer's
     // reading has told which of its alef-lam pairs were turned round, when it then passes the check,
     // reads at least as clean as a confident reading, and has its words in the order the reading has
     // them (LAYER_ORDER_AGREEMENT)
-    if (options.mode === 'auto' && !noLayer && readability(page.text).problems.reversedLamAlef > 0) {
+    if (options.mode === 'auto' && !noLayer && layerCheck.problems.reversedLamAlef > 0) {
       const fixed = repairLamAlef(layer, text)
       const check = readability(fixed.text)
-      if (fixed.repaired > 0 && check.readable && (!confident || check.score <= readability(text).score) && orderAgreement(fixed.text, recognized) >= LAYER_ORDER_AGREEMENT) {
+      if (fixed.repaired > 0 && check.readable && (!confident || check.score <= readingCheck.score) && orderAgreement(fixed.text, recognized) >= LAYER_ORDER_AGREEMENT) {
         pages[reading.number - 1] = { number: reading.number, text: fixed.text, source: 'pdf', confidence: null }
         result.ocr.repaired++
         continue
       }
     }
-    const better = options.mode === 'always' ? confident : confident && readability(text).score < readability(page.text).score
+    const better = options.mode === 'always' ? confident : confident && readingCheck.score < layerCheck.score
     if (!noLayer && !better) continue
     pages[reading.number - 1] = { number: reading.number, text, source: 'ocr', confidence: reading.confidence }
     result.ocr.pages++
