@@ -87,6 +87,16 @@ describe('joinItems', () => {
     expect(joinItems([run('Le', 50, 12), run('cours', 70, 25), run('de', 100, 10), run('maths', 115, 25)])).toBe('Le cours de maths ')
   })
 
+  it('puts an Arabic line whose pieces come out of order in reading order, presentation forms as well', () => {
+    // a justified line broken at its number, the pieces in the content stream's order (LibreOffice)
+    const rtl = { dir: 'rtl' }
+    const pieces = [run('فالطالب الذي يقرأ', 400, 80, rtl), run('25', 380, 15), run('كبيرة.', 211, 30, rtl), run('كل أسبوع يتقدّم بسرعة', 245, 100, rtl), run('صفحة', 349, 28, { ...rtl, hasEOL: true })]
+    expect(joinItems(pieces)).toBe('فالطالب الذي يقرأ 25 صفحة كل أسبوع يتقدّم بسرعة كبيرة.\n')
+    // run by run from the left end around a Latin word, in presentation forms (XeLaTeX): "نستعمل برنامج Python لحساب المعدل"
+    const xelatex = [run('ﻟﺤﺴﺎﺏ ﺍﻟﻤﻌﺪﻝ', 134, 200, rtl), run('Python', 342, 32), run('ﻧﺴﺘﻌﻤﻞ ﺑﺮﻧﺎﻣﺞ', 376, 100, { ...rtl, hasEOL: true })]
+    expect(joinItems(xelatex).normalize('NFKC')).toBe('نستعمل برنامج Python لحساب المعدل\n')
+  })
+
   it('never joins runs on different lines, or a run that is only a space', () => {
     expect(joinItems([run('fin', 50, 15), run('début', 65, 25, { transform: [12, 0, 0, 12, 65, 686] })])).toBe('fin début ')
     expect(joinItems([run('a', 50, 6), run(' ', 56, 3), run('b', 59, 6)])).toBe('a   b ')

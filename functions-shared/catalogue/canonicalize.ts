@@ -86,7 +86,9 @@ export function kashidaCodes(text: string): Set<string> {
  * - lam-alef drawn as one glyph and read as two words ("ل ا" for "لا");
  * - the ligature of the name of God read backwards ("اهلل" for "الله"), and lam with alef maqsura read
  *   backwards ("عىل" for "على", "إىل" for "إلى"): alef maqsura only ends a word, so "ىل" never stands in one;
- * - a brace that a font's connecting glyph maps to, between two letters of a word ("ال{كريم").
+ * - a brace that a font's connecting glyph maps to, between two letters of a word ("ال{كريم");
+ * - the alef of a lam-alef ligature mapped to U+061D, the end-of-text mark ("الإسل؝م", XeLaTeX with Noto
+ *   Naskh Arabic): a sign that closes a text, never written after a letter of a word.
  */
 export function repairArabicLayer(text: string): string {
   if (!/[\u0600-\u06FF]/.test(text)) return text
@@ -99,6 +101,7 @@ export function repairArabicLayer(text: string): string {
     .replace(new RegExp(`(?<![${AR_LETTER}${AR_MARK}])([وف]?ب?)اهلل(?![${AR_LETTER}${AR_MARK}])`, 'gu'), '$1الله')
     .replace(new RegExp(`\u0649\u0644(?![${AR_LETTER}${AR_MARK}])`, 'gu'), '\u0644\u0649')
     .replace(new RegExp(`(?<=[${AR_LETTER}])[{}]+(?=[${AR_LETTER}])`, 'gu'), '')
+    .replace(new RegExp(`(?<=\u0644[${AR_MARK}]*)\u061D`, 'gu'), '\u0627')
   return out
 }
 

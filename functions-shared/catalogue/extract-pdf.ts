@@ -29,7 +29,8 @@ export interface TextRun {
   hasEOL: boolean
 }
 
-const ARABIC = /[\u0600-\u06FF\u0750-\u077F]/
+// with the presentation forms, which pdf.js gives for some fonts (canonicalize folds them later)
+const ARABIC = /[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF]/
 
 // Two runs nearer than this share a word (a fraction of the font size; a word space is about 0.25).
 const TOUCH = 0.1
@@ -39,9 +40,9 @@ const TOUCH = 0.1
  * or a line break between runs, except that runs which touch on the same line are one word: typesetters
  * split a word where its shaping or kerning changes (Arabic "حركة" drawn as "حر" and "كة"), and the
  * pieces of a right-to-left word may come in either order, so they are put right to left. A line of
- * Arabic whose words the typesetter drew from left to right (Chromium draws a line glyph by glyph from
- * its left end) is put in reading order: its words right to left, a run of numbers or Latin words in it
- * left to right.
+ * Arabic whose words did not come right to left (Chromium draws a line glyph by glyph from its left end,
+ * XeLaTeX run by run, LibreOffice breaks a justified line at a number) is put in reading order: its words
+ * right to left, a run of numbers or Latin words in it left to right.
  */
 export function joinItems(items: readonly TextRun[]): string {
   let text = ''
@@ -56,7 +57,7 @@ export function joinItems(items: readonly TextRun[]): string {
     word = []
   }
   const endLine = () => {
-    text += drawnLeftToRight(line) ? readingOrder(line) : line.map((w) => w.text + w.separator).join('')
+    text += outOfReadingOrder(line) ? readingOrder(line) : line.map((w) => w.text + w.separator).join('')
     line = []
   }
   for (const [i, item] of items.entries()) {
@@ -75,16 +76,18 @@ const ARABIC_LETTERS = new RegExp(`[${AR_LETTER}]`, 'g')
 const HAS_ARABIC_LETTER = new RegExp(`[${AR_LETTER}]`)
 const LATIN_LETTERS = /[A-Za-z\u00C0-\u024F]/g
 
-/** Whether a line is mostly Arabic and its Arabic words came from left to right. */
-function drawnLeftToRight(line: readonly { text: string; x: number }[]): boolean {
-  const all = line.map((w) => w.text).join(' ')
+/**
+ * Whether a line is mostly Arabic and its Arabic words did not come right to left: drawn from the left
+ * end (Chromium glyph by glyph, XeLaTeX run by run around a Latin word), or in pieces out of order
+ * (LibreOffice breaks a justified line at a number: "يقرأ 25 كبيرة. كل أسبوع يتقدّم بسرعة صفحة").
+ */
+function outOfReadingOrder(line: readonly { text: string; x: number }[]): boolean {
+  const all = line.map((w) => w.text).join(' ').normalize('NFKC')
   if ((all.match(ARABIC_LETTERS) ?? []).length <= (all.match(LATIN_LETTERS) ?? []).length) return false
   // words with Arabic letters (a mark drawn on its own is placed where its letter is, not where a word starts)
-  const arabic = line.filter((w) => HAS_ARABIC_LETTER.test(w.text))
-  if (arabic.length < 3) return false
-  let rightward = 0
-  for (let i = 1; i < arabic.length; i++) if (arabic[i]!.x > arabic[i - 1]!.x) rightward++
-  return rightward > (arabic.length - 1) * 0.8
+  const arabic = line.filter((w) => HAS_ARABIC_LETTER.test(w.text.normalize('NFKC')))
+  for (let i = 1; i < arabic.length; i++) if (arabic[i]!.x > arabic[i - 1]!.x) return true
+  return false
 }
 
 /** The words of such a line right to left, runs without Arabic (numbers, Latin) left to right. */
