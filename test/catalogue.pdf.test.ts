@@ -97,6 +97,18 @@ describe('joinItems', () => {
     expect(joinItems(xelatex).normalize('NFKC')).toBe('نستعمل برنامج Python لحساب المعدل\n')
   })
 
+  it('puts a mark drawn apart from its letter back on it, and takes no word space where there is none', () => {
+    // Chromium draws "يتعلّم القراءة" glyph by glyph from the left end, the shadda before its lam and a
+    // little left of it, and pdf.js adds a space of no width where the mark moved the pen back
+    const rtl = { dir: 'rtl' }
+    const line = [
+      run('ﺓ', 30, 7, rtl), run('ﺀ', 37, 6, rtl), run('ﺍ', 43, 4, rtl), run('ﺮ', 47, 7, rtl), run('ﻘ', 54, 7, rtl), run('ﻟ', 61, 4, rtl), run('ﺍ', 65, 4, rtl),
+      run(' ', 69, 6),
+      run('ﻢ', 75, 9, rtl), run('\u0651', 83.8, 0, { transform: [12, 0, 0, 12, 83.8, 703] }), run(' ', 84, 0), run('ﻠ', 84, 5, rtl), run('ﻌ', 89, 7, rtl), run('ﺘ', 96, 4, rtl), run('ﻳ', 100, 4, { ...rtl, hasEOL: true }),
+    ]
+    expect(joinItems(line).normalize('NFKC')).toBe('يتعلّم القراءة\n')
+  })
+
   it('never joins runs on different lines, or a run that is only a space', () => {
     expect(joinItems([run('fin', 50, 15), run('début', 65, 25, { transform: [12, 0, 0, 12, 65, 686] })])).toBe('fin début ')
     expect(joinItems([run('a', 50, 6), run(' ', 56, 3), run('b', 59, 6)])).toBe('a   b ')

@@ -71,8 +71,23 @@ describe('Arabic text layers of other typesetters', () => {
     expect(ar!.readability.readable).toBe(false)
   })
 
+  it('Chromium with vowelled Arabic: each mark, drawn apart from its letter, goes back on it, and the words stay whole', async () => {
+    for (const name of ['chromium-notosansarabic.pdf', 'chromium-notonaskharabic.pdf', 'chromium-dejavusans.pdf']) {
+      const [ar] = await pages(name)
+      expect(ar!.readability.readable, name).toBe(true)
+      expect(ar!.readability.problems.brokenWords, name).toBe(0)
+      expect(kept(source.ar, ar!.canonical).exact, name).toBeGreaterThanOrEqual(0.95)
+      expect(kept(source.ar, ar!.canonical).bare, name).toBe(1)
+      for (const w of ['يتعلّم التلاميذ أنّ القراءة', 'نستعمل برنامج Python لحساب المعدّل', 'مَبادئ الإسلام']) expect(ar!.canonical, name).toContain(w)
+    }
+    // Noto Sans Arabic draws shadda with fatha as one glyph, read as its isolated form (U+FC60)
+    const [sans] = await pages('chromium-notosansarabic.pdf')
+    expect(sans!.canonical).toContain('الدَّرْسُ الأوّل')
+    expect(kept(source.ar, sans!.canonical).exact).toBe(1)
+  })
+
   it('reads the French page of every file whole', async () => {
-    for (const name of ['libreoffice-notonaskharabic.pdf', 'libreoffice-amiri.pdf', 'xelatex-amiri.pdf', 'chromium-amiri.pdf']) {
+    for (const name of ['libreoffice-notonaskharabic.pdf', 'libreoffice-amiri.pdf', 'xelatex-amiri.pdf', 'chromium-amiri.pdf', 'chromium-notosansarabic.pdf', 'chromium-notonaskharabic.pdf', 'chromium-dejavusans.pdf']) {
       const [, fr] = await pages(name)
       expect(fr!.readability.readable, name).toBe(true)
       expect(kept(source.fr, fr!.canonical).bare, name).toBeGreaterThanOrEqual(0.93)
@@ -102,6 +117,8 @@ describe('repairArabicLayer', () => {
     expect(repairArabicLayer('ال{كريم')).toBe('الكريم')
     expect(repairArabicLayer('مبادئ الإسل؝م والتل؝ميذ والإسلَ؝م')).toBe('مبادئ الإسلام والتلاميذ والإسلَام')
     expect(repairArabicLayer('انتهى النص ؝')).toBe('انتهى النص ؝') // the mark where it belongs, after a text
+    // a mark's isolated presentation form decomposes to a space and the mark: the word stays whole
+    expect(canonicalize('الد\uFC60رْسُ وال\uFE7Eكتاب')).toBe('الدَّرْسُ والْكتاب')
     const right = 'لا إله إلا الله، على المسلم أن يَتَعَلَّمَ. قال: ل و ا حروف.'
     expect(repairArabicLayer(right)).toBe(right)
   })

@@ -51,11 +51,15 @@ export function repairReversedArabic(text: string): string {
     .join('\n')
 }
 
+const ISOLATED_MARK = /[\uFC5E-\uFC63\uFE70\uFE72\uFE74\uFE76\uFE78\uFE7A\uFE7C\uFE7E]/g
+
 /** The text as written (the folding options are for matchingForm and are not applied here). */
 export function canonicalize(raw: string, options: CanonicalizeOptions = {}): string {
   // NFKC also folds presentation forms (U+FB50–U+FDFF, U+FE70–U+FEFF); control characters (pdf.js
   // gives NUL for glyphs without a Unicode mapping) become spaces.
-  let text = repairArabicLayer(raw.normalize('NFKC')).replace(/[\u0000-\u0008\u000B-\u001F\u007F]/g, ' ')
+  // a mark's isolated presentation form (U+FC5E–U+FC63, the even ones of U+FE70–U+FE7E) decomposes to a space
+  // and the mark: the mark only, or the space would split the word it is drawn on
+  let text = repairArabicLayer(raw.replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart()).normalize('NFKC')).replace(/[\u0000-\u0008\u000B-\u001F\u007F]/g, ' ')
   text = repairReversedArabic(text)
   for (const pattern of options.boilerplate ?? []) text = text.replace(new RegExp(pattern, 'giu'), ' ')
   return text.replace(/\s+/gu, ' ').trim()

@@ -48,6 +48,7 @@ export function joinItems(items: readonly TextRun[]): string {
   let text = ''
   let word: TextRun[] = []
   let line: { text: string; x: number; separator: string }[] = []
+  let runs: TextRun[] = []
   const flush = (separator: string) => {
     if (word.length === 0) return
     // right to left when any piece is: pdf.js marks a lone Arabic comma after digits "ltr"
@@ -57,11 +58,13 @@ export function joinItems(items: readonly TextRun[]): string {
     word = []
   }
   const endLine = () => {
-    text += outOfReadingOrder(line) ? readingOrder(line) : line.map((w) => w.text + w.separator).join('')
+    text += outOfReadingOrder(line) ? readingOrder(runs) + (line.at(-1)?.separator === '\n' ? '\n' : ' ') : line.map((w) => w.text + w.separator).join('')
     line = []
+    runs = []
   }
   for (const [i, item] of items.entries()) {
     word.push(item)
+    runs.push(item)
     const next = items[i + 1]
     if (!item.hasEOL && next && touches(item, next)) continue
     flush(item.hasEOL ? '\n' : ' ')
@@ -90,19 +93,71 @@ function outOfReadingOrder(line: readonly { text: string; x: number }[]): boolea
   return false
 }
 
-/** The words of such a line right to left, runs without Arabic (numbers, Latin) left to right. */
-function readingOrder(line: readonly { text: string; x: number; separator: string }[]): string {
-  const words = line.filter((w) => w.text.trim() !== '').sort((a, b) => b.x - a.x)
-  const out: string[] = []
-  for (let i = 0; i < words.length; ) {
-    let j = i
-    while (j < words.length && !ARABIC.test(words[j]!.text)) j++
-    if (j > i) {
-      out.push(...words.slice(i, j).reverse().map((w) => w.text))
-      i = j
-    } else out.push(words[i++]!.text)
+const MARKS_ONLY = /^\p{M}+$/u
+const right = (r: TextRun) => r.transform[4]! + r.width
+const middle = (r: TextRun) => r.transform[4]! + r.width / 2
+
+/**
+ * A line's runs in reading order by their place on the line: right to left by their middles, a run of
+ * numbers or Latin words left to right; a space where two runs stand apart, none where they touch. A mark
+ * drawn as a run of its own (Chromium draws a shadda apart from its letter) goes after the letter under
+ * it, inside its word.
+ */
+function readingOrder(line: readonly TextRun[]): string {
+  const size = (r: TextRun) => Math.max(Math.abs(r.height) || Math.hypot(r.transform[2]!, r.transform[3]!), 1)
+  // a mark drawn apart: marks only (or their presentation forms, "ﱠ" for shadda with fatha), or a glyph of no width (a mark by its nature) that maps to nothing,
+  // or to a mark with something else ("0ّ"): its marks are kept, the rest dropped rather than read as a
+  // word of its own that splits the word under it
+  const isMark = (r: TextRun) => MARKS_ONLY.test(r.str.normalize('NFKC').trim()) || (r.width === 0 && /^[\p{M}\p{N}\u0000-\u001F\uFFFD]+$/u.test(r.str) && !/^\p{N}+$/u.test(r.str))
+  // a space of no width, or one drawn over a letter, is not a word space (pdf.js puts one where a mark
+  // moved the pen back)
+  const letters = line.filter((r) => r.str.trim() !== '' && r.width > 0)
+  const kept = line.filter((r) => r.str.trim() !== '' || (r.width >= size(r) * 0.01 && !letters.some((l) => middle(r) > l.transform[4]! && middle(r) < right(l))))
+  const marks = kept.filter(isMark)
+  const placed = kept.filter((r) => !isMark(r)).map((r) => ({ run: r, text: r.str }))
+  for (const mark of marks) {
+    const drawn = mark.str.normalize('NFKC').replace(/\P{M}/gu, '')
+    if (drawn === '') continue
+    const x = mark.transform[4]!
+    const letters = placed.filter((p) => p.run.str.trim() !== '')
+    // the run under the mark: a mark is drawn from about its letter's left edge, so the run that starts
+    // nearest at or before it (a little after, too), else the nearest
+    const under = letters.filter((p) => p.run.transform[4]! <= x + size(mark) * TOUCH && x <= right(p.run))
+    const base = under.sort((a, b) => b.run.transform[4]! - a.run.transform[4]!)[0] ?? letters.sort((a, b) => Math.abs(middle(a.run) - x) - Math.abs(middle(b.run) - x))[0]
+    if (!base) continue
+    // the character under it: a right-to-left run's characters go from its right end
+    const chars = Array.from(base.text)
+    const share = base.run.width > 0 ? (ARABIC.test(base.text) ? right(base.run) - x : x - base.run.transform[4]!) / base.run.width : 1
+    let at = Math.min(chars.length, Math.max(1, Math.ceil(share * chars.length)))
+    while (at < chars.length && /\p{M}/u.test(chars[at]!)) at++ // after the marks already on that letter
+    chars.splice(at, 0, drawn)
+    base.text = chars.join('')
   }
-  return out.join(' ') + (line.at(-1)?.separator === '\n' ? '\n' : ' ')
+  const ordered = placed.sort((a, b) => middle(b.run) - middle(a.run))
+  // runs without Arabic (numbers, Latin words and the spaces between them) read left to right
+  for (let i = 0; i < ordered.length; ) {
+    if (ordered[i]!.text.trim() === '' || ARABIC.test(ordered[i]!.text)) {
+      i++
+      continue
+    }
+    let j = i
+    for (let k = i; k < ordered.length && !ARABIC.test(ordered[k]!.text); k++) if (ordered[k]!.text.trim() !== '') j = k
+    ordered.splice(i, j - i + 1, ...ordered.slice(i, j + 1).reverse())
+    i = j + 1
+  }
+  let out = ''
+  for (const [i, p] of ordered.entries()) {
+    const before = ordered[i - 1]
+    if (before && before.text.trim() !== '' && p.text.trim() !== '' && !/\s$/.test(before.text) && !/^\s/.test(p.text) && !adjacent(before.run, p.run)) out += ' '
+    out += p.text
+  }
+  return out.replace(/\s+/g, ' ').trim()
+}
+
+/** Whether two runs of a line touch (a word's pieces), whatever their order. */
+function adjacent(a: TextRun, b: TextRun): boolean {
+  const size = Math.max(Math.abs(a.height) || Math.hypot(a.transform[2]!, a.transform[3]!), 1)
+  return Math.max(a.transform[4]!, b.transform[4]!) - Math.min(right(a), right(b)) < size * TOUCH
 }
 
 function touches(a: TextRun, b: TextRun): boolean {
