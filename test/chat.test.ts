@@ -373,6 +373,23 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(second.sources.find((x: { chunk_id: string }) => x.chunk_id === top.chunk_id).excerpt).toContain('texte corrigé')
   })
 
+  it('quotes, as a source\'s excerpt, the sentences of its chunk that hold the question\'s words, as written', async () => {
+    const student = await createUser(db.sql)
+    script.chat = () => ({ content: 'Voir [1].' })
+    const q = { message: 'la célérité du son dans l\'air', textbook_id: docs.physique!.id }
+    const first = await (await chat(s, student, q)).json()
+    const top = first.sources[0]
+    // the chunk grows long, the sentence that answers at its end
+    const filler = 'Une onde mécanique se propage dans un milieu matériel sans transport de matière. '.repeat(6)
+    const answer = 'Dans l\'air à 20 °C, la célérité du son vaut environ 340 m/s.'
+    await reingest(db.sql, docs.physique!.id, new Map([[top.chunk_id, `${filler}${answer}`]]), new Date(Date.now() + 120_000))
+    const second = await (await chat(s, student, q)).json()
+    const quoted = second.sources.find((x: { chunk_id: string }) => x.chunk_id === top.chunk_id).excerpt as string
+    expect(quoted).toContain(answer)
+    expect(quoted.startsWith('… ')).toBe(true)
+    expect(quoted.length).toBeLessThanOrEqual(280)
+  })
+
   it('falls back to dense order when the rerank fails, and after 5 s on the clock when it is slow', async () => {
     const student = await createUser(db.sql)
     script.chat = () => ({ content: 'Voir [1].' })

@@ -69,7 +69,8 @@ const STOP = new Set(
 )
 // a preposition with a pronoun attached (منها, عليه, عندك, فيهم, لنا, بها): a function word as well
 const PREPOSITION_PRONOUN = /^(?:من|عن|في|علي|الي|عند|مع|لدي|ل|ب|ك)(?:ه|ها|هم|هما|هن|ك|كم|كما|كن|ي|نا)$/u
-const keys = (text: string) =>
+/** The matching keys of a text's content words (matchKey, function words left out), in order. */
+export const contentKeys = (text: string) =>
   foldedWords(text)
     .filter((w) => !PREPOSITION_PRONOUN.test(w))
     .map(stem)
@@ -82,7 +83,7 @@ const keys = (text: string) =>
  * word that one wrong page happens to hold.
  */
 export function keyCoverage(query: string, documents: readonly string[]): number[] {
-  return coverageOf(new Set(keys(query)), documents.map((d) => new Set(keys(d))))
+  return coverageOf(new Set(contentKeys(query)), documents.map((d) => new Set(contentKeys(d))))
 }
 
 function coverageOf(q: ReadonlySet<string>, documents: readonly ReadonlySet<string>[]): number[] {
@@ -99,14 +100,14 @@ function share(q: ReadonlySet<string>, t: ReadonlySet<string>): number {
 /** Sentences that a passage counts: a window of this many, on from each sentence. */
 export const PASSAGE_SENTENCES = 3
 // a sentence ends at . ! ? ؟ ; ؛ or : followed by a space (decimal commas and "x = 3.5" stay whole)
-const SENTENCE_END = /(?<=[.!?;:؟؛])\s+/u
+export const SENTENCE_END = /(?<=[.!?;:؟؛])\s+/u
 
 /**
  * The keys of each passage of a text: PASSAGE_SENTENCES sentences in a row, on from each sentence
  * (a text of fewer sentences is one passage).
  */
 export function passageKeys(text: string): Set<string>[] {
-  const sentences = text.split(SENTENCE_END).map((s) => new Set(keys(s)))
+  const sentences = text.split(SENTENCE_END).map((s) => new Set(contentKeys(s)))
   const passages: Set<string>[] = []
   for (let i = 0; i === 0 || i + PASSAGE_SENTENCES <= sentences.length; i++) {
     const passage = new Set<string>()
@@ -122,7 +123,7 @@ export function passageKeys(text: string): Set<string>[] {
  * and one there in paragraphs about other things, and the whole text's share cannot tell the two apart.
  */
 export function passageCoverage(query: string, documents: readonly string[]): number[] {
-  const q = new Set(keys(query))
+  const q = new Set(contentKeys(query))
   return documents.map((d) => bestPassage(q, passageKeys(d)))
 }
 
@@ -145,7 +146,7 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
   const cache = new LRUCache<string, TextForms>({ max: 4096 })
   const forms = (text: string): TextForms => {
     let f = cache.get(text)
-    if (!f) cache.set(text, (f = { keys: new Set(keys(text)), passages: passageKeys(text) }))
+    if (!f) cache.set(text, (f = { keys: new Set(contentKeys(text)), passages: passageKeys(text) }))
     return f
   }
   const features = (f: TextForms, text: string) => (f.features ??= offlineFeatures(text, dimension))
@@ -155,7 +156,7 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
     embed: async (texts) => texts.map((t) => offlineVector(t, dimension)),
     async rerank(query, documents, topN, _signal, searchSimilarity) {
       // the question is new each turn: its forms are made, not cached, so the cache keeps the chunks
-      const q = new Set(keys(query))
+      const q = new Set(contentKeys(query))
       const texts = documents.map(forms)
       // the best passage's share first, then the whole text's: measured on the evaluation's pages, and
       // on the same pages lengthened with paragraphs of other lessons (as a long page holds them), where

@@ -12,10 +12,13 @@ import { buildMessages, clarifyingQuestion, noSourcesAnswer } from './prompt.ts'
 import { catalogueOptions } from './infer.ts'
 import { retrieveAndRerank, type RetrievalResult } from './rerank.ts'
 import { decidePath } from './decide.ts'
+import { excerpt } from './excerpt.ts'
 import { actualFor, checkWallet, finalizeTurn, SettlementError } from './settle.ts'
 import { UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type Decision, type Hold, type Source, type Usage, type Outcome, type TurnSink, timed, codePoints } from './turn.ts'
 
-function toSources(result: RetrievalResult): Source[] {
+function toSources(result: RetrievalResult, message: string): Source[] {
+  // the excerpt is chosen with every form of the question the search used
+  const questions = [message, result.query, result.cross_lingual.query ?? '']
   return result.snippets.map((s, i) => ({
     n: i + 1,
     document_id: s.file_id,
@@ -24,7 +27,7 @@ function toSources(result: RetrievalResult): Source[] {
     chunk_id: s.chunk_id,
     source_url: s.source_url ? `${s.source_url.split('#')[0]}#page=${s.page_number}` : null,
     score: Math.round((1 - s.distance) * 10_000) / 10_000,
-    excerpt: s.text.length > 280 ? `${s.text.slice(0, 279)}…` : s.text,
+    excerpt: excerpt(s.text, questions),
   }))
 }
 
@@ -164,7 +167,7 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
 
     retrieval = await retrieveStep(ctx, decision, hold, input.message, input.document_language ?? null)
     const retrievalInfo = { query: retrieval.query, translated: retrieval.translated, translation_failed: retrieval.translation_failed, cross_lingual: retrieval.cross_lingual, candidates: retrieval.candidates, rerank: retrieval.rerank }
-    sink.sources({ sources: toSources(retrieval), retrieval: retrievalInfo })
+    sink.sources({ sources: toSources(retrieval, input.message), retrieval: retrievalInfo })
     if (signal.aborted) {
       outcome = 'disconnected'
     } else if (retrieval.snippets.length === 0) {

@@ -21,7 +21,7 @@ const SourceSchema = z
     chunk_id: z.string(),
     source_url: z.string().nullable().openapi({ description: 'the PDF with #page=N' }),
     score: z.number().openapi({ description: 'cosine similarity of the chunk to the (French) retrieval query' }),
-    excerpt: z.string(),
+    excerpt: z.string().openapi({ description: 'at most 280 characters of the chunk as written: the sentences that hold most of the question\'s words, with "… " where text was left out before and " …" after' }),
   })
   .openapi('ChatSource')
 
