@@ -330,7 +330,7 @@ describe('the small parts', () => {
     // function words do not count: "quelle est" holds nothing of the lesson
     expect(keyCoverage('quelle est la vitesse', ['La vitesse du son.', 'Quelle est la question ?'])).toEqual([1, 0])
     // a letter alone names a quantity in a formula and counts; one that is a French word or an elision does not
-    expect(['x', 'T', 'u', 'v', 'f'].map(matchKey)).toEqual(['x', 't', 'u', 'v', 'f'])
+    expect(['x', 'T', 'u', 'v', 'f', 'Δ', 'λ'].map(matchKey)).toEqual(['x', 't', 'u', 'v', 'f', 'δ', 'λ'])
     expect(['a', 'à', 'y', 'l', 'd', 's', 'n', 'c', 'j', 'm'].map(matchKey)).toEqual(Array(10).fill(null))
     expect(keyCoverage('comment on dérive un produit u fois v ?', ['La dérivée d\'une fonction en a.', 'La dérivée de (u v) est u\' v + u v\'.'])).toEqual([0.2, 0.6])
     expect(keyCoverage('il y a l\'accélération', ['Il y a une accélération.'])).toEqual([1])

@@ -27,7 +27,7 @@ export function overlap(query: string, text: string): number {
 const ARABIC_ARTICLES = ['وال', 'بال', 'كال', 'فال', 'لل', 'ال']
 const ARABIC_SUFFIXES = ['ها', 'ان', 'ات', 'ون', 'ين', 'يه', 'ه', 'ي', 'ا']
 const FRENCH_STEM = 5
-const FORMULA_LETTER = /^[befghikopqrtuvwxz]$/
+const FORMULA_LETTER = /^[befghikopqrtuvwxz\u03B1-\u03C9]$/
 const ALLAH = new Set(['الله', 'لله', 'بالله', 'فالله', 'تالله'])
 
 /**
@@ -35,7 +35,7 @@ const ALLAH = new Set(['الله', 'لله', 'بالله', 'فالله', 'تال
  * alef forms, taa marbuta and alef maqsura folded), then stemmed lightly: an Arabic word loses a leading
  * wa- (three letters left), one article (two left) and each suffix in turn (light10's order, three
  * left); a Latin word loses a plural s or x and is cut to its first five letters. Null for words too
- * short to mean much; a Latin letter alone that can name a quantity (x, t, u, v, f) is its own key.
+ * short to mean much; a Latin or Greek letter alone that can name a quantity (x, t, u, v, f, Δ, λ) is its own key.
  */
 export function matchKey(word: string): string | null {
   return stem(foldText(word))
@@ -52,8 +52,8 @@ function stem(folded: string): string | null {
     for (const s of ARABIC_SUFFIXES) if (w.endsWith(s) && w.length - s.length >= 3) w = w.slice(0, -s.length)
     return w.length >= 2 ? w : null
   }
-  // a letter alone names a quantity in a formula ("x(t)", "u fois v", "(u v)'"): a key, except the
-  // letters that are French words or elisions (a, à, y; l', d', s', n', c', j', m')
+  // a letter alone names a quantity in a formula ("x(t)", "u fois v", "(u v)'", "Δ", "λ"): a key, except
+  // the letters that are French words or elisions (a, à, y; l', d', s', n', c', j', m')
   if (FORMULA_LETTER.test(w)) return w
   if (w.length <= 2 && !/\d/.test(w)) return null
   if (w.length > 3) w = w.replace(/[sx]$/, '')
