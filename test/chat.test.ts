@@ -489,8 +489,8 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     const res = await chat(s, student, { message: 'Comment résoudre une équation ?', stream: true })
     expect(res.status).toBe(200)
     const items = events(await readSse(res).rest())
-    expect(items.map((e) => e.event)).toEqual(['meta', 'sources', 'error'])
-    expect(items[2]!.data).toEqual({ error: 'service_unavailable', message: 'Service temporarily unavailable, please retry', request_id: res.headers.get('x-request-id') })
+    expect(items.map((e) => e.event)).toEqual(['meta', 'error']) // no text, so no sources either
+    expect(items[1]!.data).toEqual({ error: 'service_unavailable', message: 'Service temporarily unavailable, please retry', request_id: res.headers.get('x-request-id') })
     await s.gw.deps.background.idle()
     expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
     const [row] = await usageRows(student.id)
@@ -501,20 +501,47 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     const student = await createUser(db.sql)
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
-    script.chat = () => ({ content: 'Voici [1].', gate }) // the model answers once the heartbeat was seen
+    let asked!: () => void
+    const modelAsked = new Promise<void>((r) => (asked = r))
+    script.chat = () => (asked(), { content: 'Voici [1].', gate }) // the model answers once the heartbeat was seen
     const res = await chat(s, student, { message: 'Comment résoudre une équation ?', stream: true })
     const reader = readSse(res)
     const seen: string[] = []
+    void modelAsked.then(() => s.clock.advance(15_000)) // CHAT_HEARTBEAT_SECONDS without output
     for (let item = await reader.next(); item; item = await reader.next()) {
       seen.push(item.kind === 'event' ? item.event : `:${item.text}`)
-      if (item.kind === 'event' && item.event === 'sources') {
-        s.clock.advance(15_000) // CHAT_HEARTBEAT_SECONDS without output
-      }
       if (item.kind === 'comment') release()
     }
-    expect(seen.slice(0, 3)).toEqual(['meta', 'sources', ':heartbeat'])
+    expect(seen.slice(0, 4)).toEqual(['meta', ':heartbeat', 'sources', 'delta'])
     expect(seen.filter((x) => x === ':heartbeat')).toHaveLength(1)
     expect(seen.at(-1)).toBe('done')
+  })
+
+  it('sends the sources with the first text: a client that leaves before any text gets no excerpt and pays nothing', async () => {
+    const student = await createUser(db.sql)
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    let asked!: () => void
+    const modelAsked = new Promise<void>((r) => (asked = r))
+    script.chat = () => (asked(), { content: 'La célérité du son dans l\'air est de 340 m/s [1].', gate })
+    const res = await chat(s, student, { message: 'la célérité du son dans l\'air', stream: true })
+    const reader = readSse(res)
+    const seen: string[] = []
+    // retrieval is over and the model is asked: what the client has by then, up to a heartbeat
+    void modelAsked.then(() => s.clock.advance(15_000))
+    for (let item = await reader.next(); item; item = await reader.next()) {
+      seen.push(item.kind === 'event' ? item.event : `:${item.text}`)
+      if (item.kind === 'comment') break
+    }
+    await reader.cancel()
+    expect(seen).toEqual(['meta', ':heartbeat'])
+    // the turn stops asking the model when the client leaves, and settles
+    await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
+    release()
+    await s.gw.deps.background.idle()
+    const [row] = await usageRows(student.id)
+    expect(row).toMatchObject({ kind: 'released', charged: 0 })
+    expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
   })
 })
 

@@ -167,14 +167,22 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
 
     retrieval = await retrieveStep(ctx, decision, hold, input.message, input.document_language ?? null)
     const retrievalInfo = { query: retrieval.query, translated: retrieval.translated, translation_failed: retrieval.translation_failed, cross_lingual: retrieval.cross_lingual, candidates: retrieval.candidates, rerank: retrieval.rerank }
-    sink.sources({ sources: toSources(retrieval, input.message), retrieval: retrievalInfo })
+    // the sources go out with the answer's first text, not before it: a turn that ends before any text
+    // (the client left, the model failed) is charged nothing, so it hands out none of the curriculum's
+    // excerpts either
+    let sources: Parameters<TurnSink['sources']>[0] | null = { sources: toSources(retrieval, input.message), retrieval: retrievalInfo }
+    const delta = (text: string) => {
+      if (sources) sink.sources(sources)
+      sources = null
+      sink.delta(text)
+    }
     if (signal.aborted) {
       outcome = 'disconnected'
     } else if (retrieval.snippets.length === 0) {
-      sink.delta(noSourcesAnswer(decision.language))
+      delta(noSourcesAnswer(decision.language))
       outcome = 'no_sources'
     } else {
-      generated = await generate(ctx, decision, hold, input, retrieval.snippets, signal, (text) => sink.delta(text))
+      generated = await generate(ctx, decision, hold, input, retrieval.snippets, signal, delta)
       outcome = generated.aborted ? 'disconnected' : 'answered'
     }
     // billed: the characters generated (also when the client left mid-answer); nothing without text
@@ -191,6 +199,7 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
     // an answer is delivered settled or not at all (JSON: no answer; SSE: an error event, not done)
     if (billed && !usage) throw new SettlementError('the answer could not be settled')
     if (billed) m.characters.inc(characters)
+    if (sources) sink.sources({ sources: [], retrieval: retrievalInfo })
     sink.done({ outcome, usage, model: generated?.model ?? null, extractive: generated?.extractive ?? false, timings: ctx.timings })
     return outcome
   } catch (err) {

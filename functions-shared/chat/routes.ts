@@ -103,7 +103,7 @@ export function chatRequestSchema(deps: Deps) {
 
 const SSE_DESCRIPTION = [
   'With `stream: true` (or no `stream` and `Accept: text/event-stream`): an SSE stream of events',
-  '`meta` (request id, path, language, reservation), `sources` (the cited snippets), `delta` ({text}),',
+  '`meta` (request id, path, language, reservation), `sources` (the cited snippets, sent with the first text), `delta` ({text}),',
   'then `done` (outcome, usage with tokens charged and the balance after) or `error` ({error, message, request_id}).',
   'A comment line `: heartbeat` is sent after CHAT_HEARTBEAT_SECONDS without an event.',
 ].join(' ')
