@@ -588,4 +588,20 @@ describe('the circuit breaker around the chat model', () => {
     expect(turns).toContain('chat_turns_total{path="answer",outcome="model_unavailable"} 3')
     expect(turns).toContain('chat_turns_total{path="answer",outcome="service_unavailable"} 1')
   })
+
+  it('does not open for prompts the model refuses (400: too long, a content filter): one student cannot shut the chat off for everyone', async () => {
+    const attacker = await createUser(db.sql)
+    const other = await createUser(db.sql)
+    server.chat = (body) => (body.model === 'rerank-model' ? { content: '{"ranking": [0]}' } : JSON.stringify(body.messages).length > 3_000 ? { status: 400, errorMessage: 'maximum context length exceeded' } : { content: 'Réponse [1].' })
+    const history = Array.from({ length: 10 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'long '.repeat(390) }))
+    for (let i = 0; i < 5; i++) {
+      const res = await chat(s, attacker, { message: 'Comment résoudre une équation ?', history })
+      expect(res.status).toBe(503)
+      expect(await wallet(attacker.id)).toEqual({ balance: 50, ledger: 50 }) // nothing charged
+    }
+    expect(await state()).toBe('chat_circuit_state 0')
+    const res = await chat(s, other, { message: 'Comment résoudre une équation ?' })
+    expect(res.status).toBe(200)
+    expect((await res.json()).answer).toBe('Réponse [1].')
+  })
 })

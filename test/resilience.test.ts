@@ -66,6 +66,18 @@ describe('the circuit breaker', () => {
     clock.advance(1_000)
     expect(cb.state).toBe('half_open')
   })
+
+  it('counts no error that the request itself caused, and takes one as the service answering', async () => {
+    const clock = new FakeClock(1_000_000)
+    const refused = () => Promise.reject(Object.assign(new Error('prompt too long'), { refused: true }))
+    const cb = new CircuitBreaker({ threshold: 3, windowMs: 60_000, resetMs: 120_000, clock, ignore: (err) => (err as { refused?: boolean }).refused === true })
+    for (let i = 0; i < 5; i++) await expect(cb.run(refused)).rejects.toThrow('prompt too long')
+    expect(cb.state).toBe('closed')
+    for (let i = 0; i < 3; i++) await expect(cb.run(boom)).rejects.toThrow()
+    clock.advance(120_000)
+    await expect(cb.run(refused)).rejects.toThrow('prompt too long') // the trial: the service answered
+    expect(cb.state).toBe('closed')
+  })
 })
 
 describe('TtlCache', () => {

@@ -1,7 +1,9 @@
 // A count-based circuit breaker around the chat model (spec §8.4): it opens when `threshold` failures
 // fall within `windowMs`; while open, calls are refused at once. Once `resetMs` pass with no failure it
 // is half-open: one trial call goes through; success closes it, failure opens it again for another
-// `resetMs`. Time comes from the injected clock.
+// `resetMs`. An error that `ignore` names (the request's own fault: a prompt the model refuses) says the
+// service answered: it counts as a success, so no one caller can open the circuit for everyone. Time
+// comes from the injected clock.
 import type { Clock } from './clock.ts'
 
 export type CircuitState = 'closed' | 'open' | 'half_open'
@@ -10,13 +12,23 @@ export class CircuitOpenError extends Error {
   override name = 'CircuitOpenError'
 }
 
+export interface BreakerOptions {
+  threshold: number
+  windowMs: number
+  resetMs: number
+  clock: Clock
+  onChange?: (s: CircuitState) => void
+  /** errors that are the request's fault, not the service's: not counted as failures */
+  ignore?: (err: unknown) => boolean
+}
+
 export class CircuitBreaker {
   readonly #failures: number[] = []
   #openedAt: number | null = null
   #trialRunning = false
-  readonly #o: { threshold: number; windowMs: number; resetMs: number; clock: Clock; onChange?: (s: CircuitState) => void }
+  readonly #o: BreakerOptions
 
-  constructor(options: { threshold: number; windowMs: number; resetMs: number; clock: Clock; onChange?: (s: CircuitState) => void }) {
+  constructor(options: BreakerOptions) {
     this.#o = options
   }
 
@@ -40,7 +52,8 @@ export class CircuitBreaker {
       if (trial || this.#openedAt !== null) this.#close()
       return result
     } catch (err) {
-      this.#fail()
+      if (!this.#o.ignore?.(err)) this.#fail()
+      else if (trial || this.#openedAt !== null) this.#close()
       throw err
     } finally {
       if (trial) this.#trialRunning = false
