@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
-import { adminToken, bearer } from './helpers/tokens.ts'
+import { bearer } from './helpers/tokens.ts'
+import { createUser } from './helpers/users.ts'
 
 let db: TestDatabase
 let t: TestApp
@@ -75,7 +76,7 @@ describe('JSON logs', () => {
   it('never writes secrets: tokens, keys and passwords are redacted', async () => {
     const log = t.deps.logs.forRequest('test', 'redact-check')
     log.info({ password: 'hunter2', body: { access_token: 'tok.en.value', refresh_token: 'r123', note: 'kept' }, authorization: 'Bearer abc' }, 'signin')
-    const token = await adminToken()
+    const token = (await createUser(db.sql, { role: 'admin' })).token
     await t.request('/metrics', { headers: bearer(token) })
     const text = t.logs.text()
     for (const secret of ['hunter2', 'tok.en.value', 'r123', 'Bearer abc', token]) expect(text).not.toContain(secret)
@@ -104,7 +105,7 @@ describe('CORS', () => {
 describe('metrics', () => {
   it('serves Prometheus text with request counts and latencies by route and status', async () => {
     await t.request('/health')
-    const res = await t.request('/metrics', { headers: bearer(await adminToken()) })
+    const res = await t.request('/metrics', { headers: bearer((await createUser(db.sql, { role: 'admin' })).token) })
     const text = await res.text()
     expect(res.status, text).toBe(200)
     expect(res.headers.get('content-type')).toContain('text/plain')
@@ -113,7 +114,7 @@ describe('metrics', () => {
   })
 
   it('serves the same figures as JSON', async () => {
-    const res = await t.request('/metrics/json', { headers: bearer(await adminToken()) })
+    const res = await t.request('/metrics/json', { headers: bearer((await createUser(db.sql, { role: 'admin' })).token) })
     const body = await json(res)
     expect(res.status).toBe(200)
     const requests = body.metrics.find((m: { name: string }) => m.name === 'http_requests_total')
@@ -123,7 +124,7 @@ describe('metrics', () => {
 
   it('labels unknown paths as unmatched, never with the raw path', async () => {
     await t.request('/admin/jobs/6f0c2c1e-0000-4000-8000-000000000000')
-    const text = await (await t.request('/metrics', { headers: bearer(await adminToken()) })).text()
+    const text = await (await t.request('/metrics', { headers: bearer((await createUser(db.sql, { role: 'admin' })).token) })).text()
     expect(text).toContain('route="unmatched",status="404"')
     expect(text).not.toContain('6f0c2c1e')
   })

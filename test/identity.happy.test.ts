@@ -170,6 +170,33 @@ describe('administration of users', () => {
     expect(rows[0]!.n).toBeGreaterThan(1)
   })
 
+  it('ends an admin token\'s rights with the admin role or the session, not an hour later when the token expires', async () => {
+    const profiles = (token: string) => import('../functions-shared/db/tx.ts').then(({ asUser }) => asUser(db.sql, claimsOf(token) as never, (tx) => tx`select count(*)::int as n from public.profiles`)).then((r) => r[0]!.n as number)
+    await post('/auth/signup', { email: 'ex-chef@example.mr', password: 'secret-123', full_name: 'Ex chef' })
+    const { user } = await signIn('ex-chef@example.mr', 'secret-123')
+    await patch(`/admin/users/${user.id}/role`, { role: 'admin' }, service)
+    const demoted = (await signIn('ex-chef@example.mr', 'secret-123')).access_token
+    const reset = (await signIn('ex-chef@example.mr', 'secret-123')).access_token
+    expect((await t.request('/admin/test-role', { headers: bearer(demoted) })).status).toBe(200)
+    expect(await profiles(demoted)).toBeGreaterThan(1)
+    // demoted: the token still says admin, the profile no longer does
+    await patch(`/admin/users/${user.id}/role`, { role: 'student' }, service)
+    expect(claimsOf(demoted).app_metadata.role).toBe('admin')
+    const refused = await t.request('/admin/users', { headers: bearer(demoted) })
+    expect(refused.status).toBe(403)
+    expect(await json(refused)).toMatchObject({ error: 'forbidden', request_id: expect.any(String) })
+    expect((await post('/admin/users', { email: 'porte@example.mr', password: 'secret-123', full_name: 'Porte', role: 'admin' }, bearer(demoted))).status).toBe(403)
+    expect(await profiles(demoted)).toBe(1) // RLS: its own profile only
+    // an admin again, then a password reset: the sessions end, and the admin rights of their tokens
+    await patch(`/admin/users/${user.id}/role`, { role: 'admin' }, service)
+    expect((await t.request('/admin/test-role', { headers: bearer(reset) })).status).toBe(200)
+    await post(`/admin/users/${user.id}/reset-password`, { new_password: 'nouveau-123' }, service)
+    expect((await t.request('/admin/test-role', { headers: bearer(reset) })).status).toBe(403)
+    expect(await profiles(reset)).toBe(1)
+    const fresh = (await signIn('ex-chef@example.mr', 'nouveau-123')).access_token
+    expect((await t.request('/admin/test-role', { headers: bearer(fresh) })).status).toBe(200)
+  })
+
   it('sets the hint level', async () => {
     const created = await json(await post('/admin/users', { email: 'indice@example.mr', password: 'secret-123', full_name: 'Indice' }, service))
     const res = await t.request(`/admin/users/${created.id}/hint-level?hint_level=5`, { method: 'PATCH', headers: service })

@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
-import { adminToken, bearer } from './helpers/tokens.ts'
+import { bearer } from './helpers/tokens.ts'
+import { createUser } from './helpers/users.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { SourceSchema } from '../functions-shared/sources-file.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
@@ -77,7 +78,7 @@ beforeAll(async () => {
       },
     },
   })
-  admin = bearer(await adminToken())
+  admin = bearer((await createUser(db.sql, { role: 'admin' })).token)
 })
 afterAll(async () => {
   server?.closeAllConnections()

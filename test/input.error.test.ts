@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
-import { adminToken, bearer } from './helpers/tokens.ts'
+import { bearer } from './helpers/tokens.ts'
 import { createUser } from './helpers/users.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { FR_LESSON } from './helpers/portal.ts'
@@ -21,7 +21,7 @@ const LOW = '\udc00Ali'
 beforeAll(async () => {
   db = await createTestDatabase()
   t = createTestApp({ sql: db.sql, env: { RATE_LIMIT_AUTH_PER_MINUTE: '1000' } })
-  admin = bearer(await adminToken())
+  admin = bearer((await createUser(db.sql, { role: 'admin' })).token)
 })
 afterAll(async () => db?.close())
 

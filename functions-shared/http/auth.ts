@@ -121,7 +121,15 @@ export async function secretsEqual(a: string, b: string): Promise<boolean> {
  * Accepts an admin's token, a service-role token (as Supabase does), or the deprecated X-Admin-Key
  * header when ADMIN_API_KEY is set (a warning is logged, without the key, and `Deprecation: true` added).
  */
-export function requireAdmin(options: { verifier: TokenVerifier; adminApiKey: string }): MiddlewareHandler {
+export function requireAdmin(options: {
+  verifier: TokenVerifier
+  adminApiKey: string
+  /**
+   * Whether the user is an admin now, in a session that is still open: a token outlives a demotion, a
+   * password reset and a sign-out by up to its lifetime (an hour), and an admin token is not to
+   */
+  stillAdmin?: (userId: string, sessionId: string | null) => Promise<boolean>
+}): MiddlewareHandler {
   return async function requireAdmin(c, next) {
     const key = c.req.header('x-admin-key')
     if (key !== undefined && options.adminApiKey !== '') {
@@ -133,6 +141,10 @@ export function requireAdmin(options: { verifier: TokenVerifier; adminApiKey: st
     }
     const principal = await principalFromBearer(options.verifier, c.req.header('authorization'))
     if (principal.kind === 'user' && principal.role !== 'admin') throw new ApiError(ErrorCode.FORBIDDEN, 'Admin role required')
+    if (principal.kind === 'user' && options.stillAdmin) {
+      const session = typeof principal.claims.session_id === 'string' ? principal.claims.session_id : null
+      if (!(await options.stillAdmin(principal.userId, session))) throw new ApiError(ErrorCode.FORBIDDEN, 'Admin role required: this token\'s admin role or session has ended; sign in again')
+    }
     c.set('principal', principal)
     await next()
   }

@@ -2,6 +2,7 @@
 import type { Deps } from '../deps.ts'
 import { clientIp } from '../deps.ts'
 import { requireAdmin, requireUser } from './auth.ts'
+import { asService } from '../db/tx.ts'
 import { rateLimit, type RateLimitScope } from './rate-limit/middleware.ts'
 
 const LIMIT_SETTING = {
@@ -21,7 +22,15 @@ export function guards(deps: Deps) {
   const { config } = deps
   return {
     user: requireUser({ verifier: deps.verifier }),
-    admin: requireAdmin({ verifier: deps.verifier, adminApiKey: config.ADMIN_API_KEY }),
+    admin: requireAdmin({
+      verifier: deps.verifier,
+      adminApiKey: config.ADMIN_API_KEY,
+      // the role in profiles and the session in auth.sessions, not the token's word for them
+      stillAdmin: async (userId, sessionId) => {
+        const [row] = await asService(deps.sql, (tx) => tx<{ ok: boolean }[]>`select private.admin_session(${userId}::uuid, ${sessionId}::text) as ok`)
+        return row?.ok === true
+      },
+    }),
     limit: (scope: RateLimitScope) =>
       rateLimit({
         scope,

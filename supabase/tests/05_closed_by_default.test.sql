@@ -4,7 +4,7 @@
 begin;
 create extension if not exists pgtap with schema extensions;
 set local search_path = public, extensions;
-select plan(11);
+select plan(13);
 
 select is(
   (select array_agg(c.relname::text order by c.relname) from pg_class c join pg_namespace n on n.oid = c.relnamespace
@@ -38,13 +38,24 @@ select is(
   (select count(*)::integer from pg_policies where schemaname = 'public'
      and (coalesce(qual, '') || coalesce(with_check, '')) like '%app_metadata%'),
   0, 'no policy writes the admin check out: they call private.is_admin()');
+-- an admin, signed in (the profile takes its role from app_metadata)
+insert into auth.users (id, aud, role, email, raw_app_meta_data, raw_user_meta_data, created_at, updated_at)
+values ('00000000-0000-4000-8000-000000000001', 'authenticated', 'authenticated', 'chef@example.mr', '{"role": "admin"}', '{}', now(), now());
+insert into auth.sessions (id, user_id, created_at, updated_at) values ('00000000-0000-4000-8000-0000000000a1', '00000000-0000-4000-8000-000000000001', now(), now());
 set local role authenticated;
-select set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-000000000001", "role": "authenticated", "app_metadata": {"role": "admin"}}', true);
+select set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-000000000001", "role": "authenticated", "session_id": "00000000-0000-4000-8000-0000000000a1", "app_metadata": {"role": "admin"}}', true);
 select ok(private.is_admin(), 'an admin''s token is an admin''s');
-select set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-000000000001", "role": "authenticated", "app_metadata": {"role": "student"}, "user_metadata": {"role": "admin"}}', true);
+select set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-000000000001", "role": "authenticated", "session_id": "00000000-0000-4000-8000-0000000000a1", "app_metadata": {"role": "student"}, "user_metadata": {"role": "admin"}}', true);
 select ok(not private.is_admin(), 'a student''s is not, whatever user_metadata says');
 select set_config('request.jwt.claims', '', true);
 select ok(not private.is_admin(), 'no claims are no admin');
+select set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-000000000001", "role": "authenticated", "session_id": "00000000-0000-4000-8000-0000000000b2", "app_metadata": {"role": "admin"}}', true);
+select ok(not private.is_admin(), 'an admin''s token of a session that ended (sign-out, password reset) is no admin''s');
+reset role;
+update public.profiles set role = 'student' where id = '00000000-0000-4000-8000-000000000001';
+set local role authenticated;
+select set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-000000000001", "role": "authenticated", "session_id": "00000000-0000-4000-8000-0000000000a1", "app_metadata": {"role": "admin"}}', true);
+select ok(not private.is_admin(), 'nor is the token of an admin demoted since it was issued');
 reset role;
 
 create function public.zz_forgotten_revoke() returns integer language sql security definer set search_path = '' as 'select 1';

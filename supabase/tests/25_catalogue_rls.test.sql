@@ -8,6 +8,9 @@ select plan(12);
 insert into scrape_runs (id, source, status) values ('d4000000-0000-4000-8000-000000000001', 'portal', 'completed');
 insert into curriculum_references (id, source, pdf_source, source_url, title, grade, subject, language, status) values
   ('d4000000-0000-4000-8000-0000000000a1', 'portal', 'http://p.test/a.pdf', 'http://p.test/a.pdf', 'A', '4AS', 'physique', 'fr', 'discovered');
+-- the admin of the claims below, as an account (its profile holds the role the policies check)
+insert into auth.users (id, aud, role, email, raw_app_meta_data, raw_user_meta_data, created_at, updated_at)
+values ('d4000000-0000-4000-8000-0000000000c2', 'authenticated', 'authenticated', 'chef@example.mr', '{"role": "admin"}', '{}', now(), now());
 
 -- a student
 set local role authenticated;

@@ -19,5 +19,8 @@ export async function createUser(sql: Sql, options: { email?: string; role?: Rol
   await sql`
     insert into auth.users (id, aud, role, email, email_confirmed_at, raw_app_meta_data, raw_user_meta_data, created_at, updated_at)
     values (${id}, 'authenticated', 'authenticated', ${email}, now(), ${sql.json(appMeta)}, ${sql.json(userMeta)}, now(), now())`
-  return { id, email, role, token: await signToken({ sub: id, email, appRole: role }) }
+  // a signed-in session, as GoTrue keeps one for each token it issues
+  const session = crypto.randomUUID()
+  await sql`insert into auth.sessions (id, user_id, created_at, updated_at, aal) values (${session}, ${id}, now(), now(), 'aal1')`
+  return { id, email, role, token: await signToken({ sub: id, email, appRole: role, extra: { session_id: session } }) }
 }
