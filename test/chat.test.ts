@@ -230,6 +230,16 @@ describe('POST /chat with the offline provider', () => {
     expect((await chat(s, student, { message: 'aide-moi stp' })).status).toBe(200)
   })
 
+  it('answers 401 to a token that outlived its account, in JSON and before a stream starts', async () => {
+    const student = await createUser(db.sql)
+    await db.sql`delete from auth.users where id = ${student.id}`
+    for (const stream of [false, true]) {
+      const res = await chat(s, student, { message: 'Comment résoudre une équation ?', stream })
+      expect(res.status).toBe(401)
+      expect(await res.json()).toMatchObject({ error: 'unauthorized', message: 'The account of this token no longer exists; sign in again', request_id: res.headers.get('x-request-id') })
+    }
+  })
+
   it('serves exactly one of two concurrent turns when the balance covers one', async () => {
     const student = await createUser(db.sql)
     await db.sql`select * from public.reserve_tokens(${student.id}, ${50 - FREE_ESTIMATE}, 'other', 300, 50)` // exactly one estimate left

@@ -6,6 +6,7 @@ import { ApiError, ErrorCode } from '../http/errors.ts'
 import { finalize } from '../wallet/service.ts'
 import { countReservation } from '../wallet/metrics.ts'
 import { iso } from '../lib/time.ts'
+import { isPgError } from '../db/tx.ts'
 import { storable, storableText } from '../lib/text.ts'
 import type { HintLevel } from './prompt.ts'
 import { UNAVAILABLE_MESSAGE, type TurnContext, type Decision, type Hold, type Usage, type Outcome, timed } from './turn.ts'
@@ -57,7 +58,11 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
     const daily = tiers.map((t) => tierLimits(deps.config, t).dailyLimit ?? 0)
     const [row] = await deps.sql<[BeginTurnRow]>`
       select * from public.begin_chat_turn(${ctx.userId}, ${ctx.requestId}, ${estimates}::int[], ${daily}::int[],
-                                           ${deps.config.RESERVATION_TTL_SECONDS}, ${deps.config.WELCOME_BONUS_TOKENS})`
+                                           ${deps.config.RESERVATION_TTL_SECONDS}, ${deps.config.WELCOME_BONUS_TOKENS})`.catch((err: unknown) => {
+      // a token that outlived its account (deleted since it was issued): no wallet to reserve from
+      if (isPgError(err, 'PT404')) throw new ApiError(ErrorCode.UNAUTHORIZED, 'The account of this token no longer exists; sign in again')
+      throw err
+    })
     const tier = row.tier
     const turns = Number(row.turns)
     const { estimated, maxChars } = estimateFor(deps, decision.path, tier)
