@@ -2,6 +2,8 @@
 import { describe, expect, it } from 'vitest'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { extractPdf, isPdf, joinItems, PdfError, type TextRun } from '../functions-shared/catalogue/extract-pdf.ts'
+import { inflatedSize, MAX_INFLATED_BYTES } from '../functions-shared/catalogue/pdf-streams.ts'
+import { deflateSync } from 'node:zlib'
 import { canonicalize, arabicShare } from '../functions-shared/catalogue/canonicalize.ts'
 import { tokens } from '../functions-shared/catalogue/simhash.ts'
 
@@ -57,6 +59,36 @@ describe('extractPdf', () => {
     const pdf = await makePdf(['Leçon tronquée. '.repeat(50)])
     const truncated = pdf.slice(0, Math.floor(pdf.length / 3))
     await expect(extractPdf(truncated, { deadlineMs: 10_000 })).rejects.toThrow(/unreadable PDF|longer than/)
+  })
+
+  it('refuses a PDF whose streams expand beyond the limit before pdf.js inflates them (a decompression bomb)', async () => {
+    // one page whose content stream is 8 MB of spaces, 8 KB compressed
+    const content = deflateSync(Buffer.alloc(8 * 1024 * 1024, 0x20))
+    const objects = [
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R >>',
+    ]
+    const parts: Buffer[] = [Buffer.from('%PDF-1.4\n')]
+    const offsets: number[] = []
+    const length = () => parts.reduce((n, p) => n + p.length, 0)
+    for (const [i, body] of objects.entries()) {
+      offsets.push(length())
+      parts.push(Buffer.from(`${i + 1} 0 obj\n${body}\nendobj\n`))
+    }
+    offsets.push(length())
+    parts.push(Buffer.from(`4 0 obj\n<< /Length ${content.length} /Filter /FlateDecode >>\nstream\n`), content, Buffer.from('\nendstream\nendobj\n'))
+    const xref = length()
+    parts.push(Buffer.from(`xref\n0 5\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`))
+    const bomb = new Uint8Array(Buffer.concat(parts))
+    expect(await inflatedSize(bomb, 64 * 1024 * 1024)).toBe(8 * 1024 * 1024)
+    await expect(extractPdf(bomb, { deadlineMs: 20_000, maxInflatedBytes: 4 * 1024 * 1024 })).rejects.toThrow(/expand to more than 4 MB/)
+    // under the limit it is read (a page of spaces: no text)
+    expect((await extractPdf(bomb, { deadlineMs: 20_000 })).pages[0]!.text).toBe('')
+    // a typeset PDF's streams are counted, fonts and text, and are far below it
+    const lesson = await makePdf(['Leçon 1 : les équations du premier degré à une inconnue, et leur résolution.'])
+    expect(await inflatedSize(lesson)).toBeGreaterThan(100)
+    expect(await inflatedSize(lesson)).toBeLessThan(MAX_INFLATED_BYTES / 100)
   })
 
   it('stops at the deadline', async () => {

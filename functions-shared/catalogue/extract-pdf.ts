@@ -3,6 +3,7 @@
 // (pdf.js 6 no longer compiles fonts with eval at all, the vector of CVE-2024-4367, so the old
 // isEvalSupported switch is gone.)
 import { AR_LETTER } from './canonicalize.ts'
+import { inflatedSize, MAX_INFLATED_BYTES } from './pdf-streams.ts'
 
 // pdf.js is loaded on the first PDF read: a function that never reads one (the docs, or the admin
 // routes that list) does not pay for it at cold start.
@@ -175,8 +176,15 @@ export class PdfError extends Error {
 export const isPdf = (bytes: Uint8Array): boolean =>
   bytes.length >= 5 && bytes[0] === 0x25 && bytes[1] === 0x50 && bytes[2] === 0x44 && bytes[3] === 0x46 && bytes[4] === 0x2d // %PDF-
 
-export async function extractPdf(bytes: Uint8Array, options: { deadlineMs: number; maxPages?: number; imageCheckBelowChars?: number }): Promise<ExtractedPdf> {
+export async function extractPdf(
+  bytes: Uint8Array,
+  options: { deadlineMs: number; maxPages?: number; imageCheckBelowChars?: number; maxInflatedBytes?: number },
+): Promise<ExtractedPdf> {
   if (!isPdf(bytes)) throw new PdfError('not a PDF (the file does not start with %PDF-)')
+  const maxInflated = options.maxInflatedBytes ?? MAX_INFLATED_BYTES
+  if ((await inflatedSize(bytes, maxInflated)) > maxInflated) {
+    throw new PdfError(`the PDF's compressed streams expand to more than ${Math.round(maxInflated / 2 ** 20)} MB (images aside): refused before reading`)
+  }
   const { getDocument, OPS } = await loadPdfjs()
   const imageOps = new Set<number>([OPS.paintImageXObject, OPS.paintInlineImageXObject, OPS.paintInlineImageXObjectGroup, OPS.paintImageXObjectRepeat, OPS.paintImageMaskXObject])
   const task = getDocument({
