@@ -217,6 +217,16 @@ describe('POST /chat with the offline provider', () => {
     expect((await fetch(`${s.gw.url}/functions/v1/chat`, { method: 'POST', body: '{}' })).status).toBe(401)
   })
 
+  it('answers a request that Node refuses before the app (headers or query string past 16 KB) in JSON with a request id', async () => {
+    const res = await fetch(`${s.gw.url}/functions/v1/curriculum/textbooks?grade=${'x'.repeat(100_000)}`)
+    expect(res.status).toBe(431)
+    const body = await res.json()
+    expect(body).toMatchObject({ error: 'request_header_fields_too_large', message: expect.stringMatching(/16 KB/) })
+    expect(body.request_id).toBe(res.headers.get('x-request-id'))
+    // the server goes on
+    expect((await fetch(`${s.gw.url}/functions/v1/health`)).status).toBe(200)
+  })
+
   it('answers 402 when the balance does not cover the estimate: nothing reserved, nothing charged', async () => {
     const student = await createUser(db.sql)
     await db.sql`select * from public.reserve_tokens(${student.id}, 40, 'other', 300, 50)` // 10 left, estimate 15

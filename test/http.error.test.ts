@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
+import { createUser } from './helpers/users.ts'
 import { withCommonMiddleware } from '../functions-shared/app.ts'
 import { createRouter } from '../functions-shared/http/router.ts'
 import { ApiError, ErrorCode, statusOf } from '../functions-shared/http/errors.ts'
@@ -28,6 +29,9 @@ beforeAll(async () => {
     .openapi(echo, (c) => c.json(c.req.valid('json'), 200))
   router.get('/boom', () => {
     throw new Error('connection string postgres://secret@db leaked?')
+  })
+  router.get('/pg/:code', (c) => {
+    throw Object.assign(new Error(`database error ${c.req.param('code')}`), { name: 'PostgresError', code: c.req.param('code') })
   })
   router.get('/conflict', () => {
     throw new ApiError(ErrorCode.CONFLICT, 'Job is not failed', { details: { job_status: 'ready' } })
@@ -60,6 +64,36 @@ describe('error bodies', () => {
     const body = await json(res)
     expect(res.status).toBe(400)
     expect(body).toMatchObject({ error: 'bad_request', request_id: expect.any(String) })
+  })
+
+  it('refuses a JSON body that is not UTF-8 with 400, rather than storing U+FFFD in its place', async () => {
+    const bytes = new Uint8Array([...new TextEncoder().encode('{"name":"Al'), 0xc3, 0x28, ...new TextEncoder().encode('i","grade":3}')])
+    const res = await app.request('/t/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: bytes })
+    expect(res.status).toBe(400)
+    expect(await json(res)).toMatchObject({ error: 'bad_request', message: 'The request body is not valid UTF-8', request_id: expect.any(String) })
+    // the same body as UTF-8 is taken, and a JSON body over the limit is still a 413
+    const good = await app.request('/t/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"Alié","grade":3}' })
+    expect(await json(good)).toEqual({ name: 'Alié', grade: 3 })
+    const big = await app.request('/t/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"name":"${'x'.repeat(1100)}","grade":3}` })
+    expect(big.status).toBe(413)
+  })
+
+  it('gives 415 unsupported_media_type to a body of a type the route does not take', async () => {
+    const student = await createUser(db.sql)
+    for (const type of ['text/plain', undefined]) {
+      const res = await t.request('/chat', { method: 'POST', headers: { authorization: `Bearer ${student.token}`, ...(type ? { 'content-type': type } : {}) }, body: 'Bonjour' })
+      expect(res.status).toBe(415)
+      expect(await json(res)).toMatchObject({ error: 'unsupported_media_type', request_id: res.headers.get('x-request-id') })
+    }
+  })
+
+  it('takes a value the database refused (class 22) for the client\'s input, but not pgvector\'s dimension mismatch (22000)', async () => {
+    const input = await app.request('/t/pg/22P02')
+    expect(input.status).toBe(400)
+    expect(await json(input)).toMatchObject({ error: 'validation_failed' })
+    const server = await app.request('/t/pg/22000')
+    expect(server.status).toBe(500)
+    expect(await json(server)).toMatchObject({ error: 'internal_error', message: 'Internal server error' })
   })
 
   it('maps a domain error to its status with its details', async () => {

@@ -116,7 +116,13 @@ export function handleError(raw: Error, c: Context): Response {
   }
   if (err instanceof HTTPException) {
     const status = err.status
-    const code = status === 413 ? ErrorCode.PAYLOAD_TOO_LARGE : status === 401 ? ErrorCode.UNAUTHORIZED : status === 404 ? ErrorCode.NOT_FOUND : status < 500 ? ErrorCode.BAD_REQUEST : ErrorCode.INTERNAL_ERROR
+    const code =
+      status === 413 ? ErrorCode.PAYLOAD_TOO_LARGE
+      : status === 415 ? ErrorCode.UNSUPPORTED_MEDIA_TYPE
+      : status === 401 ? ErrorCode.UNAUTHORIZED
+      : status === 404 ? ErrorCode.NOT_FOUND
+      : status < 500 ? ErrorCode.BAD_REQUEST
+      : ErrorCode.INTERNAL_ERROR
     const message = status === 413 ? 'Request body is too large' : err.message || 'Request failed'
     return c.json(errorBody(c, code, message), status)
   }
@@ -124,10 +130,14 @@ export function handleError(raw: Error, c: Context): Response {
   return c.json(errorBody(c, ErrorCode.INTERNAL_ERROR, 'Internal server error'), 500)
 }
 
-/** PostgreSQL's class 22 (data exception), raised by a value rather than by the service's state. */
+/**
+ * PostgreSQL's class 22 (data exception), raised by a value rather than by the service's state; not its
+ * bare 22000, which pgvector raises for vectors of another dimension than the stored ones (a server
+ * configured for another embedding model): the server's fault, a 500.
+ */
 function isDataException(err: Error): err is Error & { code: string } {
   const code = (err as { code?: unknown }).code
-  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code) && err.name === 'PostgresError'
+  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code) && code !== '22000' && err.name === 'PostgresError'
 }
 
 export function notFound(c: Context): Response {

@@ -28,6 +28,27 @@ function bodyLimits(deps: Deps): MiddlewareHandler {
   }
 }
 
+/**
+ * A JSON body must be UTF-8: decoded leniently, its broken bytes would become U+FFFD and be stored and
+ * billed as if the student had typed them. Refused instead (400), in GoTrue's shape on its paths.
+ */
+function utf8Bodies(): MiddlewareHandler {
+  const decoder = new TextDecoder('utf-8', { fatal: true })
+  return async function utf8Bodies(c, next) {
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && /json/i.test(c.req.header('content-type') ?? '')) {
+      const body = await c.req.arrayBuffer() // a body past its limit fails here, as itself
+      try {
+        decoder.decode(body)
+      } catch {
+        const message = 'The request body is not valid UTF-8'
+        if (c.req.path.startsWith('/auth/v1/')) return goTrueErrorResponse(new GoTrueError(400, 'bad_json', message), c)
+        throw new ApiError(ErrorCode.BAD_REQUEST, message)
+      }
+    }
+    await next()
+  }
+}
+
 /** Request context, CORS and body limits in front; JSON 404 and the one error handler behind. */
 export function withCommonMiddleware(app: OpenAPIHono, deps: Deps, mount: (app: OpenAPIHono) => void): OpenAPIHono {
   app.use('*', requestContext({ logs: deps.logs, metrics: deps.metrics }))
@@ -45,6 +66,7 @@ export function withCommonMiddleware(app: OpenAPIHono, deps: Deps, mount: (app: 
     }),
   )
   app.use('*', bodyLimits(deps))
+  app.use('*', utf8Bodies())
   mount(app)
   app.notFound(notFound)
   app.onError(handleError)

@@ -5,6 +5,7 @@
 // need the page recognizer.
 import { serve, type ServerType } from '@hono/node-server'
 import type { AddressInfo } from 'node:net'
+import type { Duplex } from 'node:stream'
 import type { Config } from '../../functions-shared/config.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
 import { createApp, ROUTER_NAMES } from '../../functions-shared/app.ts'
@@ -68,6 +69,20 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve({ fetch: (request, env) => handle(request, env), port: options.port ?? options.config.PORT, hostname: options.config.HOST }, () => resolve(s))
     s.once('error', reject)
+    // what Node's parser refuses before the app sees it (headers or a query string past 16 KB, a
+    // malformed request line) is still answered in JSON with a request id, not with a bare status
+    s.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
+      if (!socket.writable) return socket.destroy()
+      const tooLarge = err.code === 'HPE_HEADER_OVERFLOW'
+      const requestId = crypto.randomUUID()
+      const body = JSON.stringify(
+        tooLarge
+          ? { error: 'request_header_fields_too_large', message: 'The request line or headers are too large (16 KB at most)', request_id: requestId }
+          : { error: 'bad_request', message: 'Malformed HTTP request', request_id: requestId },
+      )
+      const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'
+      socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`)
+    })
   })
   const { port } = server.address() as AddressInfo
   const url = `http://${options.config.HOST}:${port}`
