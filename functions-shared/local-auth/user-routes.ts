@@ -25,6 +25,13 @@ interface RefreshRow {
 
 export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
   const { sql, config, log, limits, redirects, checkPassword, emailOrFail, hash, requireUser, meta } = kit
+  // a bcrypt hash of no one's password, at the stored ones' cost, that an unknown email is checked against
+  let decoy: Promise<string> | undefined
+  const unknownUserHash = (tx: Parameters<typeof hash>[0]) =>
+    (decoy ??= hash(tx, crypto.randomUUID()).catch((err: unknown) => {
+      decoy = undefined
+      throw err
+    }))
   app.get('/health', (c) => c.json({ version: 'local', name: 'GoTrue (curriculum-tutor local auth)', description: 'GoTrue-compatible auth for local development' }))
 
   app.get('/settings', (c) =>
@@ -75,9 +82,11 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
       const password = typeof body.password === 'string' ? body.password : ''
       const session = await sql.begin(async (tx) => {
         const user = email ? await findUserByEmail(tx, email) : null
-        if (!user || !user.encrypted_password || !password) throw errors.invalidCredentials()
-        const [{ ok }] = await tx<[{ ok: boolean }]>`select extensions.crypt(${password}, ${user.encrypted_password}) = ${user.encrypted_password} as ok`
-        if (!ok) throw errors.invalidCredentials()
+        // an unknown email costs the same bcrypt as a known one: the time of the answer does not tell
+        // which emails have accounts
+        const stored = user?.encrypted_password || (await unknownUserHash(tx))
+        const [{ ok }] = await tx<[{ ok: boolean }]>`select extensions.crypt(${password}, ${stored}) = ${stored} as ok`
+        if (!user || !user.encrypted_password || !password || !ok) throw errors.invalidCredentials()
         if (!user.email_confirmed_at) throw new GoTrueError(400, 'email_not_confirmed', 'Email not confirmed')
         if (user.banned_until && new Date(user.banned_until).getTime() > deps.clock.now()) throw new GoTrueError(400, 'user_banned', 'User is banned')
         return startSession(deps, tx, user, 'password', meta(c))
