@@ -212,6 +212,16 @@ describe('the data directory lock', () => {
 })
 
 describe('startup failures are one sentence and exit 1', () => {
+  it('the published JWT_SECRET on an interface other machines reach', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'ct-secret-'))
+    dirs.push(dataDir)
+    const exposed = await run('scripts/start.ts', { DATA_DIR: dataDir, HOST: '0.0.0.0', PORT: '0', DB_PORT: '0' })
+    expect(exposed.code).toBe(1)
+    expectSentence(exposed.err, 'JWT_SECRET', /HOST=0\.0\.0\.0/, /set JWT_SECRET/)
+    // found before the database is opened
+    expect((await readdir(dataDir)).filter((f) => f !== LOCK_FILE)).toEqual([])
+  })
+
   it('a taken PORT or DB_PORT', async () => {
     const taken = await takenPort()
     try {
