@@ -76,13 +76,16 @@ describe('settlement does not depend on the text', () => {
   })
 
   it('settles a failed turn whose error message holds NUL at 0, with its usage row', async () => {
-    const user = await createUser(db.sql)
-    script = () => ({ status: 400, errorMessage: 'refused\u0000 \ud800' })
-    const res = await chat(user, { ...QUESTION, stream: false })
-    expect(res.status).toBe(503)
-    const s = await settlement(res.headers.get('x-request-id')!)
-    expect(s.reservations).toEqual(['finalized'])
-    expect(s.usage).toMatchObject([{ kind: 'released', charged: 0 }])
+    // refused for what the prompt holds (400: the student is told to change it), or failing (500: retry)
+    for (const [status, answered] of [[400, 400], [500, 503]] as const) {
+      const user = await createUser(db.sql)
+      script = () => ({ status, errorMessage: 'refused\u0000 \ud800' })
+      const res = await chat(user, { ...QUESTION, stream: false })
+      expect(res.status).toBe(answered)
+      const s = await settlement(res.headers.get('x-request-id')!)
+      expect(s.reservations).toEqual(['finalized'])
+      expect(s.usage).toMatchObject([{ kind: 'released', charged: 0 }])
+    }
   })
 
   it('does not deliver an answer it could not settle (the reservation outlived its TTL): JSON 503, SSE error', async () => {

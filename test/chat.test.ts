@@ -616,9 +616,17 @@ describe('the circuit breaker around the chat model', () => {
     const history = Array.from({ length: 10 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'long '.repeat(390) }))
     for (let i = 0; i < 5; i++) {
       const res = await chat(s, attacker, { message: 'Comment résoudre une équation ?', history })
-      expect(res.status).toBe(503)
+      // the student is told what to change, not to retry the same
+      expect(res.status).toBe(400)
+      expect(await res.json()).toMatchObject({ error: 'bad_request', message: expect.stringMatching(/too long with its history, or refused\): shorten or rephrase it; nothing was charged/), request_id: res.headers.get('x-request-id') })
       expect(await wallet(attacker.id)).toEqual({ balance: 50, ledger: 50 }) // nothing charged
     }
+    const streamed = await chat(s, attacker, { message: 'Comment résoudre une équation ?', history, stream: true })
+    const items = events(await readSse(streamed).rest())
+    expect(items.map((e) => e.event)).toEqual(['meta', 'error'])
+    expect(items[1]!.data).toMatchObject({ error: 'bad_request' })
+    const turns = await s.gw.deps.metrics.registry.getSingleMetricAsString('chat_turns_total')
+    expect(turns).toContain('outcome="model_refused"} 6')
     expect(await state()).toBe('chat_circuit_state 0')
     const res = await chat(s, other, { message: 'Comment résoudre une équation ?' })
     expect(res.status).toBe(200)

@@ -64,3 +64,11 @@ export class ProviderError extends Error {
     this.retryAfterMs = options.retryAfterMs
   }
 }
+
+/**
+ * Whether the provider refused the request for what it holds (400 longer than the model's context, a
+ * content filter; 413; 422): that request's fault, which a retry meets again, not the service's.
+ */
+export function refusedByModel(err: unknown): boolean {
+  return err instanceof ProviderError && !err.transient && (err.status === 400 || err.status === 413 || err.status === 422)
+}

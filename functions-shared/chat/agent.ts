@@ -8,13 +8,14 @@
 import { tierLimits } from '../config.ts'
 import { ApiError, ErrorCode, toApiError } from '../http/errors.ts'
 import { CircuitOpenError } from '../lib/circuit-breaker.ts'
+import { refusedByModel } from '../ai/provider.ts'
 import { buildMessages, clarifyingQuestion, noSourcesAnswer } from './prompt.ts'
 import { catalogueOptions } from './infer.ts'
 import { retrieveAndRerank, type RetrievalResult } from './rerank.ts'
 import { decidePath } from './decide.ts'
 import { excerpt } from './excerpt.ts'
 import { actualFor, checkWallet, finalizeTurn, SettlementError } from './settle.ts'
-import { UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type Decision, type Hold, type Source, type Usage, type Outcome, type TurnSink, timed, codePoints } from './turn.ts'
+import { REFUSED_MESSAGE, UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type Decision, type Hold, type Source, type Usage, type Outcome, type TurnSink, timed, codePoints } from './turn.ts'
 
 function toSources(result: RetrievalResult, message: string): Source[] {
   // the excerpt is chosen with every form of the question the search used
@@ -204,8 +205,9 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
     return outcome
   } catch (err) {
     const unsettled = err instanceof SettlementError
+    const refused = !unsettled && refusedByModel(err)
     const unavailable = unsettled || err instanceof CircuitOpenError || (err as { name?: string }).name === 'ProviderError'
-    outcome = unsettled ? 'unsettled' : unavailable ? 'model_unavailable' : 'failed'
+    outcome = unsettled ? 'unsettled' : refused ? 'model_refused' : unavailable ? 'model_unavailable' : 'failed'
     ctx.log.error({ err: { name: (err as Error).name, message: (err as Error).message }, outcome }, 'chat turn failed')
     // nothing is charged for a turn that failed, whatever it produced before failing
     if (!usage) {
@@ -221,6 +223,8 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
     sink.error(
       unsettled
         ? { error: ErrorCode.SERVICE_UNAVAILABLE, message: 'The answer could not be settled, so it is not delivered; nothing was charged, please retry', request_id: ctx.requestId }
+        : refused
+        ? { error: ErrorCode.BAD_REQUEST, message: REFUSED_MESSAGE, request_id: ctx.requestId }
         : unavailable
         ? { error: ErrorCode.SERVICE_UNAVAILABLE, message: UNAVAILABLE_MESSAGE, request_id: ctx.requestId }
         : { error: ErrorCode.INTERNAL_ERROR, message: 'The answer failed; nothing was charged', request_id: ctx.requestId },

@@ -183,7 +183,7 @@ async function jsonTurn(c: Context, ctx: TurnContext, input: ChatInput, prepared
   await completeTurn(ctx, input, prepared, sink, left.signal)
   if (failure) {
     const f = failure as { error: string; message: string }
-    throw new ApiError(f.error === ErrorCode.SERVICE_UNAVAILABLE ? ErrorCode.SERVICE_UNAVAILABLE : ErrorCode.INTERNAL_ERROR, f.message)
+    throw new ApiError(f.error === ErrorCode.SERVICE_UNAVAILABLE || f.error === ErrorCode.BAD_REQUEST ? f.error : ErrorCode.INTERNAL_ERROR, f.message)
   }
   body.answer = answer
   return c.json(body, 200)

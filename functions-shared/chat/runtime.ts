@@ -6,7 +6,7 @@ import type { Logger } from '../lib/logger.ts'
 import type { ChatMetrics } from '../http/metrics.ts'
 import { TtlCache } from '../lib/ttl-cache.ts'
 import { CircuitBreaker } from '../lib/circuit-breaker.ts'
-import { ProviderError } from '../ai/provider.ts'
+import { refusedByModel } from '../ai/provider.ts'
 
 /** chunk text by chunk id and ingestion timestamp; a ranking (chunk ids) by question, scope and tier */
 export interface RetrievalCaches {
@@ -28,7 +28,7 @@ export function createChatRuntime(config: Config, clock: Clock, metrics: ChatMet
     clock,
     // a request the model refuses for what it holds (400 too long, 413, 422; a content filter's 400) is
     // that request's fault: counted, one student could shut the chat off for everyone
-    ignore: (err) => err instanceof ProviderError && !err.transient && (err.status === 400 || err.status === 413 || err.status === 422),
+    ignore: refusedByModel,
     onChange: (state) => {
       metrics.circuitTransitions.inc({ to: state })
       log.warn({ circuit: state }, `chat model circuit ${state}`)

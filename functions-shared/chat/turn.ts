@@ -9,6 +9,8 @@ import type { PreparedQuery } from './query.ts'
 import type { ChatRuntime } from './runtime.ts'
 
 export const UNAVAILABLE_MESSAGE = 'Service temporarily unavailable, please retry'
+/** What a student reads when the model refused the message for what it holds: retrying the same will not help. */
+export const REFUSED_MESSAGE = 'The model could not take this message (too long with its history, or refused): shorten or rephrase it; nothing was charged'
 
 export interface ChatInput {
   message: string
@@ -78,7 +80,7 @@ export interface Usage {
   token_balance: number
 }
 
-export type Outcome = 'answered' | 'clarified' | 'no_sources' | 'disconnected' | 'model_unavailable' | 'unsettled' | 'failed'
+export type Outcome = 'answered' | 'clarified' | 'no_sources' | 'disconnected' | 'model_refused' | 'model_unavailable' | 'unsettled' | 'failed'
 
 /** Where a turn's output goes: SSE events, or one JSON body. */
 export interface TurnSink {
