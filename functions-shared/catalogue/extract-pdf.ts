@@ -105,26 +105,25 @@ const middle = (r: TextRun) => r.transform[4]! + r.width / 2
  * it, inside its word.
  */
 function readingOrder(line: readonly TextRun[]): string {
-  const size = (r: TextRun) => Math.max(Math.abs(r.height) || Math.hypot(r.transform[2]!, r.transform[3]!), 1)
-  // a mark drawn apart: marks only (or their presentation forms, "ﱠ" for shadda with fatha), or a glyph of no width (a mark by its nature) that maps to nothing,
-  // or to a mark with something else ("0ّ"): its marks are kept, the rest dropped rather than read as a
-  // word of its own that splits the word under it
+  // a mark drawn apart: marks only (or their presentation forms, "ﱠ" for shadda with fatha), or a glyph
+  // of no width (a mark by its nature) that maps to nothing, or to a mark with something else ("0ّ"): its
+  // marks are kept, the rest dropped rather than read as a word of its own that splits the word under it
   const isMark = (r: TextRun) => MARKS_ONLY.test(r.str.normalize('NFKC').trim()) || (r.width === 0 && /^[\p{M}\p{N}\u0000-\u001F\uFFFD]+$/u.test(r.str) && !/^\p{N}+$/u.test(r.str))
   // a space of no width, or one drawn over a letter, is not a word space (pdf.js puts one where a mark
   // moved the pen back)
   const letters = line.filter((r) => r.str.trim() !== '' && r.width > 0)
-  const kept = line.filter((r) => r.str.trim() !== '' || (r.width >= size(r) * 0.01 && !letters.some((l) => middle(r) > l.transform[4]! && middle(r) < right(l))))
+  const kept = line.filter((r) => r.str.trim() !== '' || (r.width >= fontSize(r) * 0.01 && !letters.some((l) => middle(r) > l.transform[4]! && middle(r) < right(l))))
   const marks = kept.filter(isMark)
   const placed = kept.filter((r) => !isMark(r)).map((r) => ({ run: r, text: r.str }))
+  const bases = placed.filter((p) => p.run.str.trim() !== '')
   for (const mark of marks) {
     const drawn = mark.str.normalize('NFKC').replace(/\P{M}/gu, '')
     if (drawn === '') continue
     const x = mark.transform[4]!
-    const letters = placed.filter((p) => p.run.str.trim() !== '')
     // the run under the mark: a mark is drawn from about its letter's left edge, so the run that starts
     // nearest at or before it (a little after, too), else the nearest
-    const under = letters.filter((p) => p.run.transform[4]! <= x + size(mark) * TOUCH && x <= right(p.run))
-    const base = under.sort((a, b) => b.run.transform[4]! - a.run.transform[4]!)[0] ?? letters.sort((a, b) => Math.abs(middle(a.run) - x) - Math.abs(middle(b.run) - x))[0]
+    const under = bases.filter((p) => p.run.transform[4]! <= x + fontSize(mark) * TOUCH && x <= right(p.run))
+    const base = under.sort((a, b) => b.run.transform[4]! - a.run.transform[4]!)[0] ?? [...bases].sort((a, b) => Math.abs(middle(a.run) - x) - Math.abs(middle(b.run) - x))[0]
     if (!base) continue
     // the character under it: a right-to-left run's characters go from its right end
     const chars = Array.from(base.text)
@@ -155,18 +154,21 @@ function readingOrder(line: readonly TextRun[]): string {
   return out.replace(/\s+/g, ' ').trim()
 }
 
-/** Whether two runs of a line touch (a word's pieces), whatever their order. */
-function adjacent(a: TextRun, b: TextRun): boolean {
-  const size = Math.max(Math.abs(a.height) || Math.hypot(a.transform[2]!, a.transform[3]!), 1)
-  return Math.max(a.transform[4]!, b.transform[4]!) - Math.min(right(a), right(b)) < size * TOUCH
+/** A run's font size: its height, or its transform's scale when pdf.js gives no height. */
+function fontSize(r: TextRun): number {
+  return Math.max(Math.abs(r.height) || Math.hypot(r.transform[2]!, r.transform[3]!), 1)
 }
 
+/** Whether two runs of a line touch (a word's pieces), whatever their order. */
+function adjacent(a: TextRun, b: TextRun): boolean {
+  return Math.max(a.transform[4]!, b.transform[4]!) - Math.min(right(a), right(b)) < fontSize(a) * TOUCH
+}
+
+/** Whether two runs, in the content stream's order, are one word: not blank, on one line, touching. */
 function touches(a: TextRun, b: TextRun): boolean {
-  const size = Math.max(Math.abs(a.height) || Math.hypot(a.transform[2]!, a.transform[3]!), 1)
   if (a.str.trim() === '' || b.str.trim() === '' || /\s$/.test(a.str) || /^\s/.test(b.str)) return false
-  if (Math.abs(a.transform[5]! - b.transform[5]!) > size * 0.3) return false
-  const gap = Math.max(a.transform[4]!, b.transform[4]!) - Math.min(a.transform[4]! + a.width, b.transform[4]! + b.width)
-  return gap < size * TOUCH
+  if (Math.abs(a.transform[5]! - b.transform[5]!) > fontSize(a) * 0.3) return false
+  return adjacent(a, b)
 }
 
 export class PdfError extends Error {
