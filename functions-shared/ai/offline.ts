@@ -106,12 +106,26 @@ export const PASSAGE_SENTENCES = 3
 // a sentence ends at . ! ? ؟ ; ؛ or : followed by a space (decimal commas and "x = 3.5" stay whole)
 export const SENTENCE_END = /(?<=[.!?;:؟؛])\s+/u
 
+// the sentences of the chunks that come back turn after turn, and their keys: the rerank's passages and
+// the sources' excerpts (chat/excerpt.ts) are both made of them
+const sentenceCache = new LRUCache<string, { sentences: string[]; keys: Set<string>[] }>({ max: 4096 })
+
+/** A text's sentences (SENTENCE_END) and the keys of each (contentKeys), cached by text. */
+export function sentencesOf(text: string): { sentences: string[]; keys: Set<string>[] } {
+  let forms = sentenceCache.get(text)
+  if (!forms) {
+    const sentences = text.split(SENTENCE_END)
+    sentenceCache.set(text, (forms = { sentences, keys: sentences.map((x) => new Set(contentKeys(x))) }))
+  }
+  return forms
+}
+
 /**
  * The keys of each passage of a text: PASSAGE_SENTENCES sentences in a row, on from each sentence
  * (a text of fewer sentences is one passage).
  */
 export function passageKeys(text: string): Set<string>[] {
-  const sentences = text.split(SENTENCE_END).map((s) => new Set(contentKeys(s)))
+  const sentences = sentencesOf(text).keys
   const passages: Set<string>[] = []
   for (let i = 0; i === 0 || i + PASSAGE_SENTENCES <= sentences.length; i++) {
     const passage = new Set<string>()

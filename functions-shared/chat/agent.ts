@@ -13,13 +13,13 @@ import { buildMessages, clarifyingQuestion, noSourcesAnswer } from './prompt.ts'
 import { catalogueOptions } from './infer.ts'
 import { retrieveAndRerank, type RetrievalResult } from './rerank.ts'
 import { decidePath } from './decide.ts'
-import { excerpt } from './excerpt.ts'
+import { excerpts } from './excerpt.ts'
 import { actualFor, checkWallet, finalizeTurn, SettlementError } from './settle.ts'
 import { REFUSED_MESSAGE, UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type Decision, type Hold, type Source, type Usage, type Outcome, type TurnSink, timed, codePoints } from './turn.ts'
 
 function toSources(result: RetrievalResult, message: string): Source[] {
   // the excerpt is chosen with every form of the question the search used
-  const questions = [message, result.query, result.cross_lingual.query ?? '']
+  const excerpt = excerpts([message, result.query, result.cross_lingual.query ?? ''])
   return result.snippets.map((s, i) => ({
     n: i + 1,
     document_id: s.file_id,
@@ -28,7 +28,7 @@ function toSources(result: RetrievalResult, message: string): Source[] {
     chunk_id: s.chunk_id,
     source_url: s.source_url ? `${s.source_url.split('#')[0]}#page=${s.page_number}` : null,
     score: Math.round((1 - s.distance) * 10_000) / 10_000,
-    excerpt: excerpt(s.text, questions),
+    excerpt: excerpt(s.text),
   }))
 }
 

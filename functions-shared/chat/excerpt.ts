@@ -1,13 +1,9 @@
 // A source's excerpt: the sentences of its chunk that hold most of the question's words, as written, at
 // most EXCERPT_CHARS characters, with an ellipsis where text was left out before or after. A chunk is a
 // page or more; its first sentences are often a heading and an introduction, not what answers.
-import { LRUCache } from 'lru-cache'
-import { contentKeys, SENTENCE_END } from '../ai/offline.ts'
+import { contentKeys, sentencesOf } from '../ai/offline.ts'
 
 export const EXCERPT_CHARS = 280
-
-// a chunk's sentences and their keys, for the chunks that come back turn after turn
-const split = new LRUCache<string, { sentences: string[]; keys: Set<string>[] }>({ max: 2048 })
 
 /**
  * The run of whole sentences, within `max` characters, that holds the largest share of the keys of
@@ -16,14 +12,17 @@ const split = new LRUCache<string, { sentences: string[]; keys: Set<string>[] }>
  * start when nothing matches. A sentence longer than `max` is cut at a word.
  */
 export function excerpt(text: string, questions: readonly string[], max = EXCERPT_CHARS): string {
-  if (text.length <= max) return text
-  let forms = split.get(text)
-  if (!forms) {
-    const sentences = text.split(SENTENCE_END)
-    split.set(text, (forms = { sentences, keys: sentences.map((s) => new Set(contentKeys(s))) }))
-  }
-  const { sentences, keys } = forms
+  return excerpts(questions, max)(text)
+}
+
+/** excerpt for each source of one question: its keys are made once. */
+export function excerpts(questions: readonly string[], max = EXCERPT_CHARS): (text: string) => string {
   const wanted = new Set(questions.flatMap(contentKeys))
+  return (text) => (text.length <= max ? text : bestRun(text, wanted, max))
+}
+
+function bestRun(text: string, wanted: ReadonlySet<string>, max: number): string {
+  const { sentences, keys } = sentencesOf(text)
   let best = { start: 0, end: 1, score: -1, first: -1 }
   for (let start = 0; start < sentences.length; start++) {
     let end = start + 1
