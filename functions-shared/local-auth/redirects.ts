@@ -53,7 +53,7 @@ function escape(ch: string): string {
 }
 
 /** A loopback IP literal (GoTrue: net.IP.IsLoopback). */
-function isLoopback(hostname: string): boolean {
+export function isLoopback(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, '')
   return /^127(\.\d{1,3}){3}$/.test(h) || h === '::1'
 }

@@ -11,6 +11,7 @@ import { startEmbedded, type EmbeddedDb } from './embedded-db.ts'
 import { migrateRepository } from './migrations.ts'
 import { startGateway, type Gateway } from './gateway.ts'
 import { portProblem, StartupError, unreachableDatabase } from './startup-error.ts'
+import { isLoopback } from '../../functions-shared/local-auth/redirects.ts'
 
 export interface Stack {
   gateway: Gateway
@@ -31,16 +32,11 @@ async function portFree(host: string, port: number): Promise<void> {
   })
 }
 
-/** Whether a host name or address is this machine's loopback only. */
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
-}
-
 export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?: (part: { sql?: Sql; embedded?: EmbeddedDb; gateway?: Gateway }) => void } = {}): Promise<Stack> {
   const log = logs.get('start')
   // the default JWT_SECRET is published (the Supabase CLI's): on an interface other machines reach,
   // anyone could sign a service-role or admin token with it
-  if (config.JWT_SECRET === LOCAL_JWT_SECRET && !isLoopback(config.HOST)) {
+  if (config.JWT_SECRET === LOCAL_JWT_SECRET && config.HOST !== 'localhost' && !isLoopback(config.HOST)) {
     throw new StartupError(`JWT_SECRET is the published local-development secret, and HOST=${config.HOST} lets other machines reach the gateway: set JWT_SECRET to a secret of your own (32 characters or more), or HOST=127.0.0.1`)
   }
   let embedded: EmbeddedDb | undefined
