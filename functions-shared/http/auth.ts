@@ -126,7 +126,7 @@ export function requireAdmin(options: {
   adminApiKey: string
   /**
    * Whether the user is an admin now, in a session that is still open: a token outlives a demotion, a
-   * password reset and a sign-out by up to its lifetime (an hour); its admin rights must not
+   * password reset and a sign-out by up to its lifetime (an hour); its admin rights must not outlive them
    */
   stillAdmin?: (userId: string, sessionId: string | null) => Promise<boolean>
 }): MiddlewareHandler {
