@@ -125,6 +125,27 @@ describe('POST /wallet/topup', () => {
     expect((await call('GET', '/wallet/balance', undefined, bearer(u.token))).body.token_balance).toBe(150)
   })
 
+  it('keeps each caller\'s Idempotency-Keys apart: two admins with one key make two top-ups', async () => {
+    const u = await createUser(db.sql)
+    const [a, b] = [await createUser(db.sql, { role: 'admin' }), await createUser(db.sql, { role: 'admin' })]
+    const key = { 'Idempotency-Key': `receipt-${crypto.randomUUID()}` }
+    const first = await call('POST', '/wallet/topup', topupBody(u.id), { ...bearer(a.token), ...key })
+    const second = await call('POST', '/wallet/topup', topupBody(u.id), { ...bearer(b.token), ...key })
+    expect([first.status, second.status]).toEqual([201, 201])
+    expect([first.body.replayed, second.body.replayed]).toEqual([false, false])
+    expect(second.body.transaction_id).not.toBe(first.body.transaction_id)
+    // another body under the same key is b's own request, not a reuse of a's key; a replays its own
+    const third = await call('POST', '/wallet/topup', topupBody(u.id, { tokens: 5 }), { ...bearer(b.token), 'Idempotency-Key': `${key['Idempotency-Key']}-b` })
+    expect(third.status).toBe(201)
+    const again = await call('POST', '/wallet/topup', topupBody(u.id), { ...bearer(a.token), ...key })
+    expect(again.body).toEqual({ ...first.body, replayed: true })
+    const other = await call('POST', '/wallet/topup', topupBody(u.id, { tokens: 7 }), { ...bearer(b.token), ...key })
+    expect(other).toMatchObject({ status: 422, body: { error: 'idempotency_key_reused' } })
+    expect((await call('GET', '/wallet/balance', undefined, bearer(u.token))).body.token_balance).toBe(50 + 100 + 100 + 5)
+    const rows = await db.sql`select created_by from public.financial_transactions where idempotency_key = ${key['Idempotency-Key']} order by created_at`
+    expect(rows.map((r) => r.created_by)).toEqual([a.id, b.id])
+  })
+
   it('refuses bad input with 400 and the fields, and unknown users with 404', async () => {
     const u = await createUser(db.sql)
     const cases: [Record<string, unknown>, string][] = [
