@@ -56,7 +56,7 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** Writes the PDFs that are missing (atomically: a temporary file, then a rename). */
-/** onMaking: told how many PDFs are missing before they are made (on the first start, some 20 s). */
+/** onMaking: told how many PDFs are missing before they are made (on the first start, some 10 s). */
 export async function buildDemoPortal(dataDir: string, onMaking?: (missing: number) => void): Promise<DemoPortal> {
   const raw = await readFile(CURRICULUM_FILE, 'utf8')
   const curriculum = JSON.parse(raw) as Curriculum

@@ -1,7 +1,9 @@
 // Curriculum-style PDFs made with pdfkit (the demo portal, tests and benchmarks): French text with the standard fonts, Arabic
 // with the Amiri font from @fontsource/amiri (shaped by fontkit, drawn left to right as pdfkit does, so
 // pdf.js extracts it in visual order, as many real PDFs do).
+import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { inflateSync } from 'node:zlib'
 import PDFDocument from 'pdfkit'
 import { renderPage, STANDARD_FONTS } from './render-page.ts'
 
@@ -9,6 +11,51 @@ const require = createRequire(import.meta.url)
 const AMIRI = require.resolve('@fontsource/amiri/files/amiri-arabic-400-normal.woff')
 // the Arabic subset has no digits or Latin punctuation (: . « » ( ) %): those are drawn in the Latin subset
 const AMIRI_LATIN = require.resolve('@fontsource/amiri/files/amiri-latin-400-normal.woff')
+
+/**
+ * A WOFF font as the plain font file it wraps (its tables inflated), made once. fontkit reads a WOFF's
+ * compressed tables anew at each access, the whole glyph table for each glyph drawn: set from the WOFF, a
+ * six-page Arabic lesson took five seconds, almost all of it inflating.
+ */
+const sfntCache = new Map<string, Buffer>()
+function sfnt(path: string): Buffer {
+  const cached = sfntCache.get(path)
+  if (cached) return cached
+  const woff = readFileSync(path)
+  const count = woff.readUInt16BE(12)
+  const tables = Array.from({ length: count }, (_, i) => {
+    const at = 44 + i * 20
+    const [offset, compressed, length] = [woff.readUInt32BE(at + 4), woff.readUInt32BE(at + 8), woff.readUInt32BE(at + 12)]
+    const raw = woff.subarray(offset, offset + compressed)
+    return { tag: woff.subarray(at, at + 4), checksum: woff.readUInt32BE(at + 16), data: compressed < length ? inflateSync(raw) : raw }
+  })
+  const pad = (n: number) => (n + 3) & ~3
+  const out = Buffer.alloc(12 + 16 * count + tables.reduce((sum, t) => sum + pad(t.data.length), 0))
+  const power = 2 ** Math.floor(Math.log2(count))
+  woff.copy(out, 0, 4, 8) // the flavor: TrueType or CFF
+  out.writeUInt16BE(count, 4)
+  out.writeUInt16BE(power * 16, 6)
+  out.writeUInt16BE(Math.log2(power), 8)
+  out.writeUInt16BE(count * 16 - power * 16, 10)
+  let offset = 12 + 16 * count
+  tables.forEach((t, i) => {
+    const at = 12 + 16 * i
+    t.tag.copy(out, at)
+    out.writeUInt32BE(t.checksum, at + 4)
+    out.writeUInt32BE(offset, at + 8)
+    out.writeUInt32BE(t.data.length, at + 12)
+    t.data.copy(out, offset)
+    offset += pad(t.data.length)
+  })
+  sfntCache.set(path, out)
+  return out
+}
+
+/** Amiri's two subsets, registered under their paths (doc.font(AMIRI) finds them). */
+function registerAmiri(doc: PDFKit.PDFDocument): void {
+  for (const path of [AMIRI, AMIRI_LATIN]) doc.registerFont(path, sfnt(path))
+}
+
 const ARABIC_SUBSET = /[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF\u200C-\u200F]/
 
 // Amiri's kerning pulls some letter pairs apart (و and ر before ي), and pdf.js reads such a gap as a
@@ -54,7 +101,10 @@ export async function makePdf(pages: string[], options: { arabic?: boolean; rtl?
   const chunks: Buffer[] = []
   doc.on('data', (c: Buffer) => chunks.push(c))
   const done = new Promise<void>((resolve) => doc.on('end', () => resolve()))
-  if (options.arabic) dropUnmappedGlyphs(doc.font(AMIRI))
+  if (options.arabic) {
+    registerAmiri(doc)
+    dropUnmappedGlyphs(doc.font(AMIRI))
+  }
   pages.forEach((text, i) => {
     if (i > 0) doc.addPage()
     doc.fontSize(12)
@@ -140,7 +190,10 @@ export async function makeScannedPdf(pages: string[], options: { arabic?: boolea
     doc.image(png, 0, 0, { width: doc.page.width, height: doc.page.height })
     const layer = options.layer?.[i]
     if (layer) {
-      if (options.arabic) doc.font(AMIRI)
+      if (options.arabic) {
+        registerAmiri(doc)
+        doc.font(AMIRI)
+      }
       doc.fillOpacity(0).fontSize(12).text(layer, 50, 50, { width: doc.page.width - 100, align: options.arabic ? 'right' : 'left' }).fillOpacity(1)
     }
   })
