@@ -35,6 +35,15 @@ describe('extractPdf', () => {
     expect(text).toBe('نشأت حركة المرابطين في القرن الخامس الهجري')
   })
 
+  it('keeps a mark that ends a word on that word (tanwin, a final haraka or shadda), also beside a quote', async () => {
+    // pdfkit draws a word-final mark so that pdf.js gives it at the start of the word before ("فهو عاصٍ"
+    // as "ٍفهو" and "عاص"), or as a run of its own, of no width, over its letter ("الصيفَ" as "َ")
+    for (const line of ['ومن تركه مع إقراره بوجوبه فهو عاصٍ آثم يجب عليه القضاء.', 'يقال «الصيفَ ضيّعتِ اللبن» لمن فرّط، وقولنا «عليٌّ أسد» تشبيه بليغ', 'وهي عاريّةً أي طلبه، وتُعدّ من أرقى الصور', 'فإن غُمَّ عليكم فأكملوا العدة ثلاثين يوما']) {
+      const pdf = await makePdf([line], { arabic: true, rtl: true })
+      expect(canonicalize((await extractPdf(pdf, { deadlineMs: 10_000 })).pages[0]!.text)).toBe(canonicalize(line))
+    }
+  })
+
   it('repairs real extraction output of a PDF whose Arabic is stored in visual (reversed) order', async () => {
     const logical = 'الصلاة عماد الدين، وهي خمس صلوات في اليوم والليلة، يؤديها المسلم في أوقاتها بخشوع وطمأنينة، والزكاة حق واجب في المال'
     // a producer that writes glyphs in visual order: pdf.js then extracts the letters reversed

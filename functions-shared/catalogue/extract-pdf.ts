@@ -2,7 +2,7 @@
 // errors, no font faces or system fonts, a deadline, and the document destroyed whatever happens.
 // (pdf.js 6 no longer compiles fonts with eval at all, the vector of CVE-2024-4367, so the old
 // isEvalSupported switch is gone.)
-import { AR_LETTER } from './canonicalize.ts'
+import { AR_LETTER, AR_MARK } from './canonicalize.ts'
 import { inflatedSize, MAX_INFLATED_BYTES } from './pdf-streams.ts'
 
 // pdf.js is loaded on the first PDF read: a function that never reads one (the docs, or the admin
@@ -48,18 +48,22 @@ const TOUCH = 0.1
 export function joinItems(items: readonly TextRun[]): string {
   let text = ''
   let word: TextRun[] = []
-  let line: { text: string; x: number; separator: string }[] = []
+  let line: { text: string; x: number; right: number; separator: string }[] = []
   let runs: TextRun[] = []
   const flush = (separator: string) => {
     if (word.length === 0) return
     // right to left when any piece is: pdf.js marks a lone Arabic comma after digits "ltr"
     const rtl = word.some((w) => w.dir === 'rtl' || ARABIC.test(w.str))
     const ordered = word.length === 1 ? word : [...word].sort((a, b) => (rtl ? b.transform[4]! - a.transform[4]! : a.transform[4]! - b.transform[4]!))
-    line.push({ text: ordered.map((w) => w.str).join(''), x: word.reduce((min, w) => Math.min(min, w.transform[4]!), Infinity), separator })
+    line.push({ text: withDrawnMarks(ordered), x: word.reduce((min, w) => Math.min(min, w.transform[4]!), Infinity), right: Math.max(...word.map(right)), separator })
     word = []
   }
   const endLine = () => {
-    text += outOfReadingOrder(line) ? readingOrder(runs) + (line.at(-1)?.separator === '\n' ? '\n' : ' ') : line.map((w) => w.text + w.separator).join('')
+    if (outOfReadingOrder(line)) text += readingOrder(runs) + (line.at(-1)?.separator === '\n' ? '\n' : ' ')
+    else {
+      wordFinalMarks(line)
+      text += line.map((w) => w.text + w.separator).join('')
+    }
     line = []
     runs = []
   }
@@ -67,13 +71,63 @@ export function joinItems(items: readonly TextRun[]): string {
     word.push(item)
     runs.push(item)
     const next = items[i + 1]
-    if (!item.hasEOL && next && touches(item, next)) continue
+    // a mark drawn apart (no width) does not part the pieces of a word around it
+    const after = next && drawnMark(next) ? items[i + 2] : undefined
+    if (!item.hasEOL && next && (touches(item, next) || (after !== undefined && touches(item, after)))) continue
     flush(item.hasEOL ? '\n' : ' ')
     if (item.hasEOL) endLine()
   }
   flush('')
   endLine()
   return text
+}
+
+// marks at a word's start, after an opening quote or bracket if any
+const LEADING_MARKS = new RegExp(`^([«"'(\\[]*)([${AR_MARK}]+)`)
+const ENDS_WITH_LETTER = new RegExp(`[${AR_LETTER}]$`)
+
+/**
+ * A mark that ends a word (tanwin, a final haraka or shadda: "عاصٍ", "عاريّةً") comes out of pdf.js at the
+ * start of the word before it when a typesetter draws it after its letter's word (pdfkit: "فهو عاصٍ" as
+ * "ٍفهو" and "عاص"). No Arabic word begins with a mark: one that starts a word, when the next word of the
+ * line lies to its left and ends with a letter, goes back to the end of that word.
+ */
+function wordFinalMarks(line: { text: string; x: number; right: number }[]): void {
+  for (let i = 0; i + 1 < line.length; i++) {
+    const [lead, open = '', marks = ''] = LEADING_MARKS.exec(line[i]!.text) ?? []
+    const next = line[i + 1]!
+    if (!lead || lead.length === line[i]!.text.length || next.right > line[i]!.x + 1 || !ENDS_WITH_LETTER.test(next.text)) continue
+    line[i]!.text = open + line[i]!.text.slice(lead.length)
+    next.text += marks
+  }
+}
+
+/** A mark drawn as a run of its own, of no width. */
+const drawnMark = (r: TextRun) => r.width === 0 && MARKS_ONLY.test(r.str)
+
+/**
+ * A word's pieces joined; a mark drawn as a piece of its own inside another piece's span (pdfkit draws
+ * "الصيفَ" as "َ" over "الصيف") goes on the letter under it, not before the whole piece.
+ */
+function withDrawnMarks(pieces: readonly TextRun[]): string {
+  const marks = pieces.filter(drawnMark)
+  const texts = new Map(pieces.map((p) => [p, p.str]))
+  for (const m of marks) {
+    const x = m.transform[4]!
+    const base = pieces.find((p) => p !== m && p.width > 0 && ARABIC.test(p.str) && p.transform[4]! <= x && x <= right(p))
+    if (!base) continue
+    // the letter under it, counted from the right end among the letters (the marks carried take no room)
+    const chars = Array.from(texts.get(base)!)
+    const letters = chars.flatMap((c, k) => (/\p{M}/u.test(c) ? [] : [k]))
+    if (letters.length === 0) continue
+    const n = Math.min(letters.length, Math.max(1, Math.ceil(((right(base) - x) / base.width) * letters.length)))
+    let at = letters[n - 1]! + 1
+    while (at < chars.length && /\p{M}/u.test(chars[at]!)) at++
+    chars.splice(at, 0, m.str)
+    texts.set(base, chars.join(''))
+    texts.set(m, '')
+  }
+  return pieces.map((p) => texts.get(p)!).join('')
 }
 
 const ARABIC_LETTERS = new RegExp(`[${AR_LETTER}]`, 'g')
