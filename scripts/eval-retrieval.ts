@@ -32,6 +32,8 @@ interface Question {
   page?: number
   expect?: 'clarify'
   cross_lingual?: boolean
+  /** other pages that answer it as well ("lesson:page"): a page of a neighbouring lesson that says the same */
+  also?: string[]
 }
 
 interface Lesson {
@@ -65,7 +67,11 @@ async function main(): Promise<void> {
       return [l.id, { id: l.id, path: l.path, grade, subject }]
     }),
   )
-  for (const q of questions) if (q.lesson && !lessons.has(q.lesson)) throw new Error(`question ${q.id}: unknown lesson ${q.lesson}`)
+  const answers = (q: Question) => [`${q.lesson}:${q.page}`, ...(q.also ?? [])].map((a) => {
+    const [lesson = '', page = ''] = a.split(':')
+    return { lesson, page: Number(page) }
+  })
+  for (const q of questions) for (const a of q.lesson ? answers(q) : []) if (!lessons.has(a.lesson)) throw new Error(`question ${q.id}: unknown lesson ${a.lesson}`)
 
   // EVAL_MODES=hybrid runs one retrieval mode only (a quicker loop while tuning)
   const modes = (process.env.EVAL_MODES ?? 'dense,hybrid').split(',').filter((m): m is Mode => m === 'dense' || m === 'hybrid')
@@ -108,7 +114,7 @@ async function main(): Promise<void> {
       const d = docs.find((x) => (x.pdf_source as string).endsWith(l.path))
       if (d) docOf.set(l.id, d.id as string)
     }
-    for (const q of questions) if (q.lesson && !docOf.has(q.lesson)) throw new Error(`question ${q.id}: lesson ${q.lesson} has no ready document`)
+    for (const q of questions) for (const a of q.lesson ? answers(q) : []) if (!docOf.has(a.lesson)) throw new Error(`question ${q.id}: lesson ${a.lesson} has no ready document`)
 
     const stamp = Date.now().toString(36)
     const user = await admin.post('/admin/users', { email: `eval-${stamp}@eval.mr`, password: `eval-${stamp}-Passw0rd`, full_name: 'Évaluation', role: 'student' })
@@ -146,16 +152,17 @@ async function main(): Promise<void> {
             else if (args.has('--misses')) misses.push(`${mode} ${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${res.reason ?? ''} (want clarify)`)
             continue
           }
-          const doc = docOf.get(lesson.id)!
+          const right = answers(q).map((a) => ({ doc: docOf.get(a.lesson)!, page: a.page }))
           const t = q.cross_lingual ? cross : tally
           t.n++
           if (res.path === 'clarify') t.clarified++
-          const rank = sources.findIndex((s) => s.document_id === doc && s.page_number === q.page) + 1
+          const rank = sources.findIndex((s) => right.some((r) => s.document_id === r.doc && s.page_number === r.page)) + 1
+          const rightDoc = (s: { document_id: string } | undefined) => right.some((r) => s?.document_id === r.doc)
           if (rank === 1) t.page1++
           if (rank > 0) t.rr += 1 / rank
-          if (sources[0]?.document_id === doc) t.doc1++
-          if (sources.slice(0, 3).some((s) => s.document_id === doc)) t.doc3++
-          if (rank !== 1 && !q.cross_lingual && args.has('--misses')) misses.push(`${mode} ${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${sources.map((s) => `${[...docOf].find(([, d]) => d === s.document_id)?.[0] ?? '?'}:${s.page_number}`).join(' ')} (want ${lesson.id}:${q.page})`)
+          if (rightDoc(sources[0])) t.doc1++
+          if (sources.slice(0, 3).some(rightDoc)) t.doc3++
+          if (rank !== 1 && !q.cross_lingual && args.has('--misses')) misses.push(`${mode} ${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${sources.map((s) => `${[...docOf].find(([, d]) => d === s.document_id)?.[0] ?? '?'}:${s.page_number}`).join(' ')} (want ${[`${lesson.id}:${q.page}`, ...(q.also ?? [])].join(' or ')})`)
         }
         tallies.set(`${mode}/${filters}`, tally)
         tallies.set(`${mode}/${filters}/cross_lingual`, cross)

@@ -57,10 +57,10 @@ describe('npm run demo', () => {
     const out = first.stdout
     expect(out).toContain('No stack is running: starting one on the embedded database')
     expect(out).toContain('accounts     admin admin@demo.mr, student eleve@demo.mr (created;')
-    expect(out).toMatch(/sync {9}run [0-9a-f-]+: completed; found 21, new 19, duplicates 1, quality failures 1, errors 0/)
-    expect(out).toContain('ingest       19 reference(s) queued')
-    expect(out).toContain('[####################] 19/19 done  ready 19')
-    expect(out).toContain('catalogue    19 textbook(s) ready')
+    expect(out).toMatch(/sync {9}run [0-9a-f-]+: completed; found 29, new 27, duplicates 1, quality failures 1, errors 0/)
+    expect(out).toContain('ingest       27 reference(s) queued')
+    expect(out).toContain('[####################] 27/27 done  ready 27')
+    expect(out).toContain('catalogue    27 textbook(s) ready')
     expect(out).toContain('[ar] 4AS education-islamique')
     // the French and the Arabic question, answered from the right textbooks with page links
     expect(out).toMatch(/\(answer, fr, subject mathematiques, 15 tokens reserved\)\n {2}\[1\] Mathématiques 4AS — Équations du premier degré p\.\d .*equations-premier-degre\.pdf#page=\d/)
@@ -77,7 +77,7 @@ describe('npm run demo', () => {
     // are new and the documents are recognised by their content), the questions are answered again
     const second = await run('scripts/demo.ts', [], env)
     expect(second.code, `${second.stdout}\n${second.stderr}`).toBe(0)
-    expect(second.stdout).toMatch(/found 21, new 0, duplicates 20, quality failures 1, errors 0/)
+    expect(second.stdout).toMatch(/found 29, new 0, duplicates 28, quality failures 1, errors 0/)
     expect(second.stdout).toContain('ingest       0 reference(s) queued (everything was ingested by an earlier run)')
     expect(second.stdout.match(/→ answered/g)).toHaveLength(2)
     // the same accounts, signed in again; the student's spent tokens made up for this run
@@ -130,22 +130,22 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
   it('runs the operator commands: sync, references, ingest, watch, jobs, users, roles, top-up, requeue, stats', async () => {
     expect((await json('sources')).sources).toContain('demo')
     const sync = await json('sync', 'demo')
-    expect(sync).toMatchObject({ status: 'completed', found_count: 21, new_count: 19, duplicates: 1, quality_failed: 1 })
+    expect(sync).toMatchObject({ status: 'completed', found_count: 29, new_count: 27, duplicates: 1, quality_failed: 1 })
     const refs = await json('references', '--source', 'demo', '--status', 'discovered')
-    expect(refs.total).toBe(19)
+    expect(refs.total).toBe(27)
     const queued = await json('ingest', '--all', '--source', 'demo')
-    expect(queued.queued).toHaveLength(19)
-    // the watch drives the nineteen jobs (two of them scans, read by OCR): a few seconds alone, longer
+    expect(queued.queued).toHaveLength(27)
+    // the watch drives the twenty-seven jobs (two of them scans, read by OCR): a few seconds alone, longer
     // beside the rest of the suite, so it gets a limit of its own. It spares the admin rate limit (the job
     // list once a second at most while it dispatches; looks that only watch paced below half the limit),
     // so the commands after it are not made to wait out a 429.
     const started = Date.now()
     const watch = await run('scripts/admin.ts', ['watch', '--dispatch', '--interval', '100', '--json'], env, 200_000)
-    console.log(`watch --dispatch: 19 jobs ready in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    console.log(`watch --dispatch: 27 jobs ready in ${((Date.now() - started) / 1000).toFixed(1)} s`)
     expect(watch.code, `${watch.stderr}\n${watch.stdout.slice(-2000)}`).toBe(0)
     const last = JSON.parse(watch.stdout.trim().split('\n').at(-1)!)
-    expect(last).toMatchObject({ counts: { ready: 19 }, active: [] })
-    expect((await json('jobs', '--status', 'ready')).total).toBe(19)
+    expect(last).toMatchObject({ counts: { ready: 27 }, active: [] })
+    expect((await json('jobs', '--status', 'ready')).total).toBe(27)
     // the Arabic lessons are stored as demo/curriculum.json writes them: every chunk is a piece of its
     // page's text, letters, hamzas and punctuation included, and every page's text is stored whole
     const curriculum = JSON.parse(await readFile(CURRICULUM_FILE, 'utf8')) as { lessons: { path: string; language?: string; pages?: string[]; scanned?: boolean }[] }
@@ -181,7 +181,7 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     expect(top).toMatchObject({ tokens: 100, new_balance: 150, replayed: false, payment_method: 'bankily' })
     expect(await json('topup', 'chef@demo.mr', '100', '--amount', '250', '--method', 'bankily', '--idempotency-key', 'cli-1')).toMatchObject({ replayed: true, new_balance: 150 })
     const stats = await json('stats')
-    expect(stats.documents).toMatchObject({ ready: 19 })
+    expect(stats.documents).toMatchObject({ ready: 27 })
 
     const missing = await admin('requeue', crypto.randomUUID())
     expect(missing.code).toBe(1)
@@ -198,7 +198,7 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     // the deprecated admin key works too, and a wrong one is refused
     const byKey = await run('scripts/admin.ts', ['stats', '--json', '--admin-key', 'cli-admin-key'], { CT_URL: gw.url }, 30_000)
     expect(byKey.code, byKey.stderr).toBe(0)
-    expect(JSON.parse(byKey.stdout).documents.ready).toBe(19)
+    expect(JSON.parse(byKey.stdout).documents.ready).toBe(27)
     const wrongKey = await run('scripts/admin.ts', ['stats'], { CT_URL: gw.url, ADMIN_API_KEY: 'wrong' }, 30_000)
     expect(wrongKey.code).toBe(1)
     expect(wrongKey.stderr).toContain('401')
