@@ -102,6 +102,20 @@ function wordFinalMarks(line: { text: string; x: number; right: number }[]): voi
   }
 }
 
+/**
+ * The text with a mark put on its letter at `share` of the way (0 to 1) from where it starts to be
+ * read, counted among the letters (the marks already carried take no room), after the marks already on it.
+ */
+function markOnLetter(text: string, share: number, mark: string): string {
+  const chars = Array.from(text)
+  const letters = chars.flatMap((c, k) => (/\p{M}/u.test(c) ? [] : [k]))
+  if (letters.length === 0) return text + mark
+  let at = letters[Math.min(letters.length, Math.max(1, Math.ceil(share * letters.length))) - 1]! + 1
+  while (at < chars.length && /\p{M}/u.test(chars[at]!)) at++
+  chars.splice(at, 0, mark)
+  return chars.join('')
+}
+
 /** A mark drawn as a run of its own, of no width. */
 const drawnMark = (r: TextRun) => r.width === 0 && MARKS_ONLY.test(r.str)
 
@@ -111,20 +125,13 @@ const drawnMark = (r: TextRun) => r.width === 0 && MARKS_ONLY.test(r.str)
  */
 function withDrawnMarks(pieces: readonly TextRun[]): string {
   const marks = pieces.filter(drawnMark)
+  if (marks.length === 0) return pieces.map((p) => p.str).join('')
   const texts = new Map(pieces.map((p) => [p, p.str]))
   for (const m of marks) {
     const x = m.transform[4]!
     const base = pieces.find((p) => p !== m && p.width > 0 && ARABIC.test(p.str) && p.transform[4]! <= x && x <= right(p))
     if (!base) continue
-    // the letter under it, counted from the right end among the letters (the marks carried take no room)
-    const chars = Array.from(texts.get(base)!)
-    const letters = chars.flatMap((c, k) => (/\p{M}/u.test(c) ? [] : [k]))
-    if (letters.length === 0) continue
-    const n = Math.min(letters.length, Math.max(1, Math.ceil(((right(base) - x) / base.width) * letters.length)))
-    let at = letters[n - 1]! + 1
-    while (at < chars.length && /\p{M}/u.test(chars[at]!)) at++
-    chars.splice(at, 0, m.str)
-    texts.set(base, chars.join(''))
+    texts.set(base, markOnLetter(texts.get(base)!, (right(base) - x) / base.width, m.str))
     texts.set(m, '')
   }
   return pieces.map((p) => texts.get(p)!).join('')
@@ -180,12 +187,8 @@ function readingOrder(line: readonly TextRun[]): string {
     const base = under.sort((a, b) => b.run.transform[4]! - a.run.transform[4]!)[0] ?? [...bases].sort((a, b) => Math.abs(middle(a.run) - x) - Math.abs(middle(b.run) - x))[0]
     if (!base) continue
     // the character under it: a right-to-left run's characters go from its right end
-    const chars = Array.from(base.text)
     const share = base.run.width > 0 ? (ARABIC.test(base.text) ? right(base.run) - x : x - base.run.transform[4]!) / base.run.width : 1
-    let at = Math.min(chars.length, Math.max(1, Math.ceil(share * chars.length)))
-    while (at < chars.length && /\p{M}/u.test(chars[at]!)) at++ // after the marks already on that letter
-    chars.splice(at, 0, drawn)
-    base.text = chars.join('')
+    base.text = markOnLetter(base.text, share, drawn)
   }
   const ordered = placed.sort((a, b) => middle(b.run) - middle(a.run))
   // runs without Arabic (numbers, Latin words and the spaces between them) read left to right
