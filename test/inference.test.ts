@@ -334,6 +334,10 @@ describe('the small parts', () => {
     expect(['a', 'à', 'y', 'l', 'd', 's', 'n', 'c', 'j', 'm'].map(matchKey)).toEqual(Array(10).fill(null))
     expect(keyCoverage('comment on dérive un produit u fois v ?', ['La dérivée d\'une fonction en a.', 'La dérivée de (u v) est u\' v + u v\'.'])).toEqual([0.2, 0.6])
     expect(keyCoverage('il y a l\'accélération', ['Il y a une accélération.'])).toEqual([1])
+    // two letters are a symbol or a unit (pH, Ka, Ec, kJ, OH) and count, unless they are a French word
+    expect(['pH', 'Ka', 'Ec', 'kJ', 'OH', 'km'].map(matchKey)).toEqual(['ph', 'ka', 'ec', 'kj', 'oh', 'km'])
+    expect(['de', 'La', 'un', 'où', 'ça', 'qu', 'Si', 'né'].map(matchKey)).toEqual(Array(8).fill(null))
+    expect(keyCoverage('le ph de la solution', ['La solution de pH 3 est acide.', 'La solution est diluée.'])).toEqual([1, 0.5])
     const [a, b] = keyCoverage('équations premier degré', ['Une équation du premier degré.', 'Le mouvement rectiligne.'])
     expect(a).toBeCloseTo(1, 5)
     expect(b).toBe(0)

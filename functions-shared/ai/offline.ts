@@ -28,6 +28,9 @@ const ARABIC_ARTICLES = ['وال', 'بال', 'كال', 'فال', 'لل', 'ال']
 const ARABIC_SUFFIXES = ['ها', 'ان', 'ات', 'ون', 'ين', 'يه', 'ه', 'ي', 'ا']
 const FRENCH_STEM = 5
 const FORMULA_LETTER = /^[befghikopqrtuvwxz\u03B1-\u03C9]$/
+// French words of two letters (folded): function words and the few others a question holds; any other
+// pair of Latin letters is a symbol or a unit (pH, Ka, Ec, OH, kg, km, kJ, mL, dt) and a key
+const FRENCH_TWO_LETTER = new Set('ai as au ca ce ci de du eh en es et eu ex il je la le lu ma me mi ne ni nu on ou qu sa se si su ta te tu un va vu'.split(' '))
 const ALLAH = new Set(['الله', 'لله', 'بالله', 'فالله', 'تالله'])
 
 /**
@@ -35,7 +38,8 @@ const ALLAH = new Set(['الله', 'لله', 'بالله', 'فالله', 'تال
  * alef forms, taa marbuta and alef maqsura folded), then stemmed lightly: an Arabic word loses a leading
  * wa- (three letters left), one article (two left) and each suffix in turn (light10's order, three
  * left); a Latin word loses a plural s or x and is cut to its first five letters. Null for words too
- * short to mean much; a Latin or Greek letter alone that can name a quantity (x, t, u, v, f, Δ, λ) is its own key.
+ * short to mean much; a Latin or Greek letter alone that can name a quantity (x, t, u, v, f, Δ, λ) is its own key,
+ * and so are two Latin letters that are no French word (pH, Ka, Ec, kJ: symbols and units).
  */
 export function matchKey(word: string): string | null {
   return stem(foldText(word))
@@ -55,6 +59,7 @@ function stem(folded: string): string | null {
   // a letter alone names a quantity in a formula ("x(t)", "u fois v", "(u v)'", "Δ", "λ"): a key, except
   // the letters that are French words or elisions (a, à, y; l', d', s', n', c', j', m')
   if (FORMULA_LETTER.test(w)) return w
+  if (w.length === 2 && /^[a-z]{2}$/.test(w)) return FRENCH_TWO_LETTER.has(w) ? null : w
   if (w.length <= 2 && !/\d/.test(w)) return null
   if (w.length > 3) w = w.replace(/[sx]$/, '')
   return w.slice(0, FRENCH_STEM)
