@@ -12,7 +12,7 @@ import type { RateLimitStore } from './http/rate-limit/store.ts'
 import { MemoryRateLimitStore } from './http/rate-limit/memory-store.ts'
 import { PostgresRateLimitStore } from './http/rate-limit/postgres-store.ts'
 import type { SupabaseClient } from '@supabase/supabase-js'
-import type { Resolver } from './net/safe-fetch.ts'
+import type { ConnectGuard, Resolver } from './net/safe-fetch.ts'
 import type { Source } from './sources-file.ts'
 import type { AiProvider, Embedder } from './ai/provider.ts'
 import type { OcrEngine } from './ingestion/ocr-port.ts'
@@ -56,6 +56,8 @@ export interface Deps {
   supabase: SupabaseClients
   /** DNS lookup for the download guard, from the runtime adapter */
   resolveHost: Resolver
+  /** connections of the download guard checked where they are made, when the runtime can (Node) */
+  connectGuard?: ConnectGuard
   /** the scraper sources (SCRAPER_SOURCES_FILE, read by the runtime adapter) */
   sources: Source[]
   /** the AI provider (offline unless OPENAI_API_KEY or AI_PROVIDER says otherwise) */

@@ -6,7 +6,7 @@ import { loadConfigOrExit } from './lib/load-config.ts'
 import { createDb } from '../functions-shared/db/client.ts'
 import { createDeps } from '../functions-shared/deps.ts'
 import { runNextJob } from './lib/job-loop.ts'
-import { readSourcesNode, resolveHostNode } from './lib/node-adapter.ts'
+import { connectGuardNode, readSourcesNode, resolveHostNode } from './lib/node-adapter.ts'
 import { exitWithStartupError, unreachableDatabase } from './lib/startup-error.ts'
 import { ocrFromConfig } from './lib/ocr.ts'
 
@@ -17,6 +17,7 @@ const sql = createDb(url, { max: 2, prepare: config.DB_PREPARE, statementTimeout
 const deps = createDeps(config, {
   sql,
   resolveHost: resolveHostNode,
+  connectGuard: connectGuardNode,
   sources: existsSync(config.SCRAPER_SOURCES_FILE) ? await readSourcesNode(config.SCRAPER_SOURCES_FILE) : [],
   // the recognizer: this worker claims jobs whose scans wait for OCR (those an Edge Function left queued)
   ocr: ocrFromConfig(config),

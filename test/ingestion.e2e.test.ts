@@ -9,7 +9,7 @@ import { startPortal, type Portal } from './helpers/portal.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { SourceSchema } from '../functions-shared/sources-file.ts'
-import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
+import { connectGuardNode, resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { createOfflineEmbedder } from '../functions-shared/ai/offline-embedder.ts'
 import type { Embedder } from '../functions-shared/ai/provider.ts'
 
@@ -45,6 +45,7 @@ beforeAll(async () => {
         { field: 'subject', from: 'url', pattern: '/fichiers/\\d+AS/([a-z-]+)/' },
       ] })],
       resolveHost: resolveHostNode,
+      connectGuard: connectGuardNode,
       embedder: flaky,
       sleep: async (ms) => void sleeps.push(ms),
     },

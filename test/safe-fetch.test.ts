@@ -7,6 +7,7 @@ import { addressAllowed, FetchError, hostAllowed, safeFetch, USER_AGENT, type Sa
 import { allowedHosts } from '../functions-shared/catalogue/sources.ts'
 import { parseSources, SourceSchema } from '../functions-shared/sources-file.ts'
 import { readFile } from 'node:fs/promises'
+import { connectGuardNode } from '../scripts/lib/node-adapter.ts'
 
 let server: Server
 let base: string
@@ -141,6 +142,27 @@ describe('safeFetch', () => {
     }
     const err = await fails(safeFetch('http://portal.example.mr/index.pdf', opts({ allowLoopback: false, resolve: publicResolver, fetch: fetchImpl })))
     expect(err.kind).toBe('blocked')
+    expect(canaryHits).toBe(before)
+  })
+
+  it('connects through the guard to the address it checked: a name no DNS knows reaches the address the resolver gave', async () => {
+    const port = new URL(base).port
+    const res = await safeFetch(`http://portal.test:${port}/ok`, opts({ guard: connectGuardNode, resolve: async (host) => (host === 'portal.test' ? ['127.0.0.1'] : []) }))
+    expect(new TextDecoder().decode(res.bytes)).toBe('hello')
+    // without the guard, fetch asks the system's DNS, which does not know the name
+    expect((await fails(safeFetch(`http://portal.test:${port}/ok`, opts({ resolve: async () => ['127.0.0.1'] })))).kind).toBe('network')
+  })
+
+  it('refuses a name whose DNS answer changes to loopback after the check (rebinding): the connection looks it up and checks again', async () => {
+    const before = canaryHits
+    // "localhost" answers public for the check, then loopback, as a rebinding DNS server does
+    let lookups = 0
+    const rebinding = async () => (lookups++ === 0 ? ['93.184.216.34'] : ['127.0.0.1'])
+    const url = `http://localhost:${new URL(base).port}/canary`
+    const err = await fails(safeFetch(url, opts({ allowLoopback: false, resolve: rebinding, guard: connectGuardNode })))
+    expect(err.kind).toBe('blocked')
+    expect(err.message).toMatch(/non-public address 127\.0\.0\.1/)
+    expect(lookups).toBe(2)
     expect(canaryHits).toBe(before)
   })
 

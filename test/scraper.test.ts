@@ -8,7 +8,7 @@ import { startPortal, type Portal } from './helpers/portal.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { SourceSchema } from '../functions-shared/sources-file.ts'
-import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
+import { connectGuardNode, resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { syncSource } from '../functions-shared/catalogue/sync.ts'
 
 let db: TestDatabase
@@ -35,7 +35,7 @@ beforeAll(async () => {
   t = createTestApp({
     sql: db.sql,
     env: { FETCH_ALLOW_LOOPBACK: 'true', RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000' },
-    deps: { sources: [source('fixture'), source('fixture-race')], resolveHost: resolveHostNode },
+    deps: { sources: [source('fixture'), source('fixture-race')], resolveHost: resolveHostNode, connectGuard: connectGuardNode },
   })
   service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
 })

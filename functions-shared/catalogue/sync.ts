@@ -55,6 +55,7 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
     maxBytes: config.UPLOAD_MAX_BYTES,
     timeoutMs: config.FETCH_TIMEOUT_MS,
     resolve: ctx.deps.resolveHost,
+    ...(ctx.deps.connectGuard ? { guard: ctx.deps.connectGuard } : {}),
     accept: 'application/pdf',
   })
   if (file.url !== link.url && (await touchIfKnown(ctx, [file.url]))) return 'known'
@@ -141,6 +142,7 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
       maxBytes: 5 * 1024 * 1024,
       timeoutMs: ctx.deps.config.FETCH_TIMEOUT_MS,
       resolve: ctx.deps.resolveHost,
+      ...(ctx.deps.connectGuard ? { guard: ctx.deps.connectGuard } : {}),
     })
   } catch (err) {
     failure = `listing failed: ${(err as Error).message}`

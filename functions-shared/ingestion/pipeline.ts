@@ -116,6 +116,7 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
           maxBytes: config.UPLOAD_MAX_BYTES,
           timeoutMs: config.FETCH_TIMEOUT_MS,
           resolve: deps.resolveHost,
+          ...(deps.connectGuard ? { guard: deps.connectGuard } : {}),
           accept: 'application/pdf',
         }),
       {

@@ -2,14 +2,21 @@
 // allowlist, redirects followed by hand and each hop checked again, non-public addresses refused after
 // DNS resolution, a deadline, and the body streamed under a hard size cap.
 //
-// Limit: the check resolves the name, then fetch resolves it again (runtimes offer no portable hook to
-// pin the connection to the checked address), so a DNS answer that changes in between (rebinding) is not
-// caught; the host allowlist is the first line of defence.
+// Where the runtime can hold a connection to what was checked (Node: connectGuardNode), the addresses
+// are checked again in the lookup that the connection itself uses, so a DNS answer that changes between
+// the check and the connection (rebinding) is refused too. Where it cannot (Deno's fetch has no lookup
+// hook), fetch resolves the name again after the check, and the host allowlist is the first defence.
 import ipaddr from 'ipaddr.js'
 import { VERSION } from '../version.ts'
 import { parseHostEntry } from './host-entry.ts'
 
 export type Resolver = (hostname: string) => Promise<string[]>
+
+/**
+ * A fetch whose connections go only to the addresses that `lookup` gives for a host name, and that
+ * fails when `lookup` throws; `close` ends its connections. From the runtime adapter.
+ */
+export type ConnectGuard = (lookup: Resolver) => { fetch: typeof fetch; close: () => Promise<void> }
 
 export interface SafeFetchOptions {
   /**
@@ -24,6 +31,8 @@ export interface SafeFetchOptions {
   timeoutMs: number
   maxRedirects?: number
   resolve: Resolver
+  /** connections checked where they are made (see ConnectGuard); without it, fetch resolves on its own */
+  guard?: ConnectGuard
   fetch?: typeof fetch
   accept?: string
 }
@@ -125,10 +134,20 @@ async function checkUrl(raw: string, options: SafeFetchOptions): Promise<URL> {
   const addresses = ipaddr.isValid(hostname) ? [hostname] : await options.resolve(hostname).catch((err: unknown) => {
     throw new FetchError('network', `cannot resolve ${hostname}`, { cause: err })
   })
+  checkAddresses(hostname, addresses, options)
+  return url
+}
+
+function checkAddresses(hostname: string, addresses: readonly string[], options: SafeFetchOptions): void {
   if (addresses.length === 0) throw new FetchError('network', `cannot resolve ${hostname}`)
   const bad = addresses.find((a) => !addressAllowed(a, options.allowLoopback ?? false))
   if (bad) throw new FetchError('blocked', `blocked destination: ${hostname} resolves to non-public address ${bad}`)
-  return url
+}
+
+/** The FetchError that a guarded lookup threw, when a fetch failed because of it. */
+function guardError(err: unknown): FetchError | undefined {
+  for (let e = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) if (e instanceof FetchError) return e
+  return undefined
 }
 
 function retryAfterMs(header: string | null): number | undefined {
@@ -165,7 +184,17 @@ async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: num
 }
 
 export async function safeFetch(raw: string, options: SafeFetchOptions): Promise<SafeResponse> {
-  const fetchImpl = options.fetch ?? fetch
+  // the connection's own lookup resolves and checks the name again: what is reached is what was checked
+  const guarded = options.fetch
+    ? undefined
+    : options.guard?.(async (hostname) => {
+        const addresses = await options.resolve(hostname).catch((err: unknown) => {
+          throw new FetchError('network', `cannot resolve ${hostname}`, { cause: err })
+        })
+        checkAddresses(hostname, addresses, options)
+        return addresses
+      })
+  const fetchImpl = options.fetch ?? guarded?.fetch ?? fetch
   const maxRedirects = options.maxRedirects ?? 5
   const controller = new AbortController()
   const timer = setTimeout(() => controller.abort(), options.timeoutMs)
@@ -182,6 +211,8 @@ export async function safeFetch(raw: string, options: SafeFetchOptions): Promise
         })
       } catch (err) {
         if (controller.signal.aborted) throw new FetchError('timeout', `timed out after ${options.timeoutMs} ms`, { cause: err })
+        const refused = guardError(err)
+        if (refused) throw refused
         throw new FetchError('network', `network error fetching ${url.host}: ${(err as Error).message}`, { cause: err })
       }
       if (res.status >= 300 && res.status < 400 && res.headers.get('location')) {
@@ -206,5 +237,6 @@ export async function safeFetch(raw: string, options: SafeFetchOptions): Promise
     }
   } finally {
     clearTimeout(timer)
+    await guarded?.close().catch(() => {})
   }
 }

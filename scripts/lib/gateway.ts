@@ -14,7 +14,7 @@ import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
 import { TRUSTED_CALLER } from '../../functions-shared/local-auth/rate-limits.ts'
 import { createSupabaseClients } from '../../functions-shared/identity/supabase.ts'
 import { expireReservations } from '../../functions-shared/wallet/service.ts'
-import { readAssetNode, readSourcesNode, remoteAddressNode, resolveHostNode } from './node-adapter.ts'
+import { connectGuardNode, readAssetNode, readSourcesNode, remoteAddressNode, resolveHostNode } from './node-adapter.ts'
 import { buildDemoPortal, DEMO_PORTAL_BASE } from './demo-portal.ts'
 import { ocrFromConfig } from './ocr.ts'
 import { restRouter, type RestOptions } from '../../functions-shared/rest/router.ts'
@@ -109,6 +109,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     remoteAddress: remoteAddressNode,
     readAsset: readAssetNode,
     resolveHost: resolveHostNode,
+    connectGuard: connectGuardNode,
     sources: options.deps?.sources ?? (await readSourcesNode(config.SCRAPER_SOURCES_FILE, { PUBLIC_URL: publicBase, PUBLIC_HOST: new URL(publicBase).host })),
     // scanned pages are recognized in this process (recognizers start on the first scan)
     ocr: ocrFromConfig(config),

@@ -1,12 +1,15 @@
 // What the runtime-neutral app needs from Node: the socket peer address and installed package files.
 import { readFile } from 'node:fs/promises'
 import { lookup } from 'node:dns/promises'
+import type { LookupAddress, LookupOptions } from 'node:dns'
+import { isIP } from 'node:net'
 import { createRequire } from 'node:module'
 import { dirname, join, normalize } from 'node:path'
 import { getConnInfo } from '@hono/node-server/conninfo'
 import type { Context } from 'hono'
 import type { AssetReader } from '../../functions-shared/deps.ts'
-import type { Resolver } from '../../functions-shared/net/safe-fetch.ts'
+import { Agent, fetch as undiciFetch } from 'undici'
+import type { ConnectGuard, Resolver } from '../../functions-shared/net/safe-fetch.ts'
 import { parseSources, type Source } from '../../functions-shared/sources-file.ts'
 
 const require = createRequire(import.meta.url)
@@ -30,6 +33,30 @@ export function remoteAddressNode(c: Context): string | undefined {
 }
 
 export const resolveHostNode: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address)
+
+type LookupCallback = (err: Error | null, address: string | LookupAddress[], family?: number) => void
+
+/**
+ * The download guard's connections on Node: an undici Agent whose sockets look names up through the
+ * guard's lookup (which resolves and checks), so a socket connects only to an address just checked.
+ */
+export const connectGuardNode: ConnectGuard = (resolve) => {
+  const guardedLookup = (hostname: string, options: LookupOptions, callback: LookupCallback) => {
+    resolve(hostname).then(
+      (addresses) => {
+        const found = addresses.map((address) => ({ address, family: isIP(address) }))
+        if (options.all) callback(null, found)
+        else callback(null, found[0]!.address, found[0]!.family)
+      },
+      (err: Error) => callback(err, []),
+    )
+  }
+  const agent = new Agent({ connect: { lookup: guardedLookup as never } })
+  return {
+    fetch: ((input: string | URL, init?: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher: agent })) as unknown as typeof fetch,
+    close: () => agent.destroy(),
+  }
+}
 
 /**
  * The scraper sources file; a missing or invalid file stops the start with a message naming it.
