@@ -317,6 +317,11 @@ describe('the small parts', () => {
     expect(matchKey('مركزا')).toBe(matchKey('المركز'))
     expect(matchKey('بالسلاح')).toBe(matchKey('السلاح'))
     expect(matchKey('وللفقراء')).toBe(matchKey('الفقراء'))
+    // a word that begins with و has one key with the article or without, and behind another و
+    expect(matchKey('واجب')).toBe(matchKey('الواجب'))
+    expect(matchKey('وجوب')).toBe(matchKey('بالوجوب'))
+    expect(matchKey('ولاتة')).toBe(matchKey('وولاتة'))
+    expect(matchKey('وقت')).toBe(matchKey('الوقت'))
     // a single ف, ب or ل is no prefix (it begins فرنسي, بيت, لبن)
     expect(matchKey('فرنسي')).toBe('فرنس')
     expect(matchKey('بيوت')).toBe('بيوت')

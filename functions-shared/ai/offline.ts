@@ -36,8 +36,8 @@ const ALLAH = new Set(['الله', 'لله', 'بالله', 'فالله', 'تال
 /**
  * A word's matching key: folded like the search index (accents, Arabic diacritics and tatweel off,
  * alef forms, taa marbuta and alef maqsura folded), then stemmed lightly: an Arabic word loses a leading
- * wa- (three letters left), one article (two left) and each suffix in turn (light10's order, three
- * left); a Latin word loses a plural s or x and is cut to its first five letters. Null for words too
+ * wa- (three letters left), one article (two left), every wa- then at its start (three left) and each
+ * suffix in turn (light10's order, three left); a Latin word loses a plural s or x and is cut to its first five letters. Null for words too
  * short to mean much; a Latin or Greek letter alone that can name a quantity (x, t, u, v, f, Δ, λ) is its own key,
  * and so are two Latin letters that are no French word (pH, Ka, Ec, kJ: symbols and units).
  */
@@ -53,6 +53,9 @@ function stem(folded: string): string | null {
     // the name of God is one word, not the article before له ("to him"), which is a function word
     if (ALLAH.has(w)) return 'الله'
     for (const p of ARABIC_ARTICLES) if (w.startsWith(p) && w.length - p.length >= 2) { w = w.slice(p.length); break }
+    // wa- again after the article, and a second one: light10 takes it off the bare word only, so الواجب kept
+    // it (واجب) where واجب lost it (اجب), and وولاتة ("and Oualata") never met ولاتة
+    while (w.startsWith('و') && w.length >= 4) w = w.slice(1)
     for (const s of ARABIC_SUFFIXES) if (w.endsWith(s) && w.length - s.length >= 3) w = w.slice(0, -s.length)
     return w.length >= 2 ? w : null
   }
