@@ -101,6 +101,16 @@ describe('public.hybrid_search', () => {
     expect(Number(hamza[0]!.text_coverage)).toBeGreaterThan(0.9)
   })
 
+  it('gives an Arabic word one lexeme with or without its article, behind و or not', async () => {
+    const lexemes = async (text: string) => (await db.sql<{ v: string }[]>`select private.search_vector(${text})::text as v`)[0]!.v.replace(/:\d+(,\d+)*/g, '')
+    // the stemmer alone gave جوب and وجوب, زير and وزير, ولا ("and not") and ولايه, ولا and ولات
+    for (const [bare, other] of [['وجوب', 'الوجوب'], ['وزير', 'والوزير'], ['ولاية', 'الولاية'], ['ولاتة', 'وولاتة'], ['واجب', 'بالواجب'], ['وقت', 'الوقت']])
+      expect(await lexemes(other!), `${bare} / ${other}`).toBe(await lexemes(bare!))
+    expect(await lexemes('ولاية')).not.toBe(await lexemes('ولا'))
+    expect(await lexemes('وقت')).toBe("'وقت'")
+    expect(await lexemes('التي الذي')).toBe('')
+  })
+
   it('reads the Persian yeh and keheh that some typesetting writes for Arabic letters as those letters', async () => {
     // "المساكين" as a Persian-locale tool writes it: keheh (U+06A9) for kaf, farsi yeh (U+06CC) for yeh
     const rows = await hybrid('الفقراء والمسا\u06A9\u06CCن')
