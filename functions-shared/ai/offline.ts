@@ -68,13 +68,16 @@ function stem(folded: string): string | null {
   return w.slice(0, FRENCH_STEM)
 }
 
-// function words of French, Arabic and Hassaniya (as keys): they say nothing of which page answers
+// function words of French, Arabic and Hassaniya (as keys): they say nothing of which page answers; the
+// second Arabic line, the fillers of Hassaniya questions and exercise words, as the search form leaves
+// them out (migration 20261123000100_search_cost.sql): گول ("tell me") folds to قول ("saying")
 const STOP = new Set(
   `les des une est son ses sur par pour dans avec que qui quoi quel quelle quels quelles quand comment pourquoi
    combien est-ce cette ces cet aux elle elles ils nous vous leur leurs mais donc car plus moins tres tout tous
    fait faire faut peut etre avoir sont ont pas entre apres avant comme aussi alors ainsi
    في من الى على عن ما ماذا متى كيف لماذا هل هو هي هم ان او ثم التي الذي الذين هذا هذه ذلك تلك كان كانت يكون
-   مع بين عند كل بعد قبل لا لم لن قد اي شنهو شنهي كيفاش كيفتاش اعلاش شحال منهو فين باش اللي ماهو`
+   مع بين عند كل بعد قبل لا لم لن قد اي شنهو شنهي كيفاش كيفتاش اعلاش شحال منهو فين باش اللي ماهو
+   نبغي نعرف گول ياسر گاع واعر فاهم ماني امنين منين فاين انتوم اهون امال اشو اريد اشرح وضح اذكر`
     .split(/\s+/)
     .map(matchKey)
     .filter((k): k is string => k !== null),
