@@ -37,9 +37,10 @@ const ALLAH = new Set(['الله', 'لله', 'بالله', 'فالله', 'تال
  * A word's matching key: folded like the search index (accents, Arabic diacritics and tatweel off,
  * alef forms, taa marbuta and alef maqsura folded), then stemmed lightly: an Arabic word loses a leading
  * wa- (three letters left), one article (two left), every wa- then at its start (three left) and each
- * suffix in turn (light10's order, three left); a Latin word loses a plural s or x and is cut to its first five letters. Null for words too
- * short to mean much; a Latin or Greek letter alone that can name a quantity (x, t, u, v, f, Δ, λ) is its own key,
- * and so are two Latin letters that are no French word (pH, Ka, Ec, kJ: symbols and units).
+ * suffix in turn (light10's order, three left); a Latin word loses a plural s or x and is cut to its
+ * first five letters. Null for words too short to mean much; a Latin or Greek letter alone that can name
+ * a quantity (x, t, u, v, f, Δ, λ) is its own key, and so are two Latin letters that are no French word
+ * (pH, Ka, Ec, kJ: symbols and units).
  */
 export function matchKey(word: string): string | null {
   return stem(foldText(word))

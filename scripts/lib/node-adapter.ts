@@ -1,4 +1,5 @@
-// What the runtime-neutral app needs from Node: the socket peer address and installed package files.
+// What the runtime-neutral app needs from Node: the socket peer address, installed package files, DNS
+// lookups and the download guard's connections.
 import { readFile } from 'node:fs/promises'
 import { lookup } from 'node:dns/promises'
 import type { LookupAddress, LookupOptions } from 'node:dns'
