@@ -51,6 +51,14 @@ describe('POST /signup', () => {
     expect(s.user).not.toHaveProperty('encrypted_password')
   })
 
+  it('gives the profile the metadata\'s name trimmed and cut to 200 characters', async () => {
+    for (const [given, stored] of [['  Mohamed Lemine  ', 'Mohamed Lemine'], ['ا'.repeat(500), 'ا'.repeat(200)], [`${'a'.repeat(199)} b`, 'a'.repeat(199)]]) {
+      const s = await signUp(newEmail(), 'secret-123', { full_name: given })
+      const [row] = await db.sql`select full_name from public.profiles where id = ${s.user.id}`
+      expect(row!.full_name).toBe(stored)
+    }
+  })
+
   it('issues access tokens with GoTrue\'s claims, app_metadata.role set by the hook', async () => {
     const s = await signUp()
     const claims = claimsOf(s.access_token)

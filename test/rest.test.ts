@@ -64,6 +64,9 @@ describe('a student with supabase-js', () => {
     const role = await as(me).from('profiles').update({ role: 'admin' }).eq('id', me.id)
     expect(role.status).toBe(403)
     expect(role.error).toMatchObject({ code: '42501', message: expect.stringContaining('permission denied') })
+    // the database keeps the API's bounds on a name: at most 200 characters, trimmed
+    for (const name of ['x'.repeat(201), ' Aïcha'])
+      expect(await as(me).from('profiles').update({ full_name: name }).eq('id', me.id)).toMatchObject({ status: 400, error: { code: '23514' } })
     const elsewhere = await as(me).from('profiles').update({ full_name: 'X' }).eq('id', other.id).select()
     expect(elsewhere).toMatchObject({ error: null, data: [] })
     const rows = await db.sql`select id, full_name, role from public.profiles where id in (${me.id}, ${other.id}) order by full_name`
