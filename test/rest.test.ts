@@ -159,6 +159,14 @@ describe('anon, errors and the edges of the subset', () => {
     expect(badUuid.status).toBe(400)
     expect(badUuid.error?.code).toBe('22P02')
     expect(await db.sql`select to_regclass('public.profiles') is not null as ok`).toEqual([{ ok: true }])
+    // values are read by PostgreSQL for the column's type: a bad date is 400 (not 500), and PostgreSQL's own forms work
+    for (const value of ['not-a-date', '2026-13-45', '1']) {
+      const bad = await as(me).from('profiles').select('id').gt('created_at', value)
+      expect(bad.status, value).toBe(400)
+      expect(bad.error?.code, value).toMatch(/^22/)
+    }
+    expect(await as(me).from('profiles').select('id').gt('created_at', 'yesterday')).toMatchObject({ status: 200, data: [{ id: me.id }] })
+    expect(await as(me).from('profiles').select('id').in('created_at', ['epoch', 'infinity'])).toMatchObject({ status: 200, data: [] })
     for (const query of [as(me).from('profiles').select('*').or('id.eq.1,id.eq.2'), as(me).from('profiles').select('id, wallets(*)'), as(me).from('profiles').select('*').not('id', 'eq', me.id)]) {
       const res = await query
       expect(res.status).toBe(400)

@@ -87,9 +87,12 @@ export function whereClause(r: Relation, query: URLSearchParams, params: unknown
     const op = dot === -1 ? raw : raw.slice(0, dot)
     const value = dot === -1 ? '' : raw.slice(dot + 1)
     const type = r.columns.get(name)!
+    // sent as text and cast by PostgreSQL: the driver would turn a value for a typed parameter into its
+    // own idea of it first ("yesterday" for a timestamptz failed in JavaScript, "1" became 2001-01-01)
     const param = (v: unknown, cast: string) => {
       params.push(v)
-      return `$${params.length}::${cast}`
+      const text = cast.endsWith('[]') ? 'text[]' : 'text'
+      return cast === text ? `$${params.length}::${text}` : `$${params.length}::${text}::${cast}`
     }
     if (op in COMPARISON) parts.push(`${ident(name)} ${COMPARISON[op]} ${param(value, type)}`)
     else if (op === 'like' || op === 'ilike') parts.push(`${ident(name)}::text ${op} ${param(value.replaceAll('*', '%'), 'text')}`)
