@@ -11,6 +11,7 @@ import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { page } from '../functions-shared/rest/query.ts'
+import { request as httpRequest } from 'node:http'
 
 let db: TestDatabase
 let gateway: Gateway
@@ -177,6 +178,20 @@ describe('anon, errors and the edges of the subset', () => {
     const otherSchema = await fetch(`${gateway.url}/rest/v1/profiles`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}`, 'Accept-Profile': 'private' } })
     expect(otherSchema.status).toBe(406)
     expect(await otherSchema.json()).toMatchObject({ code: 'PGRST106', message: 'The schema must be one of the following: public' })
+  })
+
+  it('says Connection: close with a 413, whose unread body ends the connection', async () => {
+    const body = JSON.stringify({ message: 'x'.repeat(1_050_000) })
+    const { status, connection } = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+      const req = httpRequest(`${gateway.url}/rest/v1/profiles`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'keep-alive', apikey: anonKey } }, (res) => {
+        res.resume()
+        resolve({ status: res.statusCode!, connection: res.headers.connection })
+      })
+      req.on('error', reject)
+      req.end(body)
+    })
+    expect(status).toBe(413)
+    expect(connection).toBe('close')
   })
 
   it('caps rows at config.toml\'s max_rows and reads a Range header', () => {

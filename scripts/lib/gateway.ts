@@ -63,11 +63,22 @@ function clientAddress(config: Config, request: Request, env: unknown): string |
   return forwarded || (env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress
 }
 
+/**
+ * A body refused before it was read (413) is still on its way in, so Node closes the connection after
+ * the answer: the answer says so (Connection: close) rather than keep-alive, and the client opens another.
+ */
+function closeAfterRefusedBody(response: Response): Response {
+  if (response.status !== 413) return response
+  const headers = new Headers(response.headers)
+  headers.set('Connection', 'close')
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
+}
+
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // Listen first: with PORT=0 the URL (which supabase-js calls for auth) is known only then.
   let handle: (request: Request, env: unknown) => Response | Promise<Response> = () => new Response('starting', { status: 503 })
   const server = await new Promise<ServerType>((resolve, reject) => {
-    const s = serve({ fetch: (request, env) => handle(request, env), port: options.port ?? options.config.PORT, hostname: options.config.HOST }, () => resolve(s))
+    const s = serve({ fetch: async (request, env) => closeAfterRefusedBody(await handle(request, env)), port: options.port ?? options.config.PORT, hostname: options.config.HOST }, () => resolve(s))
     s.once('error', reject)
     // what Node's parser refuses before the app sees it (headers or a query string past 16 KB, a
     // malformed request line) is still answered in JSON with a request id, not with a bare status
