@@ -98,6 +98,11 @@ describe('reset-password', () => {
     const [a, b] = [await json(known), await json(unknown)]
     expect(a).toEqual(b)
     expect(JSON.stringify(a)).not.toContain('verify')
+    // asked again within the minute: the same 429 for both, which says so rather than "sent"
+    const [again, againUnknown] = [await post('/auth/reset-password', { email: 'mariem@example.mr' }), await post('/auth/reset-password', { email: 'nobody@example.mr' })]
+    expect([again.status, againUnknown.status]).toEqual([429, 429])
+    const [c, d] = [await json(again), await json(againUnknown)]
+    expect({ ...c, request_id: null }).toEqual({ ...d, request_id: null })
     const line = t.logs.lines.find((l) => typeof l.recovery_link === 'string')
     expect(line?.recovery_link).toMatch(/\/auth\/v1\/verify\?token=[a-z0-9]{56}&type=recovery/)
 

@@ -71,7 +71,8 @@ describe('redirect patterns and the redirect rule (GoTrue\'s)', () => {
 describe('recovery links and /verify send the tokens only to allowed places', () => {
   let t: TestApp
   beforeAll(async () => {
-    t = createTestApp({ sql: db.sql, env: { AUTH_SITE_URL: SITE, AUTH_ADDITIONAL_REDIRECT_URLS: 'https://*.app.example/**', RATE_LIMIT_AUTH_PER_MINUTE: '1000' } })
+    // one address recovered again and again: no minute between two emails here
+    t = createTestApp({ sql: db.sql, env: { AUTH_SITE_URL: SITE, AUTH_ADDITIONAL_REDIRECT_URLS: 'https://*.app.example/**', RATE_LIMIT_AUTH_PER_MINUTE: '1000', AUTH_EMAIL_MAX_FREQUENCY_SECONDS: '0' } })
   })
 
   async function recover(email: string, redirectTo: string): Promise<URL> {
@@ -142,6 +143,31 @@ describe('rate limits per client IP (GoTrue\'s defaults)', () => {
     // the legacy error shape without the API version header
     const legacy = await t.auth.request('/auth/v1/token?grant_type=password', { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.2' }, body: JSON.stringify({ email, password: 'x' }) })
     expect(await json(legacy)).toEqual({ code: 429, error_code: 'over_request_rate_limit', msg: 'Request rate limit reached' })
+  })
+
+  it('counts recovery emails per client, and an address gets one a minute, with an account or without', async () => {
+    const { email: victim } = await account('198.51.100.30')
+    // one client asks for many addresses: 30 emails an hour (one every 2 minutes after a burst of 30), its
+    // requests also limited to 30 per 5 minutes
+    const address = () => `spent-${crypto.randomUUID().slice(0, 8)}@example.mr`
+    for (let i = 0; i < 20; i++) expect((await auth('/recover', '198.51.100.31', { email: address() })).status).toBe(200)
+    t.clock.advance(300_000)
+    for (let i = 0; i < 12; i++) expect((await auth('/recover', '198.51.100.31', { email: address() })).status).toBe(200)
+    const spent = await auth('/recover', '198.51.100.31', { email: address() })
+    expect(spent.status).toBe(429)
+    expect(await json(spent)).toEqual({ code: 'over_email_send_rate_limit', message: 'email rate limit exceeded' })
+    // another client still gets its recovery
+    expect((await auth('/recover', '198.51.100.32', { email: victim })).status).toBe(200)
+    // a second email to one address within the minute is refused, whether it has an account or not
+    const unknown = `nobody-${crypto.randomUUID().slice(0, 8)}@example.mr`
+    expect((await auth('/recover', '198.51.100.33', { email: unknown })).status).toBe(200)
+    for (const address of [victim, unknown]) {
+      const again = await auth('/recover', '198.51.100.34', { email: address })
+      expect(again.status, address).toBe(429)
+      expect(await json(again), address).toEqual({ code: 'over_email_send_rate_limit', message: expect.stringMatching(/^For security purposes, you can only request this after \d+ seconds\.$/) })
+    }
+    t.clock.advance(60_000)
+    expect((await auth('/recover', '198.51.100.34', { email: victim })).status).toBe(200)
   })
 
   it('limits sign-ups, recoveries and verifications the same way; refreshes at 150 per 5 minutes', async () => {

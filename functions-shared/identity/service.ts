@@ -88,8 +88,8 @@ export async function requestPasswordReset({ ctx, input }: { ctx: ServiceContext
   const { error } = await client.auth.resetPasswordForEmail(input.email, input.redirect_to ? { redirectTo: input.redirect_to } : {})
   if (error) {
     const mapped = fromAuthError(error, 'password reset', ctx)
-    // a per-client limit is said; the email limit is not (it is reached only for an existing account)
-    if (mapped.status >= 500 || (mapped.status === 429 && error.code !== 'over_email_send_rate_limit')) throw mapped
+    // a limit is said (429): the local auth server reaches it for any address, with an account or not
+    if (mapped.status >= 500 || mapped.status === 429) throw mapped
     ctx.deps.logs.forRequest('identity', ctx.requestId).info({ code: error.code }, 'password reset not sent')
   }
 }

@@ -1,8 +1,12 @@
 // The local auth server's rate limits, as GoTrue applies them: a token bucket per client IP for each kind
 // of request (sign-in and sign-up, token refresh, verification), refilled at the configured number per
-// five minutes with a burst of 30, and one bucket for the emails sent per hour. One difference, on
-// purpose: GoTrue counts password sign-ins with token refreshes (150 per 5 minutes); here they count
-// with sign-ups (30), as Supabase documents `sign_in_sign_ups` — the stricter reading against guessing. The client IP is the
+// five minutes with a burst of 30, and the recovery emails per hour. Differences, on purpose: GoTrue
+// counts password sign-ins with token refreshes (150 per 5 minutes); here they count with sign-ups (30),
+// as Supabase documents `sign_in_sign_ups` — the stricter reading against guessing. GoTrue counts the
+// emails for the whole project, and only those it sends (to an address with an account): one client
+// could use up the hour's emails for everyone, and a 429 for an address, where an unknown one got 200,
+// said that it has an account. Here the emails are counted per client IP, and an address gets one every
+// AUTH_EMAIL_MAX_FREQUENCY_SECONDS (GoTrue's SMTP_MAX_FREQUENCY), whether it has an account or not. The client IP is the
 // socket's (or X-Forwarded-For's with TRUST_PROXY); GoTrue's Sb-Forwarded-For is believed only from the
 // service's own identity endpoints, which call in process and forward their client's address.
 import type { Context } from 'hono'
@@ -47,6 +51,8 @@ export function authRateLimits(deps: Deps) {
   }
   // idle buckets are forgotten after an hour (they are full by then), as GoTrue's limiters expire
   const buckets = new LRUCache<string, Bucket>({ max: 100_000, ttl: HOUR })
+  // when each address was last sent a recovery email
+  const sentTo = new LRUCache<string, number>({ max: 100_000, ttl: HOUR })
 
   /** Takes one token for `key` under `limit`; the seconds until one is back when there is none. */
   function take(limit: AuthLimit, key: string): number | null {
@@ -69,10 +75,22 @@ export function authRateLimits(deps: Deps) {
   return {
     /** Refuses the request (GoTrue's 429) when the client's bucket for `limit` is empty. */
     check(c: Context, limit: AuthLimit): void {
-      const retryAfter = take(limit, limit === 'email_sent' ? 'all' : authClientIp(deps, c))
+      const retryAfter = take(limit, authClientIp(deps, c))
       if (retryAfter === null) return
       if (limit === 'email_sent') throw new GoTrueError(429, 'over_email_send_rate_limit', 'email rate limit exceeded', {}, { 'Retry-After': String(retryAfter) })
       throw new GoTrueError(429, 'over_request_rate_limit', 'Request rate limit reached', {}, { 'Retry-After': String(retryAfter) })
+    },
+    /** Refuses a second email to one address within AUTH_EMAIL_MAX_FREQUENCY_SECONDS (GoTrue's 429). */
+    checkAddress(email: string): void {
+      const spacing = config.AUTH_EMAIL_MAX_FREQUENCY_SECONDS * 1000
+      if (spacing === 0) return
+      const now = clock.now()
+      const last = sentTo.get(email)
+      if (last !== undefined && now - last < spacing) {
+        const seconds = Math.max(1, Math.ceil((spacing - (now - last)) / 1000))
+        throw new GoTrueError(429, 'over_email_send_rate_limit', `For security purposes, you can only request this after ${seconds} seconds.`, {}, { 'Retry-After': String(seconds) })
+      }
+      sentTo.set(email, now)
     },
   }
 }

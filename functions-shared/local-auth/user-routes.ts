@@ -187,9 +187,11 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
     limits.check(c, 'sign_in_sign_ups')
     const body = await readBody(c)
     const email = emailOrFail(body.email)
+    // the same limits whether or not the address has an account: a 429 says nothing of it
+    limits.check(c, 'email_sent')
+    limits.checkAddress(email)
     const user = await findUserByEmail(sql, email)
     if (user) {
-      limits.check(c, 'email_sent')
       const token = randomToken(56)
       await sql`update auth.users set recovery_token = encode(extensions.digest(${token}, 'sha224'), 'hex'), recovery_sent_at = now() where id = ${user.id}`
       // as GoTrue: a redirect_to that is not the site, loopback or an allowed pattern becomes SITE_URL
