@@ -178,6 +178,14 @@ describe('inflatedSize reads a PDF as pdf.js does', () => {
     expect(await inflatedSize(small, 64 * MB)).toBe(CONTENT.length)
   })
 
+  it('refuses a file whose streams would make the check read it over and over: keywords by the hundred before one far endstream', async () => {
+    // 300 stream keywords, each with a Flate dictionary, then 1 MB before the only "endstream"
+    const keywords = Array.from({ length: 300 }, (_, i) => `${i + 10} 0 obj\n<< /Filter /FlateDecode >>\nstream\n`).join('')
+    const pdf = pdfWith('<< /Length 0 >>', Buffer.alloc(0), { extra: [Buffer.concat([Buffer.from(`<< /Length 1 >>\nstream\n${keywords}`), Buffer.alloc(MB, 0x61), Buffer.from('\nendstream')])] })
+    expect(await inflatedSize(pdf)).toBe(Number.POSITIVE_INFINITY)
+    await expect(extractPdf(pdf, { deadlineMs: 20_000 })).rejects.toThrow(/streams cannot be checked/)
+  })
+
   it('counts a typeset lesson, fonts and text, far below the limit, and reads it', async () => {
     const lesson = await makePdf(['Leçon 1 : les équations du premier degré à une inconnue, et leur résolution.'])
     const size = await inflatedSize(lesson)

@@ -29,6 +29,17 @@ const HEADER_REACH = 64 * 1024
 const HEADER_TRIES = 4
 // "endstream"s tried for a stream whose /Length does not say where it ends
 const END_TRIES = 8
+// "obj"s looked at behind a stream keyword for its header (a file of "obj" words costs no more)
+const HEADER_LOOKS = 64
+/** The most streams decoded in one PDF: a lesson has hundreds, a 500-page scanned book a few thousand. */
+export const MAX_DECODED_STREAMS = 10_000
+// the bytes fed to the decoders, at most: the file's streams do not overlap, save a few tried to two ends;
+// streams written inside one another, or keywords by the thousand before one far "endstream", would make
+// the work grow with their square
+const INPUT_PER_FILE_BYTE = 4
+const INPUT_ALLOWANCE = 64 * 1024 * 1024
+// the image data decoded to check images, at most; past it, images count like other streams
+const IMAGE_CHECK_BYTES = 2 * 1024 * 1024 * 1024
 
 type PdfValue = number | string | boolean | null | PdfName | PdfRef | PdfValue[] | PdfDict
 interface PdfName {
@@ -163,7 +174,7 @@ const regular = (text: string, p: number) => p >= 0 && p < text.length && !isWhi
 function streamDictionary(text: string, at: number): PdfDict | null {
   // the nearest "N G obj" first: one inside a string or a comment of the dictionary does not end at the stream
   let p = at
-  for (let tries = 0; tries < HEADER_TRIES; ) {
+  for (let tries = 0, looks = 0; tries < HEADER_TRIES && looks < HEADER_LOOKS; looks++) {
     p = text.lastIndexOf('obj', p - 1)
     if (p === -1 || p < at - HEADER_REACH) break
     if (regular(text, p - 1) || regular(text, p + 3) || !/\d+\s+\d+\s+$/.test(text.slice(Math.max(0, p - 32), p))) continue
@@ -194,16 +205,21 @@ function dataStart(text: string, at: number): number {
 }
 
 /** The possible ends of a stream's data: where its /Length says, else before each "endstream" after it. */
-function dataEnds(text: string, start: number, dictionary: PdfDict | null, integers: () => Map<string, number>): number[] {
+function dataEnds(text: string, start: number, dictionary: PdfDict | null, integers: () => Map<string, number>, endstreams: () => number[]): number[] {
   const length = dictionary?.dict.get('Length')
   const declared = typeof length === 'number' ? length : length && typeof length === 'object' && 'ref' in length ? integers().get(length.ref.join(' ')) : undefined
   if (declared !== undefined && Number.isInteger(declared) && declared >= 0 && /^\s*endstream/.test(text.slice(start + declared, start + declared + 32))) return [start + declared]
-  const ends: number[] = []
-  for (let e = text.indexOf('endstream', start); e !== -1 && ends.length < END_TRIES; e = text.indexOf('endstream', e + 9)) {
-    // the end of line before "endstream" is not data
-    ends.push(text[e - 1] === '\n' ? (text[e - 2] === '\r' ? e - 2 : e - 1) : text[e - 1] === '\r' ? e - 1 : e)
+  // the first "endstream" at or after the start (the file's are found once, in order)
+  const all = endstreams()
+  let lo = 0
+  let hi = all.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (all[mid]! < start) lo = mid + 1
+    else hi = mid
   }
-  return ends
+  // the end of line before "endstream" is not data
+  return all.slice(lo, lo + END_TRIES).map((e) => (text[e - 1] === '\n' ? (text[e - 2] === '\r' ? e - 2 : e - 1) : text[e - 1] === '\r' ? e - 1 : e))
 }
 
 const FILTERS: Record<string, string> = { Fl: 'FlateDecode', LZW: 'LZWDecode', RL: 'RunLengthDecode', AHx: 'ASCIIHexDecode', A85: 'ASCII85Decode' }
@@ -401,7 +417,16 @@ function lzw(earlyChange: number): ByteDecoder {
 
 /** The size of the data once decoded by the filters (up to the first that does not expand data), past `cap` not counted. */
 async function decodedSize(data: Uint8Array, filters: readonly Filter[], cap: number): Promise<{ size: number; clean: boolean }> {
-  let readable = new Blob([data as Uint8Array<ArrayBuffer>]).stream() as ReadableStream<Uint8Array>
+  // the data in pieces, each copied as it is read (no copy of the whole, and no decoder holds the file)
+  let offset = 0
+  let readable = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (offset >= data.length) return controller.close()
+      const end = Math.min(data.length, offset + 65536)
+      controller.enqueue(data.slice(offset, end))
+      offset = end
+    },
+  })
   let decoding = false
   for (const f of filters) {
     const d = decoder(f)
@@ -446,31 +471,43 @@ function imageBytes(dictionary: PdfDict): number | null {
 /**
  * The total size of the PDF's compressed streams once decoded (images that are what they say aside),
  * counted up to `limit` (the count stops a little past it). A stream that does not decode cleanly counts
- * what it gave: pdf.js judges it.
+ * what it gave: pdf.js judges it. Infinity for a PDF with more than MAX_DECODED_STREAMS streams to decode,
+ * or whose streams would make the decoders read more than four times its size (streams inside streams);
+ * NaN when the check is still going at `deadlineAt` (a time in ms, as Date.now()).
  */
-export async function inflatedSize(bytes: Uint8Array, limit = MAX_INFLATED_BYTES): Promise<number> {
+export async function inflatedSize(bytes: Uint8Array, limit = MAX_INFLATED_BYTES, deadlineAt = Number.POSITIVE_INFINITY): Promise<number> {
   // one byte, one character: positions in the text are positions in the bytes
   const text = new TextDecoder('latin1').decode(bytes)
   let integers: Map<string, number> | undefined
   const integerIndex = () => (integers ??= integerObjects(text))
+  let endstreams: number[] | undefined
+  const endstreamIndex = () => (endstreams ??= [...text.matchAll(/endstream/g)].map((m) => m.index))
   let total = 0
+  let decoded = 0
+  let input = 0
+  let imageChecked = 0
+  const inputBudget = INPUT_PER_FILE_BYTE * bytes.length + INPUT_ALLOWANCE
   for (let at = text.indexOf('stream'); at !== -1 && total <= limit; at = text.indexOf('stream', at + 6)) {
     const start = dataStart(text, at) // -1 for "endstream", "streams"
     if (start === -1) continue
     const dictionary = streamDictionary(text, at)
-    const ends = dataEnds(text, start, dictionary, integerIndex)
+    const ends = dataEnds(text, start, dictionary, integerIndex, endstreamIndex)
     if (ends.length === 0) break
     const filters = dictionary ? filtersOf(dictionary) : guessFilters(bytes.subarray(start, ends[0]))
-    const image = dictionary ? imageBytes(dictionary) : null
+    const image = dictionary && imageChecked <= IMAGE_CHECK_BYTES ? imageBytes(dictionary) : null
+    if (filters.length > 0 && ++decoded > MAX_DECODED_STREAMS) return Number.POSITIVE_INFINITY
+    if (Date.now() > deadlineAt) return Number.NaN
     const cap = Math.max(limit - total, image ?? 0) + 1
     // the first end where the data decodes cleanly (data may hold "endstream"), else the largest count
     let size = 0
     for (const e of ends) {
+      if (filters.length > 0 && (input += e - start) > inputBudget) return Number.POSITIVE_INFINITY
       const counted = await decodedSize(bytes.subarray(start, e), filters, cap)
       size = Math.max(size, counted.size)
       if (counted.clean) break
     }
     if (image === null || size > image) total += size
+    else imageChecked += size
   }
   return total
 }
