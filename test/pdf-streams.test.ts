@@ -5,6 +5,8 @@ import { brotliCompressSync, deflateRawSync, deflateSync } from 'node:zlib'
 import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
 import { inflatedSize } from '../functions-shared/catalogue/pdf-streams.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
+import { readFileSync } from 'node:fs'
+import PDFDocument from 'pdfkit'
 
 const MB = 1024 * 1024
 // a page's content: 8 MB of text-drawing spaces, the kind of stream pdf.js inflates whole
@@ -182,8 +184,37 @@ describe('inflatedSize reads a PDF as pdf.js does', () => {
     // 300 stream keywords, each with a Flate dictionary, then 1 MB before the only "endstream"
     const keywords = Array.from({ length: 300 }, (_, i) => `${i + 10} 0 obj\n<< /Filter /FlateDecode >>\nstream\n`).join('')
     const pdf = pdfWith('<< /Length 0 >>', Buffer.alloc(0), { extra: [Buffer.concat([Buffer.from(`<< /Length 1 >>\nstream\n${keywords}`), Buffer.alloc(MB, 0x61), Buffer.from('\nendstream')])] })
-    expect(await inflatedSize(pdf)).toBe(Number.POSITIVE_INFINITY)
-    await expect(extractPdf(pdf, { deadlineMs: 20_000 })).rejects.toThrow(/streams cannot be checked/)
+    await expect(inflatedSize(pdf)).rejects.toThrow(/written inside one another/)
+    await expect(extractPdf(pdf, { deadlineMs: 20_000 })).rejects.toThrow(/written inside one another: they cannot be checked: refused before reading/)
+  })
+
+  it('decrypts the streams of a PDF encrypted with an empty user password before measuring them: RC4 40 and 128, AES-128, AES-256', async () => {
+    const fixture = (name: string) => new Uint8Array(readFileSync(new URL(`./fixtures/encrypted/${name}`, import.meta.url)))
+    for (const name of ['rc4-40.pdf', 'rc4-128.pdf', 'aes-128.pdf', 'aes-256.pdf', 'aes-256-xref-stream.pdf']) {
+      expect(await inflatedSize(fixture(name)), name).toBeGreaterThanOrEqual(8 * MB)
+      await expect(extractPdf(fixture(name), { deadlineMs: 20_000, maxInflatedBytes: LIMIT }), name).rejects.toThrow(/expand to more than 4 MB/)
+    }
+    // a user password: pdf.js cannot open it either
+    await expect(extractPdf(fixture('aes-256-user-password.pdf'), { deadlineMs: 20_000 })).rejects.toThrow(/encrypted with a password: refused before reading/)
+  })
+
+  it('reads a lesson that pdfkit protected (R3, R4, R5) as pdf.js does: the same count as unprotected, and its text', async () => {
+    const lesson = (options: object) =>
+      new Promise<Uint8Array>((resolve) => {
+        const doc = new PDFDocument({ ...options, info: { CreationDate: new Date(0) } })
+        const chunks: Buffer[] = []
+        doc.on('data', (c: Buffer) => chunks.push(c))
+        doc.on('end', () => resolve(new Uint8Array(Buffer.concat(chunks))))
+        doc.text('Leçon : les équations du premier degré. '.repeat(40))
+        doc.end()
+      })
+    const plain = await inflatedSize(await lesson({}))
+    expect(plain).toBeGreaterThan(1000)
+    for (const pdfVersion of ['1.4', '1.7', '1.7ext3']) {
+      const protectedPdf = await lesson({ ownerPassword: 'owner-secret', pdfVersion })
+      expect(await inflatedSize(protectedPdf), pdfVersion).toBe(plain)
+      expect((await extractPdf(protectedPdf, { deadlineMs: 20_000 })).pages[0]!.text, pdfVersion).toContain('équations du premier degré')
+    }
   })
 
   it('counts a typeset lesson, fonts and text, far below the limit, and reads it', async () => {

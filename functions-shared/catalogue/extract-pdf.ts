@@ -3,7 +3,7 @@
 // (pdf.js 6 no longer compiles fonts with eval at all, the vector of CVE-2024-4367, so the old
 // isEvalSupported switch is gone.)
 import { AR_LETTER, AR_MARK } from './canonicalize.ts'
-import { inflatedSize, MAX_DECODED_STREAMS, MAX_INFLATED_BYTES } from './pdf-streams.ts'
+import { inflatedSize, MAX_INFLATED_BYTES, StreamCheckError, StreamCheckLate } from './pdf-streams.ts'
 
 // pdf.js is loaded on the first PDF read: a function that never reads one (the docs, or the admin
 // routes that list) does not pay for it at cold start.
@@ -241,10 +241,11 @@ export async function extractPdf(
 ): Promise<ExtractedPdf> {
   if (!isPdf(bytes)) throw new PdfError('not a PDF (the file does not start with %PDF-)')
   const maxInflated = options.maxInflatedBytes ?? MAX_INFLATED_BYTES
-  const checkStarted = Date.now()
-  const inflated = await inflatedSize(bytes, maxInflated, checkStarted + options.deadlineMs)
-  if (Number.isNaN(inflated)) throw new PdfError(`PDF parsing took longer than ${options.deadlineMs} ms (checking its compressed streams)`)
-  if (inflated === Number.POSITIVE_INFINITY) throw new PdfError(`the PDF's streams cannot be checked (more than ${MAX_DECODED_STREAMS} to decode, or streams written inside one another): refused before reading`)
+  const inflated = await inflatedSize(bytes, maxInflated, Date.now() + options.deadlineMs).catch((err: unknown) => {
+    if (err instanceof StreamCheckLate) throw new PdfError(`PDF parsing took longer than ${options.deadlineMs} ms`)
+    if (err instanceof StreamCheckError) throw new PdfError(`${err.message}: refused before reading`)
+    throw err
+  })
   if (inflated > maxInflated) {
     throw new PdfError(`the PDF's compressed streams expand to more than ${Math.round(maxInflated / 2 ** 20)} MB (images aside): refused before reading`)
   }

@@ -12,10 +12,25 @@
 // stream whose dictionary cannot be read is decoded as its bytes say (a zlib header, hex or ASCII85 text)
 // and counted.
 //
+// An encrypted PDF's streams (a "protected" document, opened by pdf.js with the empty user password)
+// are decrypted first, as pdf.js decrypts them (pdf-crypt.ts).
+//
 // Images are left out of the total when they are what they say: a scan's pages are large once inflated,
 // and pdf.js inflates an image only to render it, no further than its size (capped by maxImageSize). A
 // stream that says /Subtype /Image but decodes to more than its width, height and colours hold is
 // counted like any other: pdf.js reads a stream that a page names as its content whatever it says.
+
+import { CryptError, standardDecrypter, type Decrypter } from './pdf-crypt.ts'
+
+/** Why a PDF's streams cannot be checked: it is refused before pdf.js reads it. */
+export class StreamCheckError extends Error {
+  override name = 'StreamCheckError'
+}
+
+/** The check was still going at its deadline. */
+export class StreamCheckLate extends StreamCheckError {
+  override name = 'StreamCheckLate'
+}
 
 /** The most that a PDF's compressed streams (images aside) may expand to, together. */
 export const MAX_INFLATED_BYTES = 256 * 1024 * 1024
@@ -41,7 +56,10 @@ const INPUT_ALLOWANCE = 64 * 1024 * 1024
 // the image data decoded to check images, at most; past it, images count like other streams
 const IMAGE_CHECK_BYTES = 2 * 1024 * 1024 * 1024
 
-type PdfValue = number | string | boolean | null | PdfName | PdfRef | PdfValue[] | PdfDict
+type PdfValue = number | string | boolean | null | PdfName | PdfRef | PdfString | PdfValue[] | PdfDict
+interface PdfString {
+  bytes: Uint8Array
+}
 interface PdfName {
   name: string
 }
@@ -128,9 +146,9 @@ class Lexer {
         if (ch === '\\') p++
         else if (ch === '(') nesting++
         else if (ch === ')' && --nesting === 0) {
-          const s = t.slice(this.pos + 1, p)
+          const raw = t.slice(this.pos + 1, p)
           this.pos = p + 1
-          return s
+          return { bytes: literalBytes(raw) }
         }
       }
       return undefined
@@ -138,9 +156,10 @@ class Lexer {
     if (c === '<') {
       const close = t.indexOf('>', this.pos)
       if (close === -1 || close >= this.end) return undefined
-      const s = t.slice(this.pos + 1, close)
+      const hex = t.slice(this.pos + 1, close).replace(/[^0-9a-fA-F]/g, '')
       this.pos = close + 1
-      return s
+      const padded = hex.length % 2 === 1 ? `${hex}0` : hex
+      return { bytes: Uint8Array.from(padded.match(/../g) ?? [], (h) => parseInt(h, 16)) }
     }
     // a number, a reference ("5 0 R") or a keyword (true, false, null)
     let p = this.pos
@@ -165,24 +184,61 @@ class Lexer {
   }
 }
 
+/** A literal string's bytes, its escapes read (\n, \ddd, a backslash before an end of line). */
+function literalBytes(raw: string): Uint8Array {
+  const out: number[] = []
+  for (let i = 0; i < raw.length; i++) {
+    const ch = raw.charCodeAt(i)
+    if (ch !== 0x5c) {
+      out.push(ch & 0xff)
+      continue
+    }
+    const next = raw[++i]
+    if (next === undefined) break
+    const simple: Record<string, number> = { n: 10, r: 13, t: 9, b: 8, f: 12, '(': 40, ')': 41, '\\': 92 }
+    if (next in simple) out.push(simple[next]!)
+    else if (next >= '0' && next <= '7') {
+      let octal = next
+      while (octal.length < 3 && raw[i + 1]! >= '0' && raw[i + 1]! <= '7') octal += raw[++i]
+      out.push(parseInt(octal, 8) & 0xff)
+    } else if (next === '\r') {
+      if (raw[i + 1] === '\n') i++
+    } else if (next !== '\n') out.push(next.charCodeAt(0) & 0xff)
+  }
+  return Uint8Array.from(out)
+}
+
 const asName = (v: PdfValue | undefined): string | undefined => (v && typeof v === 'object' && 'name' in v ? v.name : undefined)
 const asNumber = (v: PdfValue | undefined): number | undefined => (typeof v === 'number' ? v : undefined)
 
 const regular = (text: string, p: number) => p >= 0 && p < text.length && !isWhite(text.charCodeAt(p)) && !isDelimiter(text.charCodeAt(p))
 
+interface StreamHead {
+  dict: PdfDict
+  /** the object's number and generation, from its header */
+  num: number
+  gen: number
+}
+
 /** The dictionary that ends right before the stream keyword at `at`, read from its object header. */
-function streamDictionary(text: string, at: number): PdfDict | null {
+function streamDictionary(text: string, at: number): StreamHead | null {
   // the nearest "N G obj" first: one inside a string or a comment of the dictionary does not end at the stream
-  let p = at
+  // searched in the window before the keyword only: a search to the file's start for each keyword of a
+  // file without headers would grow with the square of its size
+  const from = Math.max(0, at - HEADER_REACH)
+  const window = text.slice(from, at)
+  let w = window.length
   for (let tries = 0, looks = 0; tries < HEADER_TRIES && looks < HEADER_LOOKS; looks++) {
-    p = text.lastIndexOf('obj', p - 1)
-    if (p === -1 || p < at - HEADER_REACH) break
-    if (regular(text, p - 1) || regular(text, p + 3) || !/\d+\s+\d+\s+$/.test(text.slice(Math.max(0, p - 32), p))) continue
+    w = w > 0 ? window.lastIndexOf('obj', w - 1) : -1
+    if (w === -1) break
+    const p = from + w
+    const header = regular(text, p - 1) || regular(text, p + 3) ? null : /(\d+)\s+(\d+)\s+$/.exec(text.slice(Math.max(0, p - 32), p))
+    if (!header) continue
     tries++
     const lexer = new Lexer(text, p + 3, at)
     const value = lexer.value()
     lexer.skipSpace()
-    if (value && typeof value === 'object' && 'dict' in value && lexer.pos === at) return value
+    if (value && typeof value === 'object' && 'dict' in value && lexer.pos === at) return { dict: value, num: Number(header[1]), gen: Number(header[2]) }
   }
   return null
 }
@@ -468,12 +524,52 @@ function imageBytes(dictionary: PdfDict): number | null {
   return Math.ceil((width * components * Math.min(bpc, 16)) / 8 + 1) * height + 4096
 }
 
+/** The object "num gen obj" of the file, read. */
+function objectAt(text: string, [num, gen]: [number, number]): PdfValue | undefined {
+  for (const m of text.matchAll(new RegExp(`(?<![\\d])${num}\\s+${gen}\\s+obj(?![^\\s/<>[\\]()%{}])`, 'g'))) {
+    const value = new Lexer(text, m.index + m[0].length, text.length).value()
+    if (value !== undefined) return value
+  }
+  return undefined
+}
+
+/**
+ * How the document's streams are decrypted: null when it is not encrypted. The /Encrypt and /ID of its
+ * trailers and cross-reference streams (the last that names them), as pdf.js reads them.
+ */
+function decrypterOf(text: string, heads: Iterable<StreamHead | null>): Decrypter | null {
+  let found: { encrypt: PdfValue; id: PdfValue | undefined } | null = null
+  const look = (dict: PdfDict) => {
+    const encrypt = dict.dict.get('Encrypt')
+    if (encrypt !== undefined && encrypt !== null) found = { encrypt, id: dict.dict.get('ID') }
+  }
+  for (let at = text.indexOf('trailer'); at !== -1; at = text.indexOf('trailer', at + 7)) {
+    if (regular(text, at - 1) || regular(text, at + 7)) continue
+    const value = new Lexer(text, at + 7, Math.min(text.length, at + 65536)).value()
+    if (value && typeof value === 'object' && 'dict' in value) look(value)
+  }
+  for (const head of heads) if (head && asName(head.dict.dict.get('Type')) === 'XRef') look(head.dict)
+  if (!found) return null
+  const { encrypt, id } = found as { encrypt: PdfValue; id: PdfValue | undefined }
+  const dict = encrypt && typeof encrypt === 'object' && 'ref' in encrypt ? objectAt(text, encrypt.ref) : encrypt
+  if (!dict || typeof dict !== 'object' || !('dict' in dict)) throw new StreamCheckError('the PDF is encrypted, and its /Encrypt dictionary cannot be read')
+  const first = Array.isArray(id) ? id[0] : undefined
+  const idBytes = first && typeof first === 'object' && 'bytes' in first ? first.bytes : new Uint8Array(0)
+  try {
+    return standardDecrypter(dict.dict as Map<string, unknown>, idBytes)
+  } catch (err) {
+    if (err instanceof CryptError) throw new StreamCheckError(err.message)
+    throw err
+  }
+}
+
 /**
  * The total size of the PDF's compressed streams once decoded (images that are what they say aside),
  * counted up to `limit` (the count stops a little past it). A stream that does not decode cleanly counts
- * what it gave: pdf.js judges it. Infinity for a PDF with more than MAX_DECODED_STREAMS streams to decode,
- * or whose streams would make the decoders read more than four times its size (streams inside streams);
- * NaN when the check is still going at `deadlineAt` (a time in ms, as Date.now()).
+ * what it gave: pdf.js judges it. StreamCheckError for a PDF with more than MAX_DECODED_STREAMS streams to
+ * decode, or whose streams would make the decoders read more than four times its size (streams inside
+ * streams), or whose check is still going at `deadlineAt` (a time in ms, as Date.now()), or whose
+ * encryption cannot be undone with the empty password.
  */
 export async function inflatedSize(bytes: Uint8Array, limit = MAX_INFLATED_BYTES, deadlineAt = Number.POSITIVE_INFINITY): Promise<number> {
   // one byte, one character: positions in the text are positions in the bytes
@@ -487,22 +583,30 @@ export async function inflatedSize(bytes: Uint8Array, limit = MAX_INFLATED_BYTES
   let input = 0
   let imageChecked = 0
   const inputBudget = INPUT_PER_FILE_BYTE * bytes.length + INPUT_ALLOWANCE
-  for (let at = text.indexOf('stream'); at !== -1 && total <= limit; at = text.indexOf('stream', at + 6)) {
-    const start = dataStart(text, at) // -1 for "endstream", "streams"
-    if (start === -1) continue
-    const dictionary = streamDictionary(text, at)
+  // the streams' keywords and dictionaries first: a cross-reference stream may say the file is encrypted
+  const heads = new Map<number, StreamHead | null>()
+  for (let at = text.indexOf('stream'); at !== -1; at = text.indexOf('stream', at + 6)) {
+    if (dataStart(text, at) !== -1) heads.set(at, streamDictionary(text, at))
+    if (Date.now() > deadlineAt) throw new StreamCheckLate('checking its compressed streams took longer than the extraction\'s deadline')
+  }
+  const decrypt = decrypterOf(text, heads.values())
+  for (const [at, head] of heads) {
+    if (total > limit) break
+    const start = dataStart(text, at)
+    const dictionary = head?.dict ?? null
     const ends = dataEnds(text, start, dictionary, integerIndex, endstreamIndex)
     if (ends.length === 0) break
     const filters = dictionary ? filtersOf(dictionary) : guessFilters(bytes.subarray(start, ends[0]))
+    const plain = (data: Uint8Array) => (decrypt && head ? decrypt(head.num, head.gen, data, head.dict.dict as Map<string, unknown>) : data)
     const image = dictionary && imageChecked <= IMAGE_CHECK_BYTES ? imageBytes(dictionary) : null
-    if (filters.length > 0 && ++decoded > MAX_DECODED_STREAMS) return Number.POSITIVE_INFINITY
-    if (Date.now() > deadlineAt) return Number.NaN
+    if (filters.length > 0 && ++decoded > MAX_DECODED_STREAMS) throw new StreamCheckError(`the PDF has more than ${MAX_DECODED_STREAMS} compressed streams to check`)
+    if (Date.now() > deadlineAt) throw new StreamCheckLate('checking its compressed streams took longer than the extraction\'s deadline')
     const cap = Math.max(limit - total, image ?? 0) + 1
     // the first end where the data decodes cleanly (data may hold "endstream"), else the largest count
     let size = 0
     for (const e of ends) {
-      if (filters.length > 0 && (input += e - start) > inputBudget) return Number.POSITIVE_INFINITY
-      const counted = await decodedSize(bytes.subarray(start, e), filters, cap)
+      if (filters.length > 0 && (input += e - start) > inputBudget) throw new StreamCheckError('the PDF\'s streams are written inside one another: they cannot be checked')
+      const counted = await decodedSize(filters.length > 0 ? plain(bytes.subarray(start, e)) : bytes.subarray(start, e), filters, cap)
       size = Math.max(size, counted.size)
       if (counted.clean) break
     }
