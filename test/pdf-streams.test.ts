@@ -194,6 +194,20 @@ describe('inflatedSize reads a PDF as pdf.js does', () => {
       expect(await inflatedSize(fixture(name)), name).toBeGreaterThanOrEqual(8 * MB)
       await expect(extractPdf(fixture(name), { deadlineMs: 20_000, maxInflatedBytes: LIMIT }), name).rejects.toThrow(/expand to more than 4 MB/)
     }
+    // AES data whose last block is cut short: pdf.js decrypts the whole blocks and leaves the rest
+    const aes = Buffer.from(fixture('aes-128.pdf'))
+    const text = aes.toString('latin1')
+    const dict = /<< \/Filter \/FlateDecode \/Length (\d+) >>\r?\nstream\r?\n/.exec(text)!
+    const length = Number(dict[1])
+    const dataStart = dict.index + dict[0].length
+    const cut = Buffer.concat([
+      aes.subarray(0, dict.index),
+      Buffer.from(dict[0].replace(String(length), String(length + 5)), 'latin1'),
+      aes.subarray(dataStart, dataStart + length),
+      Buffer.from('12345'),
+      aes.subarray(dataStart + length),
+    ])
+    expect(await inflatedSize(new Uint8Array(cut))).toBeGreaterThanOrEqual(8 * MB)
     // a user password: pdf.js cannot open it either
     await expect(extractPdf(fixture('aes-256-user-password.pdf'), { deadlineMs: 20_000 })).rejects.toThrow(/encrypted with a password: refused before reading/)
   })

@@ -60,10 +60,14 @@ export function rc4(key: Uint8Array, data: Uint8Array): Uint8Array {
   return out
 }
 
-/** AES-CBC decryption of data that starts with its IV, its padding taken off when it is there. */
+/**
+ * AES-CBC decryption of data that starts with its IV, its padding taken off when it is there; a last
+ * block cut short is left out, as pdf.js leaves it.
+ */
 function aesDecrypt(key: Uint8Array, data: Uint8Array): Uint8Array {
-  if (data.length < 32 || data.length % 16 !== 0) return new Uint8Array(0)
-  const plain = cbc(key, data.subarray(0, 16), { disablePadding: true }).decrypt(data.subarray(16))
+  const blocks = Math.floor((data.length - 16) / 16)
+  if (blocks < 1) return new Uint8Array(0)
+  const plain = cbc(key, data.subarray(0, 16), { disablePadding: true }).decrypt(data.subarray(16, 16 + blocks * 16))
   const pad = plain[plain.length - 1]!
   return pad >= 1 && pad <= 16 ? plain.subarray(0, plain.length - pad) : plain
 }
