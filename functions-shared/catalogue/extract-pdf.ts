@@ -3,7 +3,7 @@
 // (pdf.js 6 no longer compiles fonts with eval at all, the vector of CVE-2024-4367, so the old
 // isEvalSupported switch is gone.)
 import { AR_LETTER, AR_MARK } from './canonicalize.ts'
-import { inflatedSize, MAX_INFLATED_BYTES, StreamCheckError, StreamCheckLate } from './pdf-streams.ts'
+import { inflatedSize, MAX_IMAGE_PIXELS, MAX_INFLATED_BYTES, StreamCheckError, StreamCheckLate } from './pdf-streams.ts'
 
 // pdf.js is loaded on the first PDF read: a function that never reads one (the docs, or the admin
 // routes that list) does not pay for it at cold start.
@@ -253,7 +253,7 @@ export async function extractPdf(
   const imageOps = new Set<number>([OPS.paintImageXObject, OPS.paintInlineImageXObject, OPS.paintInlineImageXObjectGroup, OPS.paintImageXObjectRepeat, OPS.paintImageMaskXObject])
   const task = getDocument({
     data: bytes.slice(), // pdf.js takes ownership of the buffer
-    maxImageSize: 16 * 1024 * 1024,
+    maxImageSize: MAX_IMAGE_PIXELS,
     stopAtErrors: true,
     disableFontFace: true,
     useSystemFonts: false,

@@ -2,7 +2,8 @@
 // content stream whole, in memory and without a limit: a 2 MB upload whose one content stream expands to
 // 2 GiB took 5 GB of memory and stalled the server for 44 s. Each compressed stream is decoded here chunk
 // by chunk through its filters (FlateDecode, LZWDecode, RunLengthDecode, ASCIIHexDecode, ASCII85Decode,
-// BrotliDecode, in its /Filter's order) and only counted, and the PDF is refused once the total passes the limit.
+// BrotliDecode, in its /Filter's order) and only counted, and the PDF is refused once the total passes
+// the limit.
 //
 // The file is read as pdf.js reads it, not as a well-behaved typesetter writes it: a name may spell its
 // letters as #xx ("/F#6cateDecode"), /F stands for /Filter and /DP for /DecodeParms, a string in a
