@@ -5,7 +5,7 @@ import { brotliCompressSync, deflateRawSync, deflateSync } from 'node:zlib'
 import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
 import { inflatedSize } from '../functions-shared/catalogue/pdf-streams.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import PDFDocument from 'pdfkit'
 
 const MB = 1024 * 1024
@@ -228,6 +228,18 @@ describe('inflatedSize reads a PDF as pdf.js does', () => {
       const protectedPdf = await lesson({ ownerPassword: 'owner-secret', pdfVersion })
       expect(await inflatedSize(protectedPdf), pdfVersion).toBe(plain)
       expect((await extractPdf(protectedPdf, { deadlineMs: 20_000 })).pages[0]!.text, pdfVersion).toContain('équations du premier degré')
+    }
+  })
+
+  it('counts the PDFs a red team got past the check before (test/fixtures/bombs/): lenient deflate and LZW as pdf.js reads them, references and /F, long lines, dictionaries it cannot read, encryption it may or may not apply', async () => {
+    const dir = new URL('./fixtures/bombs/', import.meta.url)
+    const files = readdirSync(dir).filter((f) => f.endsWith('.pdf'))
+    expect(files.length).toBe(17)
+    for (const name of files) {
+      const bytes = new Uint8Array(readFileSync(new URL(name, dir)))
+      const counted = await inflatedSize(bytes, MB).catch((err: Error) => err)
+      if (counted instanceof Error) expect(counted.message, name).toMatch(/cannot be|encrypted/)
+      else expect(counted, name).toBeGreaterThan(MB)
     }
   })
 

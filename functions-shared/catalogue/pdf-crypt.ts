@@ -17,7 +17,7 @@ export interface PdfBytes {
 export type CryptValue = number | boolean | { name: string } | PdfBytes | { dict: Map<string, unknown> } | unknown
 
 /** A stream decrypter: the stream's data decrypted, given its object number and generation. */
-export type Decrypter = (num: number, gen: number, data: Uint8Array, dictionary: Map<string, unknown>) => Uint8Array
+export type Decrypter = (num: number, gen: number, data: Uint8Array) => Uint8Array
 
 /** Why a document's encryption cannot be undone for the check. */
 export class CryptError extends Error {
@@ -118,7 +118,7 @@ export function standardDecrypter(encrypt: Map<string, unknown>, id: Uint8Array)
     const intermediate = r === 5 ? sha256(u.subarray(40, 48)) : hashR6(u.subarray(40, 48), new Uint8Array(0))
     if (ue.length !== 32) throw new CryptError('the PDF is encrypted with a /UE entry of the wrong size')
     const key = cbc(intermediate, new Uint8Array(16), { disablePadding: true }).decrypt(ue)
-    return (_num, _gen, data, dictionary) => (skip(dictionary, encryptMetadata) || method === 'none' ? data : aesDecrypt(key, data))
+    return (_num, _gen, data) => (method === 'none' ? data : aesDecrypt(key, data))
   }
   if (r < 2 || r > 4) throw new CryptError(`the PDF is encrypted with revision ${r} of the standard handler`)
   // algorithm 2: the file key from the padded empty password, /O, /P, the document's ID
@@ -137,18 +137,22 @@ export function standardDecrypter(encrypt: Map<string, unknown>, id: Uint8Array)
           return equal(x, u.subarray(0, 16))
         })()
   if (!check) throw new CryptError('the PDF is encrypted with a password')
-  return (num, gen, data, dictionary) => {
-    if (skip(dictionary, encryptMetadata) || method === 'none') return data
+  return (num, gen, data) => {
+    if (method === 'none') return data
     const aes = method === 'aes128'
     const objectKey = md5(concat(key, new Uint8Array([num & 0xff, (num >> 8) & 0xff, (num >> 16) & 0xff, gen & 0xff, (gen >> 8) & 0xff]), aes ? new Uint8Array([0x73, 0x41, 0x6c, 0x54]) : new Uint8Array(0))).subarray(0, Math.min(n + 5, 16))
     return aes ? aesDecrypt(objectKey, data) : rc4(objectKey, data)
   }
 }
 
-/** Streams that are never encrypted: cross-reference streams, metadata when /EncryptMetadata is false, an Identity crypt filter. */
-function skip(dictionary: Map<string, unknown>, encryptMetadata: boolean): boolean {
+/**
+ * Streams that the handler may leave as written: a cross-reference stream, metadata (with /EncryptMetadata
+ * false), one with a Crypt filter. pdf.js decrypts every stream it parses but the catalog's metadata, so
+ * the check counts such a stream both ways.
+ */
+export function mayBePlain(dictionary: Map<string, unknown>): boolean {
   const type = nameOf(dictionary.get('Type'))
-  if (type === 'XRef' || (type === 'Metadata' && !encryptMetadata)) return true
-  const filters = dictionary.get('Filter') ?? dictionary.get('F')
+  if (type === 'XRef' || type === 'Metadata') return true
+  const filters = dictionary.get('F') ?? dictionary.get('Filter')
   return (Array.isArray(filters) ? filters : [filters]).some((f) => nameOf(f) === 'Crypt')
 }

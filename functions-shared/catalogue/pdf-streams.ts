@@ -21,7 +21,7 @@
 // stream that says /Subtype /Image but decodes to more than its width, height and colours hold is
 // counted like any other: pdf.js reads a stream that a page names as its content whatever it says.
 
-import { CryptError, standardDecrypter, type Decrypter } from './pdf-crypt.ts'
+import { CryptError, mayBePlain, standardDecrypter, type Decrypter } from './pdf-crypt.ts'
 
 /** Why a PDF's streams cannot be checked: it is refused before pdf.js reads it. */
 export class StreamCheckError extends Error {
@@ -97,7 +97,7 @@ class Lexer {
 
   /** The next object, or undefined when the text there is none. */
   value(depth = 0): PdfValue | undefined {
-    if (depth > 32) return undefined
+    if (depth > 512) return undefined
     this.skipSpace()
     const t = this.text
     if (this.pos >= this.end) return undefined
@@ -174,7 +174,7 @@ class Lexer {
     if (!Number.isFinite(n)) return undefined
     if (Number.isInteger(n) && n >= 0) {
       const save = this.pos
-      const m = /^\s+(\d+)\s+R(?![^\s/<>[\]()%{}])/.exec(t.slice(this.pos, Math.min(this.end, this.pos + 32)))
+      const m = /^[\s\0]+(\d+)[\s\0]+R(?![^\s\0/<>[\]()%{}])/.exec(t.slice(this.pos, Math.min(this.end, this.pos + 32)))
       if (m) {
         this.pos += m[0].length
         return { ref: [n, Number(m[1])] }
@@ -244,37 +244,53 @@ function streamDictionary(text: string, at: number): StreamHead | null {
   return null
 }
 
-/** The integer objects of the file ("7 0 obj 1234 endobj"), for a /Length given by reference. */
-function integerObjects(text: string): Map<string, number> {
-  const found = new Map<string, number>()
-  for (const m of text.matchAll(/(?<![\d])(\d+)\s+(\d+)\s+obj\s+(\d+)\s+endobj/g)) found.set(`${m[1]} ${m[2]}`, Number(m[3]))
+/** Every object "num gen obj" of the file, read (a comment, white space or a decoy before the real one: all of them). */
+function objectsAt(text: string, [num, gen]: [number, number]): PdfValue[] {
+  const found: PdfValue[] = []
+  for (const m of text.matchAll(new RegExp(`(?<![\\d])${num}[\\s\\0]+${gen}[\\s\\0]+obj(?![^\\s\\0/<>[\\]()%{}])`, 'g'))) {
+    const value = new Lexer(text, m.index + m[0].length, Math.min(text.length, m.index + m[0].length + 65536)).value()
+    if (value !== undefined) found.push(value)
+    if (found.length >= 8) break
+  }
   return found
 }
 
+/** A value, its reference followed (the first object of that number that reads as `want` says). */
+function resolved(text: string, value: PdfValue | undefined, want: (v: PdfValue) => boolean): PdfValue | undefined {
+  if (value && typeof value === 'object' && 'ref' in value) return objectsAt(text, value.ref).find(want)
+  return value
+}
+
 /** Where the data of the stream whose keyword is at `at` starts: after the end of its line (as pdf.js skips to it). */
-function dataStart(text: string, at: number): number {
+function dataStart(text: string, at: number, lineEnds: () => number[]): number {
   if (regular(text, at - 1) || regular(text, at + 6)) return -1
-  for (let p = at + 6; p < Math.min(text.length, at + 1024); p++) {
-    if (text[p] === '\r') return text[p + 1] === '\n' ? p + 2 : p + 1
-    if (text[p] === '\n') return p + 1
+  const ends = lineEnds()
+  const i = firstAtOrAfter(ends, at + 6)
+  if (i >= ends.length) return -1
+  const p = ends[i]!
+  return text[p] === '\r' && text[p + 1] === '\n' ? p + 2 : p + 1
+}
+
+/** The index of the first of the sorted positions at or after `at`. */
+function firstAtOrAfter(sorted: readonly number[], at: number): number {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (sorted[mid]! < at) lo = mid + 1
+    else hi = mid
   }
-  return -1
+  return lo
 }
 
 /** The possible ends of a stream's data: where its /Length says, else before each "endstream" after it. */
-function dataEnds(text: string, start: number, dictionary: PdfDict | null, integers: () => Map<string, number>, endstreams: () => number[]): number[] {
-  const length = dictionary?.dict.get('Length')
-  const declared = typeof length === 'number' ? length : length && typeof length === 'object' && 'ref' in length ? integers().get(length.ref.join(' ')) : undefined
+function dataEnds(text: string, start: number, dictionary: PdfDict | null, endstreams: () => number[]): number[] {
+  const length = resolved(text, dictionary?.dict.get('Length'), (v) => typeof v === 'number')
+  const declared = typeof length === 'number' ? length : undefined
   if (declared !== undefined && Number.isInteger(declared) && declared >= 0 && /^\s*endstream/.test(text.slice(start + declared, start + declared + 32))) return [start + declared]
   // the first "endstream" at or after the start (the file's are found once, in order)
   const all = endstreams()
-  let lo = 0
-  let hi = all.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (all[mid]! < start) lo = mid + 1
-    else hi = mid
-  }
+  const lo = firstAtOrAfter(all, start)
   // the end of line before "endstream" is not data
   return all.slice(lo, lo + END_TRIES).map((e) => (text[e - 1] === '\n' ? (text[e - 2] === '\r' ? e - 2 : e - 1) : text[e - 1] === '\r' ? e - 1 : e))
 }
@@ -287,13 +303,19 @@ interface Filter {
   earlyChange: number
 }
 
-/** The stream's filters, in the order they apply (/Filter or /F, their /DecodeParms or /DP). */
-function filtersOf(dictionary: PdfDict): Filter[] {
+/**
+ * The stream's filters, in the order they apply: /F, else /Filter, and /DP, else /DecodeParms, as pdf.js
+ * reads them (its Dict.get("F", "Filter")), references followed. Null when a filter cannot be read.
+ */
+function filtersOf(text: string, dictionary: PdfDict): Filter[] | null {
   const d = dictionary.dict
-  const f = d.get('Filter') ?? d.get('F')
-  const p = d.get('DecodeParms') ?? d.get('DP')
-  const names = Array.isArray(f) ? f.map(asName) : [asName(f)]
-  const params = Array.isArray(p) ? p : [p]
+  const isName = (v: PdfValue) => asName(v) !== undefined
+  const f = resolved(text, d.get('F') ?? d.get('Filter'), (v) => isName(v) || Array.isArray(v))
+  const p = resolved(text, d.get('DP') ?? d.get('DecodeParms'), (v) => Array.isArray(v) || (typeof v === 'object' && v !== null && 'dict' in v))
+  const list = Array.isArray(f) ? f.map((x) => resolved(text, x, isName)) : f === undefined || f === null ? [] : [f]
+  if (list.some((x) => asName(x) === undefined)) return null
+  const names = list.map(asName)
+  const params = (Array.isArray(p) ? p : [p]).map((x) => resolved(text, x, (v) => typeof v === 'object' && v !== null && 'dict' in v))
   return names.flatMap((n, i) => {
     if (n === undefined) return []
     const param = params[i]
@@ -302,16 +324,15 @@ function filtersOf(dictionary: PdfDict): Filter[] {
   })
 }
 
-/** Filters guessed from the data itself, for a stream whose dictionary could not be read. */
-function guessFilters(data: Uint8Array): Filter[] {
-  const head = new TextDecoder('latin1').decode(data.subarray(0, 64)).trimStart()
-  const zlib = (a: number, b: number) => (a & 0x0f) === 8 && ((a << 8) | b) % 31 === 0
-  const named = (...names: string[]) => names.map((name) => ({ name, earlyChange: 1 }))
-  if (data.length >= 2 && zlib(data[0]!, data[1]!)) return named('FlateDecode')
-  if (/^[0-9a-fA-F\s]+(>|$)/.test(head)) return named('ASCIIHexDecode', 'FlateDecode')
-  if (/^[!-uz\s]+(~>|$)/.test(head)) return named('ASCII85Decode', 'FlateDecode')
-  return []
-}
+/**
+ * Filters to try on a stream whose dictionary or filters could not be read: each that expands data, and
+ * the text encodings before Flate. The largest count of them is taken (the check fails closed).
+ */
+const GUESSES: Filter[][] = [['FlateDecode'], ['LZWDecode'], ['RunLengthDecode'], ['BrotliDecode'], ['ASCIIHexDecode', 'FlateDecode'], ['ASCII85Decode', 'FlateDecode']].map((names) =>
+  names.map((name) => ({ name, earlyChange: 1 })),
+)
+
+const EXPANDING = new Set(['FlateDecode', 'BrotliDecode', 'LZWDecode', 'RunLengthDecode', 'ASCIIHexDecode', 'ASCII85Decode'])
 
 /** A decoder for one of the filters that expand data; undefined for the others (image codecs, Crypt). */
 function decoder(filter: Filter): TransformStream<Uint8Array, Uint8Array> | undefined {
@@ -321,7 +342,7 @@ function decoder(filter: Filter): TransformStream<Uint8Array, Uint8Array> | unde
     case 'BrotliDecode':
       return new DecompressionStream('brotli' as CompressionFormat) as unknown as TransformStream<Uint8Array, Uint8Array>
     case 'LZWDecode':
-      return byteDecoder(lzw(filter.earlyChange))
+      return lzw(filter.earlyChange)
     case 'RunLengthDecode':
       return byteDecoder(runLength())
     case 'ASCIIHexDecode':
@@ -341,13 +362,18 @@ function byteDecoder(decode: ByteDecoder): TransformStream<Uint8Array, Uint8Arra
   return new TransformStream({
     transform(chunk, controller) {
       if (ended) return
-      const out: number[] = []
+      let out = new Uint8Array(65536)
+      let n = 0
       const push = (b: number) => {
-        out.push(b)
-        if (out.length >= 65536) controller.enqueue(Uint8Array.from(out.splice(0)))
+        out[n++] = b
+        if (n === out.length) {
+          controller.enqueue(out)
+          out = new Uint8Array(65536)
+          n = 0
+        }
       }
       for (const byte of chunk) if ((ended = decode(byte, push))) break
-      if (out.length > 0) controller.enqueue(Uint8Array.from(out))
+      if (n > 0) controller.enqueue(out.subarray(0, n))
     },
   })
 }
@@ -412,64 +438,211 @@ function runLength(): ByteDecoder {
   }
 }
 
-/** LZW as PDF writes it: 9 to 12-bit codes, 256 clears the table, 257 ends; with EarlyChange 1 the code width grows one code early. */
-function lzw(earlyChange: number): ByteDecoder {
-  const prefix = new Int32Array(4096)
-  const suffix = new Uint8Array(4096)
-  const length = new Uint16Array(4096)
+/**
+ * LZW as pdf.js decodes it (LZWStream): 9 to 12-bit codes, 256 clears the table, 257 ends, the code
+ * width grows with EarlyChange; a code past the table repeats the sequence before with its first byte
+ * again, however long that makes it (a stream of such codes grows with their square).
+ */
+function lzw(earlyChange: number): TransformStream<Uint8Array, Uint8Array> {
+  const values = new Uint8Array(4096)
+  const lengths = new Uint16Array(4096)
+  const previousCodes = new Uint16Array(4096)
   for (let i = 0; i < 256; i++) {
-    suffix[i] = i
-    length[i] = 1
+    values[i] = i
+    lengths[i] = 1
   }
-  let next = 258
-  let width = 9
-  let previous = -1
+  let nextCode = 258
+  let codeLength = 9
+  let previous = 0
+  const sequence = new Uint8Array(4096)
+  let sequenceLength = 0
   let bits = 0
-  let buffer = 0
-  const stack = new Uint8Array(4096)
-  const emit = (code: number, out: (b: number) => void) => {
-    const n = length[code]!
-    for (let c = code, k = 0; k < n; c = prefix[c]!, k++) stack[k] = suffix[c]!
-    for (let i = n - 1; i >= 0; i--) out(stack[i]!)
+  let cached = 0
+  let ended = false
+  // the output in pieces of 64 KB, written a sequence at a time (bytes past 4096 stay 0, as in pdf.js)
+  let out = new Uint8Array(65536)
+  let n = 0
+  const emit = (controller: TransformStreamDefaultController<Uint8Array>) => {
+    for (let k = 0; k < sequenceLength; ) {
+      const take = Math.min(sequenceLength - k, out.length - n)
+      if (k < 4096) out.set(sequence.subarray(k, Math.min(k + take, 4096)), n)
+      n += take
+      k += take
+      if (n === out.length) {
+        controller.enqueue(out)
+        out = new Uint8Array(65536)
+        n = 0
+      }
+    }
   }
-  const first = (code: number) => {
-    let c = code
-    while (length[c]! > 1) c = prefix[c]!
-    return suffix[c]!
-  }
-  return (byte, out) => {
-    buffer = (buffer << 8) | byte
+  const decode = (byte: number, controller: TransformStreamDefaultController<Uint8Array>): boolean => {
+    cached = ((cached << 8) | byte) >>> 0
     bits += 8
-    while (bits >= width) {
-      const code = (buffer >>> (bits - width)) & ((1 << width) - 1)
-      bits -= width
-      buffer &= (1 << bits) - 1
-      if (code === 257) return true
-      if (code === 256) {
-        next = 258
-        width = 9
-        previous = -1
+    while (bits >= codeLength) {
+      bits -= codeLength
+      const code = (cached >>> bits) & ((1 << codeLength) - 1)
+      cached &= (1 << bits) - 1
+      const hasPrevious = sequenceLength > 0
+      if (code < 256) {
+        sequence[0] = code
+        sequenceLength = 1
+      } else if (code >= 258) {
+        if (code < nextCode) {
+          sequenceLength = lengths[code]!
+          for (let j = sequenceLength - 1, q = code; j >= 0; j--) {
+            sequence[j] = values[q] ?? 0
+            q = previousCodes[q] ?? 0
+          }
+        } else {
+          sequence[sequenceLength++] = sequence[0] ?? 0
+        }
+      } else if (code === 256) {
+        codeLength = 9
+        nextCode = 258
+        sequenceLength = 0
         continue
+      } else return true
+      if (hasPrevious) {
+        previousCodes[nextCode] = previous
+        lengths[nextCode] = (lengths[previous] ?? 0) + 1
+        values[nextCode] = sequence[0] ?? 0
+        nextCode++
+        const n = nextCode + earlyChange
+        codeLength = n & (n - 1) ? codeLength : Math.min(Math.log2(n) + 1, 12) | 0
       }
-      if (previous === -1) {
-        if (code > 255) return true
-        out(code)
-        previous = code
-        continue
-      }
-      if (code > next) return true // not LZW: what it gave counts
-      if (next < 4096) {
-        prefix[next] = previous
-        suffix[next] = code === next ? first(previous) : first(code)
-        length[next] = Math.min(length[previous]! + 1, 4095)
-        next++
-      }
-      emit(code, out)
       previous = code
-      if (next + earlyChange >= 1 << width && width < 12) width++
+      // pdf.js's sequence buffer is 4096 bytes; the length counts on past it, its bytes read as 0
+      emit(controller)
     }
     return false
   }
+  return new TransformStream({
+    transform(chunk, controller) {
+      if (ended) return
+      for (const byte of chunk) if ((ended = decode(byte, controller))) break
+      if (n > 0) {
+        controller.enqueue(out.slice(0, n))
+        n = 0
+      }
+    },
+  })
+}
+
+/**
+ * The size of a zlib stream as pdf.js's own decoder reads it (FlateStream, which pdf.js falls back to
+ * when the platform's refuses the data): no check that a match reaches back only into the output, an
+ * empty stored block with a zero NLEN taken, a bad code the end. Only the size is counted.
+ */
+function lenientInflateSize(data: Uint8Array, cap: number): number {
+  if (data.length < 2 || (data[0]! & 0x0f) !== 8 || ((data[0]! << 8) + data[1]!) % 31 !== 0 || data[1]! & 0x20) return 0
+  let at = 2
+  let buffer = 0
+  let size = 0
+  let total = 0
+  const bits = (n: number): number => {
+    while (size < n) {
+      if (at >= data.length) throw new Error('end')
+      buffer |= data[at++]! << size
+      size += 8
+    }
+    const v = buffer & ((1 << n) - 1)
+    buffer >>>= n
+    size -= n
+    return v
+  }
+  const table = (lengths: ArrayLike<number>): [Int32Array, number] => {
+    let maxLen = 0
+    for (let i = 0; i < lengths.length; i++) maxLen = Math.max(maxLen, lengths[i]!)
+    const codes = new Int32Array(1 << maxLen)
+    for (let len = 1, code = 0, skip = 2; len <= maxLen; ++len, code <<= 1, skip <<= 1)
+      for (let val = 0; val < lengths.length; ++val)
+        if (lengths[val] === len) {
+          let reversed = 0
+          for (let i = 0, t = code; i < len; ++i, t >>= 1) reversed = (reversed << 1) | (t & 1)
+          for (let i = reversed; i < codes.length; i += skip) codes[i] = (len << 16) | val
+          ++code
+        }
+    return [codes, maxLen]
+  }
+  const symbol = ([codes, maxLen]: [Int32Array, number]): number => {
+    while (size < maxLen && at < data.length) {
+      buffer |= data[at++]! << size
+      size += 8
+    }
+    const code = codes[buffer & ((1 << maxLen) - 1)]!
+    const len = code >> 16
+    if (len < 1 || size < len) throw new Error('bad code')
+    buffer >>>= len
+    size -= len
+    return code & 0xffff
+  }
+  const LENGTH_BASE = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258, 258, 258]
+  const LENGTH_EXTRA = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0, 0, 0]
+  const DIST_EXTRA = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13]
+  const fixedLit = table(Array.from({ length: 288 }, (_, i) => (i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8)))
+  const fixedDist = table(Array.from({ length: 32 }, (_, i) => (i < 30 ? 5 : 0)))
+  const ORDER = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
+  try {
+    for (let last = false; !last && total <= cap; ) {
+      const header = bits(3)
+      last = (header & 1) === 1
+      const type = header >> 1
+      if (type === 0) {
+        buffer = 0
+        size = 0
+        if (at + 4 > data.length) break
+        const len = data[at]! | (data[at + 1]! << 8)
+        const check = data[at + 2]! | (data[at + 3]! << 8)
+        at += 4
+        if (check !== (~len & 0xffff) && (len !== 0 || check !== 0)) break
+        total += Math.min(len, data.length - at)
+        at += len
+        if (at >= data.length) break
+        continue
+      }
+      let lit: [Int32Array, number]
+      let dist: [Int32Array, number]
+      if (type === 1) [lit, dist] = [fixedLit, fixedDist]
+      else if (type === 2) {
+        const numLit = bits(5) + 257
+        const numDist = bits(5) + 1
+        const numCodeLen = bits(4) + 4
+        const codeLenLengths = new Uint8Array(19)
+        for (let i = 0; i < numCodeLen; i++) codeLenLengths[ORDER[i]!] = bits(3)
+        const codeLenTable = table(codeLenLengths)
+        const lengths = new Uint8Array(numLit + numDist)
+        for (let i = 0, len = 0; i < lengths.length; ) {
+          const code = symbol(codeLenTable)
+          if (code < 16) {
+            lengths[i++] = len = code
+            continue
+          }
+          const [extra, base, what] = code === 16 ? [2, 3, len] : code === 17 ? [3, 3, (len = 0)] : [7, 11, (len = 0)]
+          const repeat = bits(extra) + base
+          lengths.fill(what, i, i + repeat)
+          i += repeat
+        }
+        lit = table(lengths.subarray(0, numLit))
+        dist = table(lengths.subarray(numLit))
+      } else break
+      for (;;) {
+        const code = symbol(lit)
+        if (code < 256) {
+          total++
+          continue
+        }
+        if (code === 256) break
+        const index = code - 257
+        total += (LENGTH_BASE[index] ?? 0) + (LENGTH_EXTRA[index] ? bits(LENGTH_EXTRA[index]!) : 0)
+        const d = symbol(dist)
+        if (DIST_EXTRA[d]) bits(DIST_EXTRA[d]!)
+        if (total > cap) break
+      }
+    }
+  } catch {
+    // pdf.js ends the stream at a bad code or the end of the data: what was read counts
+  }
+  return total
 }
 
 /** The size of the data once decoded by the filters (up to the first that does not expand data), past `cap` not counted. */
@@ -486,6 +659,8 @@ async function decodedSize(data: Uint8Array, filters: readonly Filter[], cap: nu
   })
   let decoding = false
   for (const f of filters) {
+    // a Crypt filter is the security handler's (the data comes here decrypted): the next filter applies
+    if (f.name === 'Crypt') continue
     const d = decoder(f)
     if (!d) break
     readable = readable.pipeThrough(d)
@@ -505,8 +680,13 @@ async function decodedSize(data: Uint8Array, filters: readonly Filter[], cap: nu
       }
     }
   } catch {
-    // corrupt or cut short: what it gave counts
-    return { size, clean: false }
+    // corrupt or cut short. pdf.js then decodes Flate with its own, lenient decoder: counted as it reads
+    // it when Flate comes first; behind another filter, or followed by one, the most it could give
+    const flate = filters.findIndex((f) => f.name === 'FlateDecode')
+    if (flate === -1) return { size, clean: false }
+    const expanding = filters.filter((f) => EXPANDING.has(f.name)).length
+    if (flate === 0 && expanding === 1) return { size: Math.max(size, lenientInflateSize(data, cap)), clean: false }
+    return { size: Math.max(size, Math.min(cap + 1, data.length * 1032 ** (expanding - flate))), clean: false }
   }
 }
 
@@ -525,43 +705,43 @@ function imageBytes(dictionary: PdfDict): number | null {
   return Math.ceil((width * components * Math.min(bpc, 16)) / 8 + 1) * height + 4096
 }
 
-/** The object "num gen obj" of the file, read. */
-function objectAt(text: string, [num, gen]: [number, number]): PdfValue | undefined {
-  for (const m of text.matchAll(new RegExp(`(?<![\\d])${num}\\s+${gen}\\s+obj(?![^\\s/<>[\\]()%{}])`, 'g'))) {
-    const value = new Lexer(text, m.index + m[0].length, text.length).value()
-    if (value !== undefined) return value
-  }
-  return undefined
-}
-
 /**
- * How the document's streams are decrypted: null when it is not encrypted. The /Encrypt and /ID of its
- * trailers and cross-reference streams (the last that names them), as pdf.js reads them.
+ * How the document's streams may be decrypted: empty when it is not encrypted. Every /Encrypt of its
+ * trailers and cross-reference streams, and every object its reference may name (a decoy in a comment,
+ * or an unused stream's, as well as the one pdf.js follows): the check counts each stream the largest
+ * way. CryptError's reason when none opens with the empty password.
  */
-function decrypterOf(text: string, heads: Iterable<StreamHead | null>): Decrypter | null {
-  let found: { encrypt: PdfValue; id: PdfValue | undefined } | null = null
+function decryptersOf(text: string, heads: Iterable<StreamHead | null>): Decrypter[] {
+  const found: { encrypt: PdfValue; id: PdfValue | undefined }[] = []
   const look = (dict: PdfDict) => {
     const encrypt = dict.dict.get('Encrypt')
-    if (encrypt !== undefined && encrypt !== null) found = { encrypt, id: dict.dict.get('ID') }
+    if (encrypt !== undefined && encrypt !== null) found.push({ encrypt, id: dict.dict.get('ID') })
   }
-  for (let at = text.indexOf('trailer'); at !== -1; at = text.indexOf('trailer', at + 7)) {
+  for (let at = text.indexOf('trailer'); at !== -1 && found.length < 16; at = text.indexOf('trailer', at + 7)) {
     if (regular(text, at - 1) || regular(text, at + 7)) continue
     const value = new Lexer(text, at + 7, Math.min(text.length, at + 65536)).value()
     if (value && typeof value === 'object' && 'dict' in value) look(value)
   }
-  for (const head of heads) if (head && asName(head.dict.dict.get('Type')) === 'XRef') look(head.dict)
-  if (!found) return null
-  const { encrypt, id } = found as { encrypt: PdfValue; id: PdfValue | undefined }
-  const dict = encrypt && typeof encrypt === 'object' && 'ref' in encrypt ? objectAt(text, encrypt.ref) : encrypt
-  if (!dict || typeof dict !== 'object' || !('dict' in dict)) throw new StreamCheckError('the PDF is encrypted, and its /Encrypt dictionary cannot be read')
-  const first = Array.isArray(id) ? id[0] : undefined
-  const idBytes = first && typeof first === 'object' && 'bytes' in first ? first.bytes : new Uint8Array(0)
-  try {
-    return standardDecrypter(dict.dict as Map<string, unknown>, idBytes)
-  } catch (err) {
-    if (err instanceof CryptError) throw new StreamCheckError(err.message)
-    throw err
+  for (const head of heads) if (head && asName(head.dict.dict.get('Type')) === 'XRef' && found.length < 32) look(head.dict)
+  if (found.length === 0) return []
+  const decrypters: Decrypter[] = []
+  let refusal: string | undefined
+  for (const { encrypt, id } of found) {
+    const first = Array.isArray(id) ? id[0] : undefined
+    const idBytes = first && typeof first === 'object' && 'bytes' in first ? first.bytes : new Uint8Array(0)
+    const dicts = encrypt && typeof encrypt === 'object' && 'ref' in encrypt ? objectsAt(text, encrypt.ref) : [encrypt]
+    for (const dict of dicts) {
+      if (!dict || typeof dict !== 'object' || !('dict' in dict)) continue
+      try {
+        decrypters.push(standardDecrypter(dict.dict as Map<string, unknown>, idBytes))
+      } catch (err) {
+        if (!(err instanceof CryptError)) throw err
+        refusal ??= err.message
+      }
+    }
   }
+  if (decrypters.length === 0) throw new StreamCheckError(refusal ?? 'the PDF is encrypted, and its /Encrypt dictionary cannot be read')
+  return decrypters
 }
 
 /**
@@ -575,8 +755,8 @@ function decrypterOf(text: string, heads: Iterable<StreamHead | null>): Decrypte
 export async function inflatedSize(bytes: Uint8Array, limit = MAX_INFLATED_BYTES, deadlineAt = Number.POSITIVE_INFINITY): Promise<number> {
   // one byte, one character: positions in the text are positions in the bytes
   const text = new TextDecoder('latin1').decode(bytes)
-  let integers: Map<string, number> | undefined
-  const integerIndex = () => (integers ??= integerObjects(text))
+  let lines: number[] | undefined
+  const lineEnds = () => (lines ??= [...text.matchAll(/[\r\n]/g)].map((m) => m.index))
   let endstreams: number[] | undefined
   const endstreamIndex = () => (endstreams ??= [...text.matchAll(/endstream/g)].map((m) => m.index))
   let total = 0
@@ -587,29 +767,47 @@ export async function inflatedSize(bytes: Uint8Array, limit = MAX_INFLATED_BYTES
   // the streams' keywords and dictionaries first: a cross-reference stream may say the file is encrypted
   const heads = new Map<number, StreamHead | null>()
   for (let at = text.indexOf('stream'); at !== -1; at = text.indexOf('stream', at + 6)) {
-    if (dataStart(text, at) !== -1) heads.set(at, streamDictionary(text, at))
+    if (dataStart(text, at, lineEnds) !== -1) heads.set(at, streamDictionary(text, at))
     if (Date.now() > deadlineAt) throw new StreamCheckLate('checking its compressed streams took longer than the extraction\'s deadline')
   }
-  const decrypt = decrypterOf(text, heads.values())
+  const decrypters = decryptersOf(text, heads.values())
   for (const [at, head] of heads) {
     if (total > limit) break
-    const start = dataStart(text, at)
+    const start = dataStart(text, at, lineEnds)
     const dictionary = head?.dict ?? null
-    const ends = dataEnds(text, start, dictionary, integerIndex, endstreamIndex)
+    // an encrypted stream whose object cannot be told cannot be decrypted: such a file is not checked
+    if (decrypters.length > 0 && !head) throw new StreamCheckError('the PDF is encrypted, and a stream\'s dictionary cannot be read')
+    const ends = dataEnds(text, start, dictionary, endstreamIndex)
     if (ends.length === 0) break
-    const filters = dictionary ? filtersOf(dictionary) : guessFilters(bytes.subarray(start, ends[0]))
-    const plain = (data: Uint8Array) => (decrypt && head ? decrypt(head.num, head.gen, data, head.dict.dict as Map<string, unknown>) : data)
-    const image = dictionary && imageChecked <= IMAGE_CHECK_BYTES ? imageBytes(dictionary) : null
-    if (filters.length > 0 && ++decoded > MAX_DECODED_STREAMS) throw new StreamCheckError(`the PDF has more than ${MAX_DECODED_STREAMS} compressed streams to check`)
+    // filters read, else every guess (the largest count is taken)
+    const read = dictionary ? filtersOf(text, dictionary) : null
+    const readings = read ?? GUESSES
+    if (readings.length > 0 && ++decoded > MAX_DECODED_STREAMS) throw new StreamCheckError(`the PDF has more than ${MAX_DECODED_STREAMS} compressed streams to check`)
     if (Date.now() > deadlineAt) throw new StreamCheckLate('checking its compressed streams took longer than the extraction\'s deadline')
+    // the data as each decrypter gives it, and as written when the handler may leave it (a cross-reference
+    // stream, metadata, a Crypt filter): the check does not judge which pdf.js will take
+    const forms = (data: Uint8Array): Uint8Array[] => {
+      if (decrypters.length === 0 || !head) return [data]
+      const out = decrypters.map((d) => d(head.num, head.gen, data))
+      return mayBePlain(head.dict.dict as Map<string, unknown>) ? [...out, data] : out
+    }
+    const image = read && dictionary && imageChecked <= IMAGE_CHECK_BYTES ? imageBytes(dictionary) : null
     const cap = Math.max(limit - total, image ?? 0) + 1
-    // the first end where the data decodes cleanly (data may hold "endstream"), else the largest count
     let size = 0
-    for (const e of ends) {
-      if (filters.length > 0 && (input += e - start) > inputBudget) throw new StreamCheckError('the PDF\'s streams are written inside one another: they cannot be checked')
-      const counted = await decodedSize(filters.length > 0 ? plain(bytes.subarray(start, e)) : bytes.subarray(start, e), filters, cap)
-      size = Math.max(size, counted.size)
-      if (counted.clean) break
+    for (const filters of read ? [read] : GUESSES) {
+      if (filters.length === 0) continue
+      // the first end where the data decodes cleanly (data may hold "endstream"), else the largest count
+      for (const e of ends) {
+        const data = bytes.subarray(start, e)
+        let clean = true
+        for (const form of forms(data)) {
+          if ((input += e - start) > inputBudget) throw new StreamCheckError('the PDF\'s streams are written inside one another: they cannot be checked')
+          const counted = await decodedSize(form, filters, cap)
+          size = Math.max(size, counted.size)
+          clean &&= counted.clean
+        }
+        if (clean) break
+      }
     }
     if (image === null || size > image) total += size
     else imageChecked += size
