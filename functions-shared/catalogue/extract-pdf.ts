@@ -240,9 +240,13 @@ export async function extractPdf(
   options: { deadlineMs: number; maxPages?: number; imageCheckBelowChars?: number; maxInflatedBytes?: number },
 ): Promise<ExtractedPdf> {
   if (!isPdf(bytes)) throw new PdfError('not a PDF (the file does not start with %PDF-)')
+  // one deadline for the whole extraction: the stream check, then pdf.js; pdf.js may work for a long time
+  // without giving the event loop a turn, so it is also checked between pages, not only by a timer
+  const deadlineAt = Date.now() + options.deadlineMs
+  const late = () => new PdfError(`PDF parsing took longer than ${options.deadlineMs} ms`)
   const maxInflated = options.maxInflatedBytes ?? MAX_INFLATED_BYTES
-  const inflated = await inflatedSize(bytes, maxInflated, Date.now() + options.deadlineMs).catch((err: unknown) => {
-    if (err instanceof StreamCheckLate) throw new PdfError(`PDF parsing took longer than ${options.deadlineMs} ms`)
+  const inflated = await inflatedSize(bytes, maxInflated, deadlineAt).catch((err: unknown) => {
+    if (err instanceof StreamCheckLate) throw late()
     if (err instanceof StreamCheckError) throw new PdfError(`${err.message}: refused before reading`)
     throw err
   })
@@ -259,13 +263,9 @@ export async function extractPdf(
     useSystemFonts: false,
     verbosity: 0,
   })
-  // pdf.js may work for a long time without giving the event loop a turn, so the deadline is also
-  // checked between pages, not only by a timer
-  const deadlineAt = Date.now() + options.deadlineMs
-  const late = () => new PdfError(`PDF parsing took longer than ${options.deadlineMs} ms`)
   let timer: ReturnType<typeof setTimeout> | undefined
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(late()), options.deadlineMs)
+    timer = setTimeout(() => reject(late()), Math.max(0, deadlineAt - Date.now()))
   })
   try {
     return await Promise.race([

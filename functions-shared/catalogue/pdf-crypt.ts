@@ -9,12 +9,9 @@ import { sha256, sha384, sha512 } from '@noble/hashes/sha2.js'
 import { cbc } from '@noble/ciphers/aes.js'
 
 /** A PDF string's bytes. */
-export interface PdfBytes {
+interface PdfBytes {
   bytes: Uint8Array
 }
-
-/** What the security handler reads of an object: names, numbers, booleans, strings and dictionaries. */
-export type CryptValue = number | boolean | { name: string } | PdfBytes | { dict: Map<string, unknown> } | unknown
 
 /** A stream decrypter: the stream's data decrypted, given its object number and generation. */
 export type Decrypter = (num: number, gen: number, data: Uint8Array) => Uint8Array

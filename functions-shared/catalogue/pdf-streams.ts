@@ -682,9 +682,10 @@ async function decodedSize(data: Uint8Array, filters: readonly Filter[], cap: nu
   } catch {
     // corrupt or cut short. pdf.js then decodes Flate with its own, lenient decoder: counted as it reads
     // it when Flate comes first; behind another filter, or followed by one, the most it could give
-    const flate = filters.findIndex((f) => f.name === 'FlateDecode')
+    const chain = filters.filter((f) => f.name !== 'Crypt')
+    const flate = chain.findIndex((f) => f.name === 'FlateDecode')
     if (flate === -1) return { size, clean: false }
-    const expanding = filters.filter((f) => EXPANDING.has(f.name)).length
+    const expanding = chain.filter((f) => EXPANDING.has(f.name)).length
     if (flate === 0 && expanding === 1) return { size: Math.max(size, lenientInflateSize(data, cap)), clean: false }
     return { size: Math.max(size, Math.min(cap + 1, data.length * 1032 ** (expanding - flate))), clean: false }
   }
@@ -764,16 +765,17 @@ export async function inflatedSize(bytes: Uint8Array, limit = MAX_INFLATED_BYTES
   let input = 0
   let imageChecked = 0
   const inputBudget = INPUT_PER_FILE_BYTE * bytes.length + INPUT_ALLOWANCE
-  // the streams' keywords and dictionaries first: a cross-reference stream may say the file is encrypted
-  const heads = new Map<number, StreamHead | null>()
+  // the streams' keywords and dictionaries first (each keyword's data start and dictionary, by its
+  // position): a cross-reference stream may say the file is encrypted
+  const heads = new Map<number, { start: number; head: StreamHead | null }>()
   for (let at = text.indexOf('stream'); at !== -1; at = text.indexOf('stream', at + 6)) {
-    if (dataStart(text, at, lineEnds) !== -1) heads.set(at, streamDictionary(text, at))
+    const start = dataStart(text, at, lineEnds)
+    if (start !== -1) heads.set(at, { start, head: streamDictionary(text, at) })
     if (Date.now() > deadlineAt) throw new StreamCheckLate('checking its compressed streams took longer than the extraction\'s deadline')
   }
-  const decrypters = decryptersOf(text, heads.values())
-  for (const [at, head] of heads) {
+  const decrypters = decryptersOf(text, [...heads.values()].map((h) => h.head))
+  for (const { start, head } of heads.values()) {
     if (total > limit) break
-    const start = dataStart(text, at, lineEnds)
     const dictionary = head?.dict ?? null
     // an encrypted stream whose object cannot be told cannot be decrypted: such a file is not checked
     if (decrypters.length > 0 && !head) throw new StreamCheckError('the PDF is encrypted, and a stream\'s dictionary cannot be read')
