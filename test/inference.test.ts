@@ -13,7 +13,7 @@ import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts
 import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
-import { createOfflineProvider, keyCoverage, matchKey } from '../functions-shared/ai/offline.ts'
+import { contentKeys, createOfflineProvider, keyCoverage, matchKey, questionKeys } from '../functions-shared/ai/offline.ts'
 import { namedSubjects, subjectKey } from '../functions-shared/chat/subjects.ts'
 import { isSmallTalk } from '../functions-shared/chat/small-talk.ts'
 import { detectLanguage } from '../functions-shared/chat/language.ts'
@@ -358,5 +358,20 @@ describe('the small parts', () => {
     const [a, b] = keyCoverage('équations premier degré', ['Une équation du premier degré.', 'Le mouvement rectiligne.'])
     expect(a).toBeCloseTo(1, 5)
     expect(b).toBe(0)
+  })
+
+  it('reads a letter written onto an Arabic word of the question as the candidates read it (offline rerank)', async () => {
+    const vocabulary = (...texts: string[]) => new Set(texts.flatMap(contentKeys))
+    // a preposition or conjunction written onto the word (بمثال, فبحرنا), a pronoun or the Hassaniya -و at its end
+    expect(questionKeys('الحوت فبحرنا كثير', vocabulary('البحر واسع'))).toEqual(new Set([matchKey('الحوت'), matchKey('البحر'), matchKey('كثير')]))
+    expect(questionKeys('فسرهالي بمثال', vocabulary('مثال ذلك'))).toContain(matchKey('مثال'))
+    expect(questionKeys('شنهو يلزمو؟', vocabulary('يلزمه القضاء'))).toEqual(new Set([matchKey('يلزمه')]))
+    // only when the texts hold that word and not the word as written: بحر and فرض keep their letters
+    expect(questionKeys('فبحرنا', vocabulary('الحوت'))).toEqual(new Set([matchKey('فبحرنا')]))
+    expect(questionKeys('فرض الزكاة', vocabulary('رض الزكاة'))).toEqual(new Set([matchKey('فرض'), matchKey('الزكاة')]))
+    expect(questionKeys('بمثال', vocabulary('بمثال مثال'))).toEqual(new Set([matchKey('بمثال')]))
+    // the rerank reads the question so: the page of the sea and its fish comes first
+    const provider = createOfflineProvider()
+    expect(await provider.rerank('الحوت فبحرنا', ['الحوت كبير', 'البحر فيه الحوت'], 2)).toEqual([1, 0])
   })
 })

@@ -92,6 +92,40 @@ export const contentKeys = (text: string) =>
     .map(stem)
     .filter((k): k is string => k !== null && !STOP.has(k))
 
+// what may be written onto an Arabic word that light10 leaves on it: a conjunction or preposition of one
+// letter at its start (ومثال, بمثال, فنهار, لكل), and at its end the Hassaniya -و (فاهمو, يلزمو, يقراو)
+// or a possessive or object pronoun (بحرنا, كتبهم, درسكم)
+const ATTACHED_PREFIX = /^[وبفلك]/u
+const ATTACHED_SUFFIX = /^(.{3,}?)(?:و|نا|هم|كم)$/u
+
+/**
+ * The question's keys (contentKeys), read against the words of the texts it is matched with: an Arabic
+ * word whose key none of them holds is taken as the word left without one letter attached at its start
+ * (ATTACHED_PREFIX), a pronoun or the Hassaniya -و at its end (ATTACHED_SUFFIX), or both, when that word's
+ * key is one they hold. Light10 cannot take these off every word, as they are also a word's own letters
+ * (بحر, فرض, لحم); the texts say which reading is meant. A key no text holds changes no text's rank.
+ */
+export function questionKeys(query: string, vocabulary: ReadonlySet<string>): Set<string> {
+  const keys = new Set<string>()
+  for (const w of foldedWords(query)) {
+    if (PREPOSITION_PRONOUN.test(w)) continue
+    const k = stem(w)
+    if (k === null || STOP.has(k)) continue
+    keys.add((!vocabulary.has(k) && /\p{Script=Arabic}/u.test(w) && attachedReading(w, vocabulary)) || k)
+  }
+  return keys
+}
+
+function attachedReading(word: string, vocabulary: ReadonlySet<string>): string | undefined {
+  const bare = ATTACHED_PREFIX.test(word) && word.length >= 4 ? word.slice(1) : undefined
+  const readings = [bare, ATTACHED_SUFFIX.exec(word)?.[1], bare && ATTACHED_SUFFIX.exec(bare)?.[1]]
+  for (const r of readings) {
+    const k = r && stem(r)
+    if (k && !STOP.has(k) && vocabulary.has(k)) return k
+  }
+  return undefined
+}
+
 /**
  * The share of the query's distinct word keys (matchKey) that each document holds. Measured on the
  * retrieval evaluation against BM25 over the candidates (k1 1.2, b 0.75, 0.3 and 0; idf-weighted shares):
@@ -186,8 +220,10 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
     embed: async (texts) => texts.map((t) => offlineVector(t, dimension)),
     async rerank(query, documents, topN, _signal, searchSimilarity) {
       // the question is new each turn: its forms are made, not cached, so the cache keeps the chunks
-      const q = new Set(contentKeys(query))
       const texts = documents.map(forms)
+      const vocabulary = new Set<string>()
+      for (const t of texts) for (const k of t.keys) vocabulary.add(k)
+      const q = questionKeys(query, vocabulary)
       // the best passage's share first, then the whole text's: measured on the evaluation's pages, and
       // on the same pages lengthened with paragraphs of other lessons (as a long page holds them), where
       // it kept 1 to 3.5 points of page@1 more than the whole text's share alone
