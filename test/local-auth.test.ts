@@ -91,6 +91,28 @@ describe('POST /signup', () => {
     expect(res.status).toBe(400)
     expect(await json(res)).toMatchObject({ code: 'bad_json' })
   })
+
+  it('refuses a body nested deeper than 512 levels with 400, never 5xx (deeper metadata overflowed the stack on its way to the database)', async () => {
+    const nest = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`
+    const raw = (method: string, path: string, body: string, headers: Record<string, string> = {}) =>
+      t.auth.request(`/auth/v1${path}`, { method, headers: { 'content-type': 'application/json', ...V, ...headers }, body })
+    const s = await signUp()
+    const user = bearer(s.access_token)
+    for (const depth of [10_000, 100_000]) {
+      const signup = await raw('POST', '/signup', `{"email":"${newEmail()}","password":"secret-123","data":{"x":${nest(depth)}}}`)
+      expect(signup.status, `sign-up ${depth}`).toBe(400)
+      expect(await json(signup)).toMatchObject({ code: 'validation_failed', message: 'The request body nests arrays and objects deeper than 512 levels' })
+      const update = await raw('PUT', '/user', `{"data":{"x":${nest(depth)}}}`, user)
+      expect(update.status, `update ${depth}`).toBe(400)
+      const admin = await raw('PUT', `/admin/users/${s.user.id}`, `{"user_metadata":{"x":${nest(depth)}}}`, service)
+      expect(admin.status, `admin update ${depth}`).toBe(400)
+    }
+    // 512 levels in all (the body's own object included) are kept as sent
+    const kept = await raw('PUT', '/user', `{"data":{"x":${nest(510)}}}`, user)
+    expect(kept.status).toBe(200)
+    expect(JSON.stringify((await json(kept)).user_metadata.x)).toBe(nest(510))
+    expect((await raw('PUT', '/user', `{"data":{"x":${nest(511)}}}`, user)).status).toBe(400)
+  })
 })
 
 describe('POST /token', () => {

@@ -180,6 +180,21 @@ describe('anon, errors and the edges of the subset', () => {
     expect(await otherSchema.json()).toMatchObject({ code: 'PGRST106', message: 'The schema must be one of the following: public' })
   })
 
+  it('refuses a body nested deeper than 512 levels with 400 PGRST102, never 500', async () => {
+    const nest = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`
+    const send = (method: string, path: string, body: string) =>
+      fetch(`${gateway.url}/rest/v1${path}`, { method, headers: { apikey: anonKey, Authorization: `Bearer ${me.token}`, 'content-type': 'application/json' }, body })
+    for (const depth of [10_000, 100_000]) {
+      // a value for a text column the student may write: it overflowed the stack when serialized
+      const update = await send('PATCH', `/profiles?id=eq.${me.id}`, `{"full_name":${nest(depth)}}`)
+      expect(update.status, `update ${depth}`).toBe(400)
+      expect(await update.json()).toMatchObject({ code: 'PGRST102', message: 'The body nests arrays and objects deeper than 512 levels' })
+      expect((await send('POST', '/rpc/turns_today', `{"p_user":${nest(depth)}}`)).status, `rpc ${depth}`).toBe(400)
+    }
+    const [row] = await db.sql`select full_name from public.profiles where id = ${me.id}`
+    expect(row!.full_name).not.toMatch(/^\[/)
+  })
+
   it('says Connection: close with a 413, whose unread body ends the connection', async () => {
     const body = JSON.stringify({ message: 'x'.repeat(1_050_000) })
     const { status, connection } = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {

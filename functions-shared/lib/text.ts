@@ -47,6 +47,25 @@ export function findUnstorable(value: unknown, root = ''): UnstorableField | nul
   return null
 }
 
+/**
+ * How deeply a JSON body may nest its arrays and objects where it is stored as sent (user metadata,
+ * /rest/v1 values): far beyond any real document, and far below the depth at which JSON.stringify (in
+ * the database driver) or PostgreSQL's jsonb parser run out of stack, which a few thousand levels reach.
+ */
+export const MAX_JSON_DEPTH = 512
+
+/** Whether a parsed JSON value nests arrays and objects deeper than `max` levels. Iterative. */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]]
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!
+    if (!isContainer(v)) continue
+    if (depth + 1 > max) return true
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (isContainer(child)) stack.push([child, depth + 1])
+  }
+  return false
+}
+
 /** The string with NUL and unpaired surrogates replaced by U+FFFD (for what the service writes itself). */
 export function storableText(s: string): string {
   return unstorableReason(s) === null ? s : s.replaceAll('\u0000', '\ufffd').replace(new RegExp(LONE_SURROGATE.source, 'g'), '\ufffd')

@@ -7,7 +7,7 @@ import { clientIp } from '../deps.ts'
 import type { Tx } from '../db/client.ts'
 import { GoTrueError, errors } from './errors.ts'
 import { findUser, normalizeEmail, UUID, type UserRow } from './users.ts'
-import { findUnstorable } from '../lib/text.ts'
+import { findUnstorable, MAX_JSON_DEPTH, nestedDeeperThan } from '../lib/text.ts'
 import { redirectPolicy } from './redirects.ts'
 import { authRateLimits } from './rate-limits.ts'
 
@@ -19,6 +19,7 @@ export async function readBody(c: Context): Promise<Body> {
   try {
     const body = JSON.parse(text) as unknown
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw new Error('not an object')
+    if (nestedDeeperThan(body, MAX_JSON_DEPTH)) throw errors.validation(`The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`)
     return checkText(body as Body)
   } catch (err) {
     if (err instanceof GoTrueError) throw err

@@ -9,6 +9,7 @@ import { Hono, type Context } from 'hono'
 import type { Deps } from '../deps.ts'
 import { asRole } from '../db/tx.ts'
 import type { Tx } from '../db/client.ts'
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../lib/text.ts'
 import { ApiError } from '../http/errors.ts'
 import { badRequest, fromDatabase, outsideSubset, RestError } from './errors.ts'
 import { bodyValue, checkIdent, ident, orderClause, page, preferences, relationSql, selectList, whereClause, type Relation } from './query.ts'
@@ -72,11 +73,14 @@ function writableColumn(r: Relation, col: string): string {
 async function body(c: Context): Promise<unknown> {
   const text = await c.req.text()
   if (text.trim() === '') return null
+  let value: unknown
   try {
-    return JSON.parse(text)
+    value = JSON.parse(text)
   } catch {
     throw new RestError(400, 'PGRST102', 'Empty or invalid json')
   }
+  if (nestedDeeperThan(value, MAX_JSON_DEPTH)) throw new RestError(400, 'PGRST102', `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`)
+  return value
 }
 
 function respond(c: Context, status: number, payload: string | null, headers: Record<string, string> = {}) {
