@@ -80,6 +80,18 @@ describe('POST /signup', () => {
     expect(await gotrue('POST', '/signup', { email: 'nope', password: 'secret-123' })).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
   })
 
+  it('refuses an address longer than 255 characters once lower-cased (400), as sign-up, update and admin create, never 500', async () => {
+    // 244 characters as sent, 484 in lower case: auth.users.email is varchar(255)
+    const email = `${'İ'.repeat(120)}@${'İ'.repeat(120)}.mr`
+    expect(email.toLowerCase().length).toBeGreaterThan(255)
+    expect(await gotrue('POST', '/signup', { email, password: 'secret-123' })).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+    const s = await signUp()
+    expect(await gotrue('PUT', '/user', { email }, bearer(s.access_token))).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+    expect(await gotrue('POST', '/admin/users', { email, password: 'secret-123' }, service)).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+    expect(await gotrue('PUT', `/admin/users/${s.user.id}`, { email }, service)).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+    expect(await gotrue('POST', '/token?grant_type=password', { email, password: 'secret-123' })).toMatchObject({ status: 400, body: { code: 'invalid_credentials' } })
+  })
+
   it('writes the legacy error shape without the API version header', async () => {
     const res = await gotrue('POST', '/signup', { email: 'nope', password: 'secret-123' }, { 'X-Supabase-Api-Version': '' })
     expect(res.body).toEqual({ code: 400, error_code: 'validation_failed', msg: expect.any(String) })

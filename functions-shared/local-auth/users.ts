@@ -123,5 +123,7 @@ export function normalizeEmail(raw: unknown): string {
   if (typeof raw !== 'string' || raw.length > 255 || !EMAIL.test(raw.trim())) {
     return ''
   }
-  return raw.trim().toLowerCase()
+  const email = raw.trim().toLowerCase()
+  // lower-casing can lengthen a string ("İ" becomes "i" and a combining dot): auth.users.email holds 255
+  return email.length > 255 ? '' : email
 }
