@@ -289,6 +289,14 @@ describe('admin endpoints', () => {
     expect(await gotrue('POST', '/token?grant_type=password', { email, password: 'changed-789' })).toMatchObject({ status: 400, body: { code: 'user_banned' } })
     await gotrue('PUT', `/admin/users/${s.user.id}`, { ban_duration: 'none' }, service)
     expect((await gotrue('POST', '/token?grant_type=password', { email, password: 'changed-789' })).status).toBe(200)
+    // the longest ban is Go's longest duration, as GoTrue parses it; a longer one is 400, never 500 (it was
+    // an invalid date on its way to the database)
+    for (const ban of ['9999999999999999h', '99999999999999999999999h', '2562048h']) {
+      expect(await gotrue('PUT', `/admin/users/${s.user.id}`, { ban_duration: ban }, service), ban).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+    }
+    expect((await gotrue('POST', '/token?grant_type=password', { email, password: 'changed-789' })).status).toBe(200)
+    expect(await gotrue('PUT', `/admin/users/${s.user.id}`, { ban_duration: '2562047h' }, service)).toMatchObject({ status: 200, body: { banned_until: expect.stringMatching(/^23\d\d-/) } })
+    expect(await gotrue('POST', '/token?grant_type=password', { email, password: 'changed-789' })).toMatchObject({ status: 400, body: { code: 'user_banned' } })
   })
 })
 

@@ -8,6 +8,9 @@ import { findUser, findUserByEmail, mergeMetadata, userWithIdentities, UUID } fr
 import { randomToken } from './sessions.ts'
 import { asObject, readBody, type AuthKit } from './kit.ts'
 
+/** The longest ban: Go's time.Duration, in whole hours, as GoTrue reads ban_duration. */
+const MAX_BAN_HOURS = 2_562_047
+
 export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
   const { sql, log, checkPassword, emailOrFail, hash, requireServiceRole } = kit
   app.use('/admin/*', async (c, next) => {
@@ -98,7 +101,11 @@ export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
       }
       if (typeof body.ban_duration === 'string') {
         const match = /^(\d+)h$/.exec(body.ban_duration)
-        if (body.ban_duration !== 'none' && !match) throw errors.validation('ban_duration must be "none" or a number of hours such as "24h"')
+        // GoTrue parses a Go duration, whose longest is 2562047h (about 292 years); a longer one is 400 there
+        // too (and past about 2.4e11 hours the date itself stops being one)
+        if ((body.ban_duration !== 'none' && !match) || (match && Number(match[1]) > MAX_BAN_HOURS)) {
+          throw errors.validation(`ban_duration must be "none" or a number of hours up to ${MAX_BAN_HOURS} such as "24h"`)
+        }
         const until = match ? new Date(deps.clock.now() + Number(match[1]) * 3_600_000) : null
         await tx`update auth.users set banned_until = ${until}, updated_at = now() where id = ${id}`
         if (until) await tx`delete from auth.sessions where user_id = ${id}`
