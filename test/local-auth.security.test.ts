@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { isRedirectAllowed, redirectGlob, redirectPolicy } from '../functions-shared/local-auth/redirects.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 
 let db: TestDatabase
 const SITE = 'http://127.0.0.1:3000'
@@ -105,6 +107,33 @@ describe('recovery links and /verify send the tokens only to allowed places', ()
     const link = await recover(email, 'https://m.app.example/reset')
     expect(link.searchParams.get('redirect_to')).toBe('https://m.app.example/reset')
     expect(await verify(link)).toMatch(/^https:\/\/m\.app\.example\/reset#access_token=/)
+  })
+
+  it('signs no banned user in: a recovery link sent before the ban is refused (403 user_banned), and so is a refresh', async () => {
+    const email = `b-${crypto.randomUUID().slice(0, 8)}@example.mr`
+    const signUp = await t.auth.request('/auth/v1/signup', { method: 'POST', headers: { 'content-type': 'application/json', ...API_VERSION }, body: JSON.stringify({ email, password: 'secret-123' }) })
+    const { user, refresh_token: refresh } = await json(signUp)
+    const link = await recover(email, SITE)
+    const service = { authorization: `Bearer ${await apiKey(LOCAL_JWT_SECRET, 'service_role')}`, 'content-type': 'application/json', ...API_VERSION }
+    expect((await t.auth.request(`/auth/v1/admin/users/${user.id}`, { method: 'PUT', headers: service, body: JSON.stringify({ ban_duration: '24h' }) })).status).toBe(200)
+    const refused = await t.auth.request(`${link.pathname}${link.search}`)
+    expect(refused.status).toBe(403)
+    expect(await json(refused)).toEqual({ code: 403, error_code: 'user_banned', msg: 'User is banned' })
+    expect(await db.sql`select count(*)::int as n from auth.sessions where user_id = ${user.id}`).toEqual([{ n: 0 }])
+    // a ban written another way (SQL, a hosted dashboard) leaves the sessions: their refreshes end with it
+    await db.sql`update auth.users set banned_until = null where id = ${user.id}`
+    const signIn = await t.auth.request('/auth/v1/token?grant_type=password', { method: 'POST', headers: { 'content-type': 'application/json', ...API_VERSION }, body: JSON.stringify({ email, password: 'secret-123' }) })
+    const session = await json(signIn)
+    await db.sql`update auth.users set banned_until = now() + interval '1 hour' where id = ${user.id}`
+    // (the sign-up's session ended with the admin ban)
+    for (const [token, code] of [[session.refresh_token, 'user_banned'], [refresh, 'refresh_token_not_found']]) {
+      const res = await t.auth.request('/auth/v1/token?grant_type=refresh_token', { method: 'POST', headers: { 'content-type': 'application/json', ...API_VERSION }, body: JSON.stringify({ refresh_token: token }) })
+      expect(res.status).toBe(400)
+      expect(await json(res)).toMatchObject({ code })
+    }
+    // the ban lifted, the same link signs the user in
+    await db.sql`update auth.users set banned_until = null where id = ${user.id}`
+    expect(await verify(link)).toMatch(new RegExp(`^${SITE}#access_token=`))
   })
 })
 

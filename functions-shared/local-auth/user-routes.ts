@@ -24,6 +24,7 @@ interface RefreshRow {
 }
 
 export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
+  const banned = (user: { banned_until: Date | null }) => user.banned_until !== null && new Date(user.banned_until).getTime() > deps.clock.now()
   const { sql, config, log, limits, redirects, checkPassword, emailOrFail, hash, requireUser, meta } = kit
   // a bcrypt hash of no one's password, at the stored ones' cost, that an unknown email is checked against
   let decoy: Promise<string> | undefined
@@ -88,7 +89,7 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
         const [{ ok }] = await tx<[{ ok: boolean }]>`select extensions.crypt(${password}, ${stored}) = ${stored} as ok`
         if (!user || !user.encrypted_password || !password || !ok) throw errors.invalidCredentials()
         if (!user.email_confirmed_at) throw new GoTrueError(400, 'email_not_confirmed', 'Email not confirmed')
-        if (user.banned_until && new Date(user.banned_until).getTime() > deps.clock.now()) throw new GoTrueError(400, 'user_banned', 'User is banned')
+        if (banned(user)) throw new GoTrueError(400, 'user_banned', 'User is banned')
         return startSession(deps, tx, user, 'password', meta(c))
       })
       return c.json(session)
@@ -104,6 +105,8 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
         if (!row) throw new GoTrueError(400, 'refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found')
         const user = await findUser(tx, row.user_id)
         if (!user) throw new GoTrueError(400, 'refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found')
+        // as GoTrue: a ban ends the refreshes of every session, however it was started
+        if (banned(user)) throw new GoTrueError(400, 'user_banned', 'Invalid Refresh Token: User Banned')
         let refreshToken: string
         if (row.revoked) {
           // A replay inside the reuse interval (two tabs refreshing at once) gets the session's current
@@ -213,8 +216,11 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
       const [row] = await tx<{ id: string }[]>`select id from auth.users where recovery_token = encode(extensions.digest(${token}, 'sha224'), 'hex')
                                and recovery_sent_at > now() - interval '1 hour' for update`
       if (!row) throw new GoTrueError(403, 'otp_expired', 'Email link is invalid or has expired')
+      const user = (await findUser(tx, row.id))!
+      // as GoTrue: a recovery link (sent before the ban, or after it) signs no banned user in
+      if (banned(user)) throw new GoTrueError(403, 'user_banned', 'User is banned')
       await tx`update auth.users set recovery_token = '', updated_at = now() where id = ${row.id}`
-      return startSession(deps, tx, (await findUser(tx, row.id))!, 'recovery', meta(c))
+      return startSession(deps, tx, user, 'recovery', meta(c))
     })
     const fragment = new URLSearchParams({
       access_token: String(session.access_token),
