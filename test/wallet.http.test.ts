@@ -71,6 +71,18 @@ describe('GET /wallet/balance', () => {
     expect((await call('GET', '/wallet/balance')).status).toBe(401)
     expect((await call('GET', '/wallet/balance', undefined, service)).status).toBe(403)
   })
+
+  it('answers 401 to a token that outlived its account, with or without a wallet, and creates none', async () => {
+    for (const fetchedBefore of [true, false]) {
+      const gone = await createUser(db.sql)
+      if (fetchedBefore) expect((await call('GET', '/wallet/balance', undefined, bearer(gone.token))).status).toBe(200)
+      await db.sql`delete from auth.users where id = ${gone.id}`
+      const res = await call('GET', '/wallet/balance', undefined, bearer(gone.token))
+      expect(res.status, `fetched before: ${fetchedBefore}`).toBe(401)
+      expect(res.body).toMatchObject({ error: 'unauthorized', message: 'The account of this token no longer exists; sign in again', request_id: res.headers.get('x-request-id') })
+      expect(await db.sql`select count(*)::int as n from public.wallets where user_id = ${gone.id}`).toEqual([{ n: 0 }])
+    }
+  })
 })
 
 describe('GET /wallet/reservations', () => {

@@ -11,6 +11,7 @@ import { iso } from '../lib/time.ts'
 import { LEDGER_REASONS } from '../domain/enums.ts'
 import { refusalCode } from '../domain/errors.ts'
 import { DomainError } from '../domain/errors.ts'
+import { ApiError, ErrorCode } from '../http/errors.ts'
 import type { BalanceRow, ExpiryRow, LedgerRow, ReservationRow, SettlementRow, TopUpRow, TransactionRow } from './rows.ts'
 
 /**
@@ -31,6 +32,10 @@ export async function getBalance({ ctx, userId }: { ctx: ServiceContext; userId:
   const [row, turns] = await rpc(ctx, async (sql) => {
     const [w] = await sql<BalanceRow[]>`select w.*, public.turns_today(${userId}) as turns from public.get_or_create_wallet(${userId}, ${config.WELCOME_BONUS_TOKENS}) w`
     return [w!, Number(w!.turns)] as const
+  }).catch((err: unknown) => {
+    // a token that outlived its account (deleted since it was issued): 401, as the chat answers it (spec §7.9)
+    if (err instanceof DomainError && err.code === 'not_found') throw new ApiError(ErrorCode.UNAUTHORIZED, 'The account of this token no longer exists; sign in again')
+    throw err
   })
   const tier: Tier = row.subscription_tier
   const limits = tierLimits(config, tier)
