@@ -120,6 +120,23 @@ describe('an admin and the service role', () => {
     expect(await db.sql`select id from public.curriculum_references where id = ${inserted.data!.id}`).toEqual([])
   })
 
+  it('refuses (400) a bulk insert of more values than one statement carries, rather than a 500 with the driver\'s error', async () => {
+    // 70,000 values in 840 kB, under the body limit
+    const body = JSON.stringify(Array.from({ length: 70_000 }, () => ({ id: null })))
+    const res = await fetch(`${gateway.url}/rest/v1/scrape_runs`, { method: 'POST', headers: { apikey: anonKey, Authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' }, body })
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ code: 'PGRST100', message: expect.stringContaining('more than 65534 values') })
+    // within the bound, an array is one statement, as before
+    const two = await fetch(`${gateway.url}/rest/v1/scrape_runs?select=source`, {
+      method: 'POST',
+      headers: { apikey: anonKey, Authorization: `Bearer ${admin.token}`, 'content-type': 'application/json', Prefer: 'return=representation' },
+      body: JSON.stringify([{ source: 'bulk-a' }, { source: 'bulk-b' }]),
+    })
+    expect(two.status).toBe(201)
+    expect(await two.json()).toEqual([{ source: 'bulk-a' }, { source: 'bulk-b' }])
+    await db.sql`delete from public.scrape_runs where source in ('bulk-a', 'bulk-b')`
+  })
+
   it('calls granted functions with rpc; the same function is refused to a student', async () => {
     const service = createClient(gateway.url, serviceKey, options)
     const turns = await service.rpc('turns_today', { p_user: me.id })

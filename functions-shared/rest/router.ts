@@ -22,6 +22,8 @@ export interface RestOptions {
 }
 
 const ROLES = new Set(['anon', 'authenticated', 'service_role'])
+/** The most parameters postgres.js sends with one statement. */
+const MAX_PARAMETERS = 65534
 const OBJECT = 'application/vnd.pgrst.object+json'
 
 interface Caller {
@@ -225,6 +227,8 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
       const params: unknown[] = []
       // a key an object leaves out takes the column's default
       const values = items.map((item) => `(${chosen.map((col) => (Object.hasOwn(item as object, col) ? `$${params.push(bodyValue((item as Record<string, unknown>)[col], r.columns.get(col)!))}::${r.columns.get(col)}` : 'default')).join(', ')})`)
+      // one statement carries at most 65535 parameters (the protocol counts them in 16 bits)
+      if (params.length > MAX_PARAMETERS) throw outsideSubset(`An insert of more than ${MAX_PARAMETERS} values (${params.length}; send the rows in parts)`)
       const returning = prefs.returnRepresentation ? selectList(r, query.get('select')) : null
       return write(tx, `insert into ${relationSql(r)} (${chosen.map(ident).join(', ')}) values ${values.join(', ')}`, returning, params)
     })
