@@ -108,7 +108,7 @@ describe('an admin and the service role', () => {
     expect((await as(admin).from('profiles').select('id').is('full_name', null)).data).toEqual([])
   })
 
-  it('an admin writes what the policies let them write: a reference inserted, read back, deleted', async () => {
+  it('an admin writes what the policies let them write: a reference inserted, read back, deleted; rows inserted as an array', async () => {
     const row = { source: 'manual', pdf_source: 'https://portail.example.mr/a.pdf', source_url: 'https://portail.example.mr/a.pdf', title: 'Manuel', grade: '4AS', subject: 'mathematiques' }
     const inserted = await as(admin).from('curriculum_references').insert(row).select('id, title, status').single()
     expect(inserted.status).toBe(201)
@@ -118,6 +118,10 @@ describe('an admin and the service role', () => {
     const gone = await as(admin).from('curriculum_references').delete().eq('id', inserted.data!.id)
     expect(gone.status).toBe(204)
     expect(await db.sql`select id from public.curriculum_references where id = ${inserted.data!.id}`).toEqual([])
+    // an array, as supabase-js sends it (columns="a","b", quoted); a key an object leaves out takes the default
+    const many = await as(admin).from('scrape_runs').insert([{ source: 'bulk-a', found_count: 3 }, { source: 'bulk-b' }]).select('source, found_count, status')
+    expect(many).toMatchObject({ status: 201, error: null, data: [{ source: 'bulk-a', found_count: 3, status: 'running' }, { source: 'bulk-b', found_count: 0, status: 'running' }] })
+    await db.sql`delete from public.scrape_runs where source in ('bulk-a', 'bulk-b')`
   })
 
   it('refuses (400) a bulk insert of more values than one statement carries, rather than a 500 with the driver\'s error', async () => {

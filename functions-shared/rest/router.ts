@@ -221,7 +221,8 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
     if (items.length === 0 || items.some((i) => i === null || typeof i !== 'object' || Array.isArray(i))) throw new RestError(400, 'PGRST102', 'An insert takes a JSON object or an array of objects')
     const rows = await run(deps, who, async (tx) => {
       const r = await relation(tx, schema, c.req.param('table'))
-      const chosen = query.get('columns')?.split(',').map((s) => s.trim()) ?? [...new Set(items.flatMap((i) => Object.keys(i as object)))]
+      // supabase-js sends an array's columns quoted (columns="a","b"), as PostgREST reads them
+      const chosen = query.get('columns')?.split(',').map((s) => s.trim().replace(/^"(.*)"$/, '$1')) ?? [...new Set(items.flatMap((i) => Object.keys(i as object)))]
       for (const col of chosen) writableColumn(r, col)
       if (chosen.length === 0) throw new RestError(400, 'PGRST102', 'An insert needs at least one column')
       const params: unknown[] = []
