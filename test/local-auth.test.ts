@@ -206,6 +206,22 @@ describe('GET and PUT /user', () => {
     expect(await gotrue('GET', '/user', undefined, bearer(b.access_token))).toMatchObject({ status: 403, body: { code: 'session_not_found' } })
     expect((await gotrue('POST', '/token?grant_type=password', { email, password: 'another-456' })).status).toBe(200)
   })
+  it('two users taking one new address at once: one gets it, the other 422 email_exists (never a 500)', async () => {
+    // an app of its own: its rate limits are not the file's (the clock is fake, so nothing refills them)
+    const own = createTestApp({ sql: db.sql, env: { AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000' } })
+    const call = async (method: string, path: string, body: unknown, headers: Record<string, string>) => {
+      const res = await own.auth.request(`/auth/v1${path}`, { method, headers: { 'content-type': 'application/json', ...V, ...headers }, body: JSON.stringify(body) })
+      return { status: res.status, body: (await res.json()) as Record<string, any> }
+    }
+    const users = await Promise.all(Array.from({ length: 6 }, async () => (await call('POST', '/signup', { email: newEmail(), password: 'secret-123' }, {})).body))
+    const target = newEmail()
+    const results = await Promise.all(users.map((u) => call('PUT', '/user', { email: target }, bearer(u.access_token))))
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1)
+    for (const r of results.filter((x) => x.status !== 200)) expect(r).toMatchObject({ status: 422, body: { code: 'email_exists' } })
+    const admins = await Promise.all(users.map((u) => call('PUT', `/admin/users/${u.user.id}`, { email: `${target}.other` }, service)))
+    expect(admins.filter((r) => r.status === 200)).toHaveLength(1)
+    for (const r of admins.filter((x) => x.status !== 200)) expect(r).toMatchObject({ status: 422, body: { code: 'email_exists' } })
+  })
 })
 
 describe('POST /logout', () => {

@@ -3,7 +3,7 @@ import type { Hono } from 'hono'
 import type { Deps } from '../deps.ts'
 import { isPgError } from '../db/tx.ts'
 import type { TotalRow } from '../db/client.ts'
-import { GoTrueError, errors } from './errors.ts'
+import { emailTaken, GoTrueError, errors } from './errors.ts'
 import { findUser, findUserByEmail, mergeMetadata, userWithIdentities, UUID } from './users.ts'
 import { randomToken } from './sessions.ts'
 import { asObject, readBody, type AuthKit } from './kit.ts'
@@ -90,7 +90,7 @@ export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
         const email = emailOrFail(body.email)
         const other = await findUserByEmail(tx, email)
         if (other && other.id !== id) throw new GoTrueError(422, 'email_exists', 'A user with this email address has already been registered')
-        await tx`update auth.users set email = ${email}, updated_at = now() where id = ${id}`
+        await tx`update auth.users set email = ${email}, updated_at = now() where id = ${id}`.catch(emailTaken)
       }
       if (body.email_confirm === true) await tx`update auth.users set email_confirmed_at = coalesce(email_confirmed_at, now()) where id = ${id}`
       if (body.password !== undefined) {

@@ -2,6 +2,7 @@
 // it) the header is echoed and the body is {code, message}; without it, the legacy shape. Client errors
 // are never 5xx, because supabase-js retries 5xx.
 import type { Context } from 'hono'
+import { isPgError } from '../db/tx.ts'
 
 export class GoTrueError extends Error {
   override name = 'GoTrueError'
@@ -46,4 +47,13 @@ export const errors = {
   userNotFound: () => new GoTrueError(404, 'user_not_found', 'User not found'),
   weakPassword: (min: number) =>
     new GoTrueError(422, 'weak_password', `Password should be at least ${min} characters.`, { weak_password: { reasons: ['length'] } }),
+}
+
+/**
+ * A unique violation on auth.users.email as 422 email_exists: another account took the address between
+ * the check and the write (two requests at once), which the unique index decides; any other error as is.
+ */
+export function emailTaken(err: unknown): never {
+  if (isPgError(err, '23505')) throw new GoTrueError(422, 'email_exists', 'A user with this email address has already been registered')
+  throw err
 }

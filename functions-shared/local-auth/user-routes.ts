@@ -3,7 +3,7 @@
 import type { Hono } from 'hono'
 import type { Deps } from '../deps.ts'
 import { isPgError } from '../db/tx.ts'
-import { GoTrueError, errors } from './errors.ts'
+import { emailTaken, GoTrueError, errors } from './errors.ts'
 import { findUser, findUserByEmail, mergeMetadata, normalizeEmail, userWithIdentities } from './users.ts'
 import { issuer, randomToken, sessionResponse, startSession } from './sessions.ts'
 import { redirectTarget } from './redirects.ts'
@@ -160,7 +160,8 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
         if (email !== current.email) {
           const other = await findUserByEmail(tx, email)
           if (other) throw new GoTrueError(422, 'email_exists', 'A user with this email address has already been registered')
-          await tx`update auth.users set email = ${email}, email_confirmed_at = now(), updated_at = now() where id = ${user.id}`
+          // another account taking the address at the same moment passes the check too: the unique index decides
+          await tx`update auth.users set email = ${email}, email_confirmed_at = now(), updated_at = now() where id = ${user.id}`.catch(emailTaken)
           await tx`update auth.identities set identity_data = identity_data || ${tx.json({ email })}::jsonb, updated_at = now() where user_id = ${user.id} and provider = 'email'`
         }
       }
