@@ -19,6 +19,12 @@ describe('excerpt', () => {
     expect(excerpt(chunk, ['متى يأتي الفيضان؟', 'Quand arrive la crue ?'])).toContain('la crue arrive d\'août à octobre')
   })
 
+  it('reads a letter written onto an Arabic word of the question as the chunk reads it (فبحرنا: البحر)', () => {
+    const page = 'تعد الثروة السمكية من أهم موارد البلاد، وتسهم في الدخل الوطني بنسبة كبيرة ويعمل فيها آلاف المواطنين في المدن الساحلية. '.repeat(2) +
+      'ويرجع غنى البحر الموريتاني بالأسماك إلى ظاهرة صعود المياه الباردة العميقة المحملة بالعوالق قرب الساحل.'
+    expect(excerpt(page, ['اعلاش الحوت كثير فبحرنا؟'])).toContain('ويرجع غنى البحر الموريتاني بالأسماك')
+  })
+
   it('keeps a short chunk whole, starts at the beginning when nothing matches, and cuts a long sentence at a word', () => {
     expect(excerpt(intro, ['crue'])).toBe(intro)
     const none = excerpt(chunk, ['photosynthèse chlorophylle'])

@@ -1,7 +1,7 @@
 // A source's excerpt: the sentences of its chunk that hold most of the question's words, as written, at
 // most EXCERPT_CHARS characters, with an ellipsis where text was left out before or after. A chunk is a
 // page or more; its first sentences are often a heading and an introduction, not what answers.
-import { contentKeys, sentencesOf } from '../ai/offline.ts'
+import { questionKeys, sentencesOf } from '../ai/offline.ts'
 
 export const EXCERPT_CHARS = 280
 
@@ -15,10 +15,16 @@ export function excerpt(text: string, questions: readonly string[], max = EXCERP
   return excerpts(questions, max)(text)
 }
 
-/** excerpt for each source of one question: its keys are made once. */
+/**
+ * excerpt for each source of one question. The question's keys are read against the chunk's own words,
+ * as the offline rerank reads them against its candidates (questionKeys: فبحرنا meets البحر).
+ */
 export function excerpts(questions: readonly string[], max = EXCERPT_CHARS): (text: string) => string {
-  const wanted = new Set(questions.flatMap(contentKeys))
-  return (text) => (text.length <= max ? text : bestRun(text, wanted, max))
+  return (text) => {
+    if (text.length <= max) return text
+    const vocabulary = new Set(sentencesOf(text).keys.flatMap((k) => [...k]))
+    return bestRun(text, new Set(questions.flatMap((q) => [...questionKeys(q, vocabulary)])), max)
+  }
 }
 
 function bestRun(text: string, wanted: ReadonlySet<string>, max: number): string {
