@@ -121,6 +121,16 @@ describe('the offline provider', () => {
     expect(answer.length).toBeLessThanOrEqual(2000)
   })
 
+  it('answers with the sentence that holds most of the question\'s content words, not its function words', async () => {
+    const deltas: string[] = []
+    const twoSnippets = [
+      { n: 1, text: 'Comment la vitesse moyenne varie-t-elle quand la route monte ?' },
+      { n: 2, text: 'On calcule la vitesse moyenne en divisant la distance parcourue par la durée du trajet.' },
+    ]
+    await offline.chat({ messages: [{ role: 'user', content: 'Comment calculer la vitesse moyenne ?' }], snippets: twoSnippets, language: 'fr', maxTokens: 500 }, (d) => deltas.push(d))
+    expect(deltas.join('')).toMatch(/^On calcule la vitesse moyenne en divisant la distance parcourue par la durée du trajet\. \[2\]/)
+  })
+
   it('says when nothing in the snippets answers, in the question\'s language', async () => {
     const deltas: string[] = []
     await offline.chat({ messages: [{ role: 'user', content: 'سؤال' }], snippets: [], language: 'ar', maxTokens: 100 }, (d) => deltas.push(d))

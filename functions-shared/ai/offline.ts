@@ -2,24 +2,12 @@
 // share of the question's lightly stemmed content words that each candidate's best passage (three
 // sentences in a row) holds, then the whole candidate's share (equal shares ordered by the embeddings'
 // cosine, then the search's order);
-// translation is the identity (it cannot translate); the "answer" is extractive: the best sentences of
-// the snippets, each with its citation number, and the result says it is extractive.
+// translation is the identity (it cannot translate); the "answer" is extractive: the sentences of
+// the snippets that hold most of the question's keys, each with its citation number, and the result says so.
 import type { AiProvider, ChatRequest, ChatResult } from './provider.ts'
 import { LRUCache } from 'lru-cache'
 import { featureCosine, offlineFeatures, offlineVector } from './offline-embedder.ts'
 import { foldText, foldedWords } from '../lib/fold.ts'
-
-const words = (text: string) => new Set(foldedWords(text).filter((w) => w.length > 2))
-
-/** Share of the query's words found in the text. */
-export function overlap(query: string, text: string): number {
-  const q = words(query)
-  if (q.size === 0) return 0
-  const t = words(text)
-  let hit = 0
-  for (const w of q) if (t.has(w)) hit++
-  return hit / q.size
-}
 
 // Light stemming of Arabic as Larkey's light10 does it: a leading wa-, the article with the particle
 // it carries, then each suffix in turn; plus the alef of the accusative (tanwin) ending, so that
@@ -257,9 +245,17 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
         s.text
           .split(/(?<=[.!?؟])\s+/u)
           .filter((x) => x.trim().length > 20)
-          .map((text) => ({ n: s.n, text: text.trim(), score: overlap(question, text) })),
+          .map((text) => ({ n: s.n, text: text.trim(), keys: new Set(contentKeys(text)) })),
       )
-      const best = sentences.sort((a, b) => b.score - a.score).slice(0, 3)
+      // the share of the question's keys each sentence holds, read as the rerank reads them (function words
+      // left out, a letter written onto an Arabic word read against the snippets' words); on a tie the
+      // sentence of the better source, then the earlier one (the sort is stable)
+      const vocabulary = new Set(sentences.flatMap((x) => [...x.keys]))
+      const q = questionKeys(question, vocabulary)
+      const best = sentences
+        .map((x) => ({ ...x, score: share(q, x.keys) }))
+        .sort((a, b) => b.score - a.score)
+        .slice(0, 3)
       const budget = request.maxTokens * 4 // about four characters per token
       let written = 0
       for (const s of best) {
