@@ -16,6 +16,7 @@ import type { ConnectGuard, Resolver } from './net/safe-fetch.ts'
 import type { Source } from './sources-file.ts'
 import type { AiProvider, Embedder } from './ai/provider.ts'
 import type { OcrEngine } from './ingestion/ocr-port.ts'
+import type { PdfExtractor } from './catalogue/extract-pdf.ts'
 import { createAiProvider } from './ai/select.ts'
 import { realSleep } from './lib/retry.ts'
 import { BackgroundTasks } from './lib/background.ts'
@@ -66,6 +67,11 @@ export interface Deps {
   embedder: Embedder
   /** the page recognizer (OCR) of Node processes; absent on Edge Functions, where such jobs wait for a Node worker */
   ocr?: OcrEngine | undefined
+  /**
+   * how PDFs' text layers are read: on Node, pdf.js in a worker thread of bounded heap, stopped at the
+   * deadline (scripts/lib/pdf-isolate.ts); absent, in the calling thread (Edge Functions: an isolate per request)
+   */
+  extractPdf?: PdfExtractor | undefined
   /** waits; tests pass one that does not */
   sleep: (ms: number) => Promise<void>
   /** work that outlives its request (ingestion after dispatch), awaited on shutdown */

@@ -9,6 +9,7 @@ import { runNextJob } from './lib/job-loop.ts'
 import { connectGuardNode, readSourcesNode, resolveHostNode } from './lib/node-adapter.ts'
 import { exitWithStartupError, unreachableDatabase } from './lib/startup-error.ts'
 import { ocrFromConfig } from './lib/ocr.ts'
+import { createIsolatedExtractor } from './lib/pdf-isolate.ts'
 
 const config = loadConfigOrExit('curriculum-tutor worker')
 const once = process.argv.includes('--once')
@@ -21,6 +22,8 @@ const deps = createDeps(config, {
   sources: existsSync(config.SCRAPER_SOURCES_FILE) ? await readSourcesNode(config.SCRAPER_SOURCES_FILE) : [],
   // the recognizer: this worker claims jobs whose scans wait for OCR (those an Edge Function left queued)
   ocr: ocrFromConfig(config),
+  // pdf.js reads text layers in a worker thread: a PDF that would hold or end this process fails instead
+  extractPdf: createIsolatedExtractor(),
 })
 const log = deps.logs.get('worker')
 
@@ -55,4 +58,5 @@ while (!stopping) {
 }
 log.info({ processed }, once ? 'queue empty' : 'worker stopped')
 await deps.ocr?.close()
+await (deps.extractPdf as { close?: () => Promise<void> } | undefined)?.close?.()
 await sql.end({ timeout: 5 })

@@ -6,6 +6,21 @@ import { inflatedSize, MAX_INFLATED_BYTES } from '../functions-shared/catalogue/
 import { deflateSync } from 'node:zlib'
 import { canonicalize, arabicShare } from '../functions-shared/catalogue/canonicalize.ts'
 import { tokens } from '../functions-shared/catalogue/simhash.ts'
+import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
+import { readPdf } from '../functions-shared/ingestion/read-pdf.ts'
+
+/** A PDF of these objects (numbered from 1, the first the catalog), its cross-reference table computed. */
+function rawPdf(objects: string[]): Uint8Array {
+  let body = '%PDF-1.7\n'
+  const offsets = objects.map((o, i) => {
+    const at = body.length
+    body += `${i + 1} 0 obj\n${o}\nendobj\n`
+    return at
+  })
+  const xref = `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`
+  return new TextEncoder().encode(`${body}${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${body.length}\n%%EOF\n`)
+}
+const stream = (dict: string, data: string) => `<< ${dict} /Length ${data.length} >>\nstream\n${data}\nendstream`
 
 describe('extractPdf', () => {
   it('gives the text of every page, numbered, from a French lesson', async () => {
@@ -104,6 +119,54 @@ describe('extractPdf', () => {
     const pdf = await makePdf(Array.from({ length: 30 }, (_, i) => `Page ${i + 1}. ${'Texte de cours. '.repeat(40)}`))
     await expect(extractPdf(pdf, { deadlineMs: 1 })).rejects.toThrow(/longer than 1 ms/)
   })
+})
+
+describe('text layers read in a worker thread (Node)', () => {
+  // 2^30 drawings from 6 KB: form XObjects, 30 of them, each drawing the next twice. In the calling
+  // thread pdf.js worked through the page as one chain of promises: no timer fired, the 3 s deadline was
+  // not held, and the process grew to the heap limit and ended.
+  const chain = (depth: number) =>
+    rawPdf([
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /X 5 0 R >> >> /Contents 4 0 R >>',
+      stream('', '/X Do'),
+      ...Array.from({ length: depth }, (_, i) => stream(`/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /XObject << /X ${i + 6} 0 R >> >>`, i === depth - 1 ? '0 0 m 10 10 l S' : '/X Do /X Do')),
+    ])
+
+  it('a page pdf.js cannot finish fails at the deadline, and the process goes on meanwhile', async () => {
+    const reader = createIsolatedExtractor()
+    let last = performance.now()
+    let lag = 0
+    const ticks = setInterval(() => {
+      lag = Math.max(lag, performance.now() - last - 50)
+      last = performance.now()
+    }, 50)
+    try {
+      const started = performance.now()
+      await expect(readPdf(chain(30), { deadlineMs: 3000, mode: 'auto', minPageChars: 50, maxOcrPages: 1, minConfidence: () => 0.7, extract: reader })).rejects.toThrow(
+        new PdfError('PDF parsing took longer than 3000 ms'),
+      )
+      expect(performance.now() - started).toBeLessThan(6000)
+      expect(lag).toBeLessThan(1000)
+      // the next PDF is read as before, by a new thread
+      const lesson = await makePdf(['Leçon 1 : les équations du premier degré à une inconnue.'])
+      expect((await reader(lesson, { deadlineMs: 10_000 })).pages[0]!.text).toBe('Leçon 1 : les équations du premier degré à une inconnue.')
+      await expect(reader(new TextEncoder().encode('%PDF-1.4 broken'), { deadlineMs: 10_000 })).rejects.toThrow(PdfError)
+    } finally {
+      clearInterval(ticks)
+      await reader.close()
+    }
+  }, 30_000)
+
+  it('a page that needs more memory than the thread has fails as unreadable', async () => {
+    const reader = createIsolatedExtractor({ heapMb: 64 })
+    try {
+      await expect(reader(chain(30), { deadlineMs: 60_000, imageCheckBelowChars: 200 })).rejects.toThrow(/needs more than 64 MB of memory/)
+    } finally {
+      await reader.close()
+    }
+  }, 90_000)
 })
 
 describe('joinItems', () => {

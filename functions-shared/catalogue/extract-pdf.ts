@@ -235,10 +235,17 @@ export class PdfError extends Error {
 export const isPdf = (bytes: Uint8Array): boolean =>
   bytes.length >= 5 && bytes[0] === 0x25 && bytes[1] === 0x50 && bytes[2] === 0x44 && bytes[3] === 0x46 && bytes[4] === 0x2d // %PDF-
 
-export async function extractPdf(
-  bytes: Uint8Array,
-  options: { deadlineMs: number; maxPages?: number; imageCheckBelowChars?: number; maxInflatedBytes?: number },
-): Promise<ExtractedPdf> {
+export interface ExtractOptions {
+  deadlineMs: number
+  maxPages?: number
+  imageCheckBelowChars?: number
+  maxInflatedBytes?: number
+}
+
+/** extractPdf, or a runtime's way of running it elsewhere (Node: a worker thread, scripts/lib/pdf-isolate.ts). */
+export type PdfExtractor = (bytes: Uint8Array, options: ExtractOptions) => Promise<ExtractedPdf>
+
+export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Promise<ExtractedPdf> {
   if (!isPdf(bytes)) throw new PdfError('not a PDF (the file does not start with %PDF-)')
   // one deadline for the whole extraction: the stream check, then pdf.js; pdf.js may work for a long time
   // without giving the event loop a turn, so it is also checked between pages, not only by a timer

@@ -71,6 +71,7 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
     extracted = await readPdf(file.bytes, {
       ...readPdfSettings(config),
       engine: ctx.deps.ocr,
+      extract: ctx.deps.extractPdf,
       language: meta.language,
       // a sample: enough to judge and fingerprint a scan; the job reads the rest (with progress)
       maxOcrPages: Math.min(config.OCR_MAX_PAGES, config.OCR_SCRAPER_PAGES),

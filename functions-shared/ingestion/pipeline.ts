@@ -138,6 +138,7 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     const extracted = await readPdf(file.bytes, {
       ...readPdfSettings(config),
       engine: deps.ocr,
+      extract: deps.extractPdf,
       language: registeredLanguage,
       onProgress: async ({ done, total }) => {
         await asService(deps.sql, (tx) => tx`select public.report_job_progress(${job.id}, ${job.attempt}, ${done}, ${total}, ${null})`)

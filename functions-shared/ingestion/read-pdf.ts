@@ -3,7 +3,7 @@
 // (OCR_MODE auto), of every page (always), or never. The recognizer is a port: Node gives one
 // (tesseract.js on pages rendered by pdf.js, scripts/lib/ocr.ts); Edge Functions have none, and then
 // the pages that need it are reported so the job can wait for a Node worker.
-import { extractPdf } from '../catalogue/extract-pdf.ts'
+import { extractPdf, type PdfExtractor } from '../catalogue/extract-pdf.ts'
 import { arabicShare, canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { readability } from '../catalogue/readability.ts'
 import { orderAgreement, repairLamAlef } from '../catalogue/lam-alef.ts'
@@ -67,6 +67,8 @@ export interface ReadPdfOptions {
   deadlineMs: number
   mode: OcrMode
   engine?: OcrEngine | undefined
+  /** how the text layers are read: extractPdf in this thread, unless the runtime gives another way (Deps.extractPdf) */
+  extract?: PdfExtractor | undefined
   language?: string | null | undefined
   /** a page with fewer characters than this (folded) has no usable text layer */
   minPageChars: number
@@ -114,7 +116,7 @@ export const LAYER_ORDER_AGREEMENT = 0.6
 export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promise<ReadPdf> {
   const now = options.now ?? (() => performance.now())
   // images are looked for on short pages only (generously: the check folds and trims after)
-  const extracted = await extractPdf(bytes, { deadlineMs: options.deadlineMs, imageCheckBelowChars: options.mode === 'auto' ? options.minPageChars * 4 : undefined })
+  const extracted = await (options.extract ?? extractPdf)(bytes, { deadlineMs: options.deadlineMs, imageCheckBelowChars: options.mode === 'auto' ? options.minPageChars * 4 : undefined })
   const pages: ReadPage[] = extracted.pages.map((p) => ({ number: p.number, text: p.text, source: 'pdf', confidence: null }))
   const wanted = pagesNeedingOcr(extracted.pages, options.mode, options.minPageChars)
   const result: ReadPdf = { pageCount: extracted.pageCount, pages, ocr: { pages: 0, attempted: 0, failed: 0, repaired: 0, skipped: 0, seconds: 0, confidence: null }, needsOcr: [] }

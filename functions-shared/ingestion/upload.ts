@@ -29,7 +29,7 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
   let extracted
   try {
     // scanned pages are recognized in the request where this process can (Node); OCR_MAX_PAGES bounds it
-    extracted = await readPdf(input.bytes, { ...readPdfSettings(config), engine: deps.ocr, language: input.language })
+    extracted = await readPdf(input.bytes, { ...readPdfSettings(config), engine: deps.ocr, extract: deps.extractPdf, language: input.language })
   } catch (err) {
     if (err instanceof PdfError) throw new ApiError(ErrorCode.VALIDATION_FAILED, err.message, { details: { fields: [{ field: 'file', message: err.message }] } })
     throw err

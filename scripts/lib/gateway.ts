@@ -17,6 +17,7 @@ import { expireReservations } from '../../functions-shared/wallet/service.ts'
 import { connectGuardNode, readAssetNode, readSourcesNode, remoteAddressNode, resolveHostNode } from './node-adapter.ts'
 import { buildDemoPortal, DEMO_PORTAL_BASE } from './demo-portal.ts'
 import { ocrFromConfig } from './ocr.ts'
+import { createIsolatedExtractor } from './pdf-isolate.ts'
 import { restRouter, type RestOptions } from '../../functions-shared/rest/router.ts'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
@@ -114,6 +115,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (config.LOCAL_AUTH && app && request.url.startsWith(authBase)) return app.fetch(request, { [TRUSTED_CALLER]: true })
     return fetch(request)
   }
+  const pdfReader = createIsolatedExtractor()
   const deps = createDeps(config, {
     supabase: createSupabaseClients(config, authFetch),
     sql: options.sql,
@@ -124,6 +126,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     sources: options.deps?.sources ?? (await readSourcesNode(config.SCRAPER_SOURCES_FILE, { PUBLIC_URL: publicBase, PUBLIC_HOST: new URL(publicBase).host })),
     // scanned pages are recognized in this process (recognizers start on the first scan)
     ocr: ocrFromConfig(config),
+    // pdf.js reads text layers in a worker thread, so that no PDF holds or ends this process
+    extractPdf: pdfReader,
     ...options.deps,
   })
   const deno = config.FUNCTIONS_RUNTIME === 'deno'
@@ -219,6 +223,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         await functions?.close()
         internal?.close()
         await deps.ocr?.close()
+        await pdfReader.close()
       }),
   }
 }

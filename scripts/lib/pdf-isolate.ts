@@ -1,0 +1,73 @@
+// pdf.js in a worker thread, for Node processes (npm start, npm run worker). In the process that calls it,
+// pdf.js works through one page as a chain of promises that never gives the event loop a turn: a page of
+// 15 million path operators (a 400 KB PDF) or of form XObjects drawing each other twice, 30 deep (6 KB),
+// held the server's thread past any timer and grew it to the heap limit, which ended the process. Here
+// the page text is read in a worker thread of bounded heap, stopped at the extraction's deadline: the
+// PDF fails, the server goes on.
+import { Worker } from 'node:worker_threads'
+import { PdfError, type ExtractedPdf, type PdfExtractor } from '../../functions-shared/catalogue/extract-pdf.ts'
+
+/** The heap of a reading thread: a 100 MB PDF of text reads in well under it. */
+export const PDF_WORKER_HEAP_MB = 1024
+/** Time given past the deadline for the thread to say so itself, before it is stopped. */
+const GRACE_MS = 1000
+
+interface Reader {
+  worker: Worker
+  busy: boolean
+}
+
+export function createIsolatedExtractor(options: { heapMb?: number; maxIdle?: number } = {}): PdfExtractor & { close(): Promise<void> } {
+  const heapMb = options.heapMb ?? PDF_WORKER_HEAP_MB
+  const maxIdle = options.maxIdle ?? 1
+  const readers: Reader[] = []
+  let next = 0
+
+  const spawn = (): Reader => {
+    const worker = new Worker(new URL('./pdf-isolate-worker.ts', import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: heapMb } })
+    worker.unref() // an idle reader does not keep the process alive
+    const reader = { worker, busy: false }
+    readers.push(reader)
+    return reader
+  }
+  const stop = (reader: Reader) => {
+    readers.splice(readers.indexOf(reader), 1)
+    void reader.worker.terminate().catch(() => {})
+  }
+
+  const extract = (bytes: Uint8Array, extractOptions: Parameters<PdfExtractor>[1]): Promise<ExtractedPdf> => {
+    const reader = readers.find((r) => !r.busy) ?? spawn()
+    reader.busy = true
+    reader.worker.ref()
+    const id = next++
+    return new Promise<ExtractedPdf>((resolve, reject) => {
+      const done = (settle: () => void, keep: boolean) => {
+        clearTimeout(timer)
+        reader.worker.off('message', onMessage).off('error', onError).off('exit', onExit)
+        if (keep && readers.filter((r) => !r.busy && r !== reader).length < maxIdle) {
+          reader.busy = false
+          reader.worker.unref()
+        } else stop(reader)
+        settle()
+      }
+      const onMessage = (message: { id: number; result?: ExtractedPdf; error?: { message: string; pdf: boolean } }) => {
+        if (message.id !== id) return
+        if (message.result) done(() => resolve(message.result!), true)
+        else done(() => reject(message.error!.pdf ? new PdfError(message.error!.message) : new Error(message.error!.message)), true)
+      }
+      const onError = (err: Error & { code?: string }) =>
+        done(() => reject(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? new PdfError(`unreadable PDF: reading it needs more than ${heapMb} MB of memory`) : new PdfError(`unreadable PDF: ${err.message}`)), false)
+      const onExit = () => done(() => reject(new PdfError('unreadable PDF: the reader stopped')), false)
+      const timer = setTimeout(() => done(() => reject(new PdfError(`PDF parsing took longer than ${extractOptions.deadlineMs} ms`)), false), extractOptions.deadlineMs + GRACE_MS)
+      reader.worker.on('message', onMessage).on('error', onError).on('exit', onExit)
+      // the caller keeps its bytes (the recognizer reads them next): the thread gets a copy
+      const copy = bytes.slice()
+      reader.worker.postMessage({ id, bytes: copy, options: extractOptions }, [copy.buffer])
+    })
+  }
+  return Object.assign(extract, {
+    async close() {
+      await Promise.all(readers.splice(0).map((r) => r.worker.terminate().catch(() => {})))
+    },
+  })
+}
