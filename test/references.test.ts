@@ -140,6 +140,18 @@ describe('scraper rules over markup', () => {
     expect(byPath.get('/n/10.pdf')!.context).toBe('')
   }, 60_000)
 
+  it('a next-page link that is no URL is passed over, as a document link that is none is', async () => {
+    const html = '<html><body><a href="/f/a.pdf">a</a><a rel="next" href="http://[portal">suivant</a></body></html>'
+    const listing = SourceSchema.parse({ name: 'broken-next', index_urls: ['http://portal.test/index.html'], allowed_hosts: ['portal.test'] })
+    const links = await discoverLinks(listing, {
+      maxBytes: 1024 * 1024,
+      timeoutMs: 30_000,
+      resolve: async () => ['93.184.216.34'],
+      fetch: (async () => new Response(html, { headers: { 'content-type': 'text/html' } })) as typeof fetch,
+    })
+    expect(links.map((l) => l.url)).toEqual(['http://portal.test/f/a.pdf'])
+  })
+
   it('refuses a rule that could never match', () => {
     expect(() => SourceSchema.parse({ name: 'x', index_urls: ['http://p/'], rules: [{ field: 'grade', from: 'attr', pattern: '(.+)' }] })).toThrow(/attr/)
     expect(() => SourceSchema.parse({ name: 'x', index_urls: ['http://p/'], rules: [{ field: 'grade', from: 'text', attr: 'title', pattern: '(.+)' }] })).toThrow(/attr/)

@@ -156,7 +156,8 @@ export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetch
     })
     $(source.next_selector).each((_, el) => {
       const href = $(el).attr('href')
-      if (href) queue.push(new URL(href, page.url).toString())
+      // a link that is no URL leads nowhere: passed over, not the end of the run
+      if (href && URL.canParse(href, page.url)) queue.push(new URL(href, page.url).toString())
     })
   }
   return [...seenLinks.values()]
