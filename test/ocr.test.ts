@@ -203,6 +203,23 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     expect(read.pages.map((p) => p.source)).toEqual(['ocr', 'pdf'])
   })
 
+  it('gives up a page whose drawing outlasts its deadline: the drawing thread is stopped, not waited for', async () => {
+    // a Type3 glyph of 2,000 strokes shown 60,000 times (60 KB): its drawing took 11 s for 20,000 shows,
+    // run to its end whatever the page's deadline
+    const storm = type3Storm(60_000, 2_000)
+    const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 3_000, idleMs: 0 })
+    try {
+      const started = performance.now()
+      expect(await hasty.recognize(storm, [1], ['fra'])).toEqual([{ number: 1, error: 'recognition took longer than 3000 ms' }])
+      // the deadline plus the start of a recognizer and of the drawing thread, far from the drawing's own time
+      expect(performance.now() - started).toBeLessThan(10_000)
+      // the recognizer was not the late one: it reads the next document
+      expect((await hasty.recognize(scanFr, [1], ['fra']))[0]).toMatchObject({ number: 1, text: expect.stringMatching(/\S/) })
+    } finally {
+      await hasty.close()
+    }
+  })
+
   it('gives up a page past its deadline, stops that recognizer and goes on with a new one', async () => {
     const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 1, idleMs: 0 })
     try {
@@ -218,3 +235,27 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   })
 })
+
+/** A one-page PDF whose Type3 glyph, `segments` strokes long, is shown `shows` times in one string. */
+function type3Storm(shows: number, segments: number): Uint8Array {
+  const glyph = `1000 0 d0\n0 0 m\n${Array.from({ length: segments }, (_, i) => `${(i * 37) % 1000} ${(i * 91) % 1000} l`).join('\n')}\nS`
+  const content = `BT /F1 12 Tf 20 700 Td (${'a'.repeat(shows)}) Tj ET`
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>',
+    '<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] /FontMatrix [0.001 0 0 0.001 0 0] /CharProcs << /g1 6 0 R >> /Encoding << /Type /Encoding /Differences [97 /g1] >> /FirstChar 97 /LastChar 97 /Widths [1] >>',
+    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+    `<< /Length ${glyph.length} >>\nstream\n${glyph}\nendstream`,
+  ]
+  let out = '%PDF-1.4\n'
+  const offsets: number[] = []
+  objects.forEach((o, i) => {
+    offsets.push(out.length)
+    out += `${i + 1} 0 obj\n${o}\nendobj\n`
+  })
+  const xref = out.length
+  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`
+  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
+  return new TextEncoder().encode(out)
+}

@@ -1,5 +1,6 @@
 // The recognizer of Node processes (npm start's background ingestion, npm run worker): pdf.js renders a
-// page onto an @napi-rs/canvas at OCR_DPI, tesseract.js (LSTM, the integer "best" models of @tesseract.js-data,
+// page onto an @napi-rs/canvas at OCR_DPI in a thread of its own, stopped at the page's deadline
+// (render-isolate.ts), tesseract.js (LSTM, the integer "best" models of @tesseract.js-data,
 // read from node_modules: no network) recognizes it in a worker thread. A pool of OCR_CONCURRENCY
 // recognizers; at most that many rendered pages exist at once (memory does not grow with the
 // document); each page has a deadline, after which its recognizer is stopped and replaced; recognizers
@@ -12,23 +13,13 @@ import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { dirname, join } from 'node:path'
 import { createWorker, OEM, PSM, type Worker } from 'tesseract.js'
-import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs'
 import type { OcrEngine, OcrFailure, OcrReading } from '../../functions-shared/ingestion/ocr-port.ts'
-import { imageDpi, renderPage, STANDARD_FONTS } from './render-page.ts'
+import { createPageRenderer, RenderDeadline } from './render-isolate.ts'
 import type { Config } from '../../functions-shared/config.ts'
 
 const require = createRequire(import.meta.url)
 
-/**
- * A scanned page is rendered at its scan's own resolution when that is finer than OCR_DPI, up to this:
- * a 300 dpi scan read at 200 dpi lost detail the recognizer uses (Arabic lessons scanned at 300 dpi,
- * slightly skewed and noisy: 69 % of a page's content words found in the reading at 200 dpi, 74 % at 300), while a coarser
- * scan gains nothing from a finer rendering.
- */
-export const MAX_SCAN_DPI = 400
-
-/** The resolution a page is rendered at: OCR_DPI, or its scan's own when finer (up to MAX_SCAN_DPI). */
-export const renderDpi = (configured: number, scan: number | null): number => Math.round(Math.max(configured, Math.min(MAX_SCAN_DPI, scan ?? 0)))
+export { MAX_SCAN_DPI, renderDpi } from './render-page.ts'
 
 export interface NodeOcrOptions {
   /** recognizers at once; 0: one per core but one, at least 1 */
@@ -155,8 +146,8 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
         await onPage?.(done)
       }
       if (missing.length === 0) return results.sort((a, b) => a.number - b.number)
-      const task = getDocument({ data: pdf.slice(), disableFontFace: true, useSystemFonts: false, standardFontDataUrl: STANDARD_FONTS, maxImageSize: 64 * 1024 * 1024, verbosity: 0 })
-      const doc = await task.promise
+      // the pages are drawn in a thread of their own, stopped at a page's deadline (render-isolate.ts)
+      const renderer = createPageRenderer(pdf)
       try {
         const inFlight: Promise<void>[] = []
         for (const number of missing) {
@@ -166,29 +157,29 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
           let timer: ReturnType<typeof setTimeout> | undefined
           const run = (async () => {
             try {
-              const scan = await imageDpi(doc, number, OPS)
-              const dpi = renderDpi(options.dpi, scan)
+              const { png: image, dpi } = await renderer.render(number, options.dpi, deadlineAt)
               if (slot.dpi !== dpi) {
                 await slot.worker.setParameters({ user_defined_dpi: String(dpi) })
                 slot.dpi = dpi
               }
-              const image = await renderPage(doc, number, dpi, { straighten: scan !== null })
               if (performance.now() > deadlineAt) throw new Deadline()
               const left = Math.max(1, deadlineAt - performance.now())
               const late = new Promise<never>((_, reject) => {
                 timer = setTimeout(() => reject(new Deadline()), left)
               })
               const { data } = await Promise.race([slot.worker.recognize(image, {}, { text: true, blocks: true }), late])
-                            const reading = { number, text: keptLines(data), confidence: Math.max(0, Math.min(1, data.confidence / 100)) }
+              const reading = { number, text: keptLines(data), confidence: Math.max(0, Math.min(1, data.confidence / 100)) }
               readings.set(`${key}:${number}`, reading)
               results.push(reading)
               options.onPage?.({ seconds: (performance.now() - started) / 1000, ok: true })
               release(slot)
             } catch (err) {
-              const message = err instanceof Deadline ? `recognition took longer than ${options.pageDeadlineMs} ms` : `recognition failed: ${(err as Error).message}`
+              const late = err instanceof Deadline || err instanceof RenderDeadline
+              const message = late ? `recognition took longer than ${options.pageDeadlineMs} ms` : `recognition failed: ${(err as Error).message}`
               results.push({ number, error: message })
               options.onPage?.({ seconds: (performance.now() - started) / 1000, ok: false })
               // a late recognizer may still be busy with the page: it is stopped, a new one takes its place
+              // (a page late in its rendering never reached the recognizer, which is free)
               if (err instanceof Deadline) {
                 await stop(slot)
                 waiting.shift()?.()
@@ -203,7 +194,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
         }
         await Promise.all(inFlight)
       } finally {
-        await task.destroy().catch(() => {})
+        await renderer.close()
         if (options.idleMs === 0) await Promise.all(slots.filter((s) => !s.busy).map(stop))
       }
       return results.sort((a, b) => a.number - b.number)

@@ -14,6 +14,17 @@ export const STANDARD_FONTS = join(dirname(createRequire(import.meta.url).resolv
 
 type PdfDocument = Awaited<ReturnType<typeof getDocument>['promise']>
 
+/**
+ * A scanned page is rendered at its scan's own resolution when that is finer than OCR_DPI, up to this:
+ * a 300 dpi scan read at 200 dpi lost detail the recognizer uses (Arabic lessons scanned at 300 dpi,
+ * slightly skewed and noisy: 69 % of a page's content words found in the reading at 200 dpi, 74 % at 300), while a coarser
+ * scan gains nothing from a finer rendering.
+ */
+export const MAX_SCAN_DPI = 400
+
+/** The resolution a page is rendered at: OCR_DPI, or its scan's own when finer (up to MAX_SCAN_DPI). */
+export const renderDpi = (configured: number, scan: number | null): number => Math.round(Math.max(configured, Math.min(MAX_SCAN_DPI, scan ?? 0)))
+
 /** The most pixels a page is rendered to: an A4 page at 400 dpi is 15.5 million, an A3 one 31 million. */
 export const MAX_RENDER_PIXELS = 36_000_000
 interface CanvasFactory {

@@ -1,0 +1,22 @@
+// The worker thread of render-isolate.ts: opens one PDF and renders its pages for the recognizer, one at a
+// time, posting back each page's PNG and the resolution it was rendered at. pdf.js draws here, not on the
+// thread of the server or the worker process.
+import { parentPort, workerData } from 'node:worker_threads'
+import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs'
+import { imageDpi, renderDpi, renderPage, STANDARD_FONTS } from './render-page.ts'
+
+const { pdf } = workerData as { pdf: Uint8Array }
+const task = getDocument({ data: pdf, disableFontFace: true, useSystemFonts: false, standardFontDataUrl: STANDARD_FONTS, maxImageSize: 64 * 1024 * 1024, verbosity: 0 })
+
+parentPort!.on('message', async ({ id, number, dpi }: { id: number; number: number; dpi: number }) => {
+  try {
+    const doc = await task.promise
+    const scan = await imageDpi(doc, number, OPS)
+    const rendered = renderDpi(dpi, scan)
+    const png = await renderPage(doc, number, rendered, { straighten: scan !== null })
+    const bytes = new Uint8Array(png.buffer, png.byteOffset, png.byteLength).slice()
+    parentPort!.postMessage({ id, png: bytes, dpi: rendered }, [bytes.buffer])
+  } catch (err) {
+    parentPort!.postMessage({ id, error: (err as Error).message })
+  }
+})

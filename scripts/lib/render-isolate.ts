@@ -1,0 +1,68 @@
+// The pages of one PDF rendered for the recognizer in a worker thread (render-isolate-worker.ts). pdf.js
+// draws a page in one piece that gives no timer a turn: a 1 KB PDF whose Type3 glyph draws 2,000 lines,
+// shown 20,000 times, held the thread of the process that rendered it for minutes, past the page's
+// deadline and every request. Here a page that is not rendered by its deadline has its thread stopped
+// (a new one opens the PDF for the next page), and the process that asked goes on meanwhile.
+import { Worker } from 'node:worker_threads'
+
+/** A page not rendered by its deadline. */
+export class RenderDeadline extends Error {
+  override name = 'RenderDeadline'
+}
+
+export interface PageRenderer {
+  /** page `number` as a PNG, rendered at `dpi` or at its scan's own resolution (renderDpi), by `deadlineAt` (performance.now()) */
+  render(number: number, dpi: number, deadlineAt: number): Promise<{ png: Buffer; dpi: number }>
+  close(): Promise<void>
+}
+
+export function createPageRenderer(pdf: Uint8Array): PageRenderer {
+  let worker: Worker | undefined
+  let next = 0
+  // one page at a time (one thread draws them); a page whose deadline passed while it waited is not drawn
+  let queue: Promise<unknown> = Promise.resolve()
+
+  const open = () => {
+    // the thread gets its own copy of the file: the caller keeps its bytes
+    worker ??= new Worker(new URL('./render-isolate-worker.ts', import.meta.url), { workerData: { pdf: pdf.slice() } })
+    return worker
+  }
+  const stop = (w: Worker) => {
+    if (worker === w) worker = undefined
+    void w.terminate().catch(() => {})
+  }
+
+  const draw = (number: number, dpi: number, deadlineAt: number) =>
+    new Promise<{ png: Buffer; dpi: number }>((resolve, reject) => {
+      if (performance.now() >= deadlineAt) return reject(new RenderDeadline())
+      const w = open()
+      const id = next++
+      const finish = (settle: () => void) => {
+        clearTimeout(timer)
+        w.off('message', onMessage).off('error', onError).off('exit', onExit)
+        settle()
+      }
+      const onMessage = (m: { id: number; png?: Uint8Array; dpi?: number; error?: string }) => {
+        if (m.id !== id) return
+        finish(() => (m.png ? resolve({ png: Buffer.from(m.png.buffer, m.png.byteOffset, m.png.byteLength), dpi: m.dpi! }) : reject(new Error(m.error))))
+      }
+      const onError = (err: Error) => finish(() => (stop(w), reject(err)))
+      const onExit = () => finish(() => (stop(w), reject(new Error('the page renderer stopped'))))
+      const timer = setTimeout(() => finish(() => (stop(w), reject(new RenderDeadline()))), Math.max(1, deadlineAt - performance.now()))
+      w.on('message', onMessage).on('error', onError).on('exit', onExit)
+      w.postMessage({ id, number, dpi })
+    })
+
+  return {
+    render(number, dpi, deadlineAt) {
+      const page = queue.then(() => draw(number, dpi, deadlineAt))
+      queue = page.catch(() => {})
+      return page
+    },
+    async close() {
+      await queue
+      if (worker) await worker.terminate().catch(() => {})
+      worker = undefined
+    },
+  }
+}
