@@ -20,7 +20,7 @@ import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { linkMetadata } from '../functions-shared/catalogue/sources.ts'
 import { SourceSchema } from '../functions-shared/sources-file.ts'
-import { columnHeader, discoverLinks } from '../functions-shared/catalogue/discover.ts'
+import { columnHeader, discoverLinks, MAX_LISTING_DEPTH, nestingDepth } from '../functions-shared/catalogue/discover.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 
@@ -113,11 +113,11 @@ describe('scraper rules over markup', () => {
   it('reads a hostile listing in time: links sharing one section or one row, or nested one level deeper each', async () => {
     // every link read its whole container, its whole row and every ancestor again: 8,000 links in one
     // section took 9 s and 600 MB, in one table row 23 s, nested 3,000 deep 12 s, all of it on the
-    // server's only thread
+    // server's only thread (a page nested deeper than MAX_LISTING_DEPTH, 2,000, is now refused before it is parsed)
     const n = 8000
     const section = `<section>Série C ${Array.from({ length: n }, (_, i) => `<a href="/s/${i}.pdf">s${i}</a> `).join('')}</section>`
     const row = `<table><tr><th>Niveau</th><th>Maths</th></tr><tr><td>4AS</td>${Array.from({ length: n }, (_, i) => `<td><a href="/r/${i}.pdf">r</a></td>`).join('')}</tr></table>`
-    const nested = Array.from({ length: 3000 }, (_, i) => `<div><a href="/n/${i}.pdf">n</a>`).join('')
+    const nested = Array.from({ length: MAX_LISTING_DEPTH }, (_, i) => `<div><a href="/n/${i}.pdf">n</a>`).join('')
     const html = `<html><body>${section}${row}<ul><li>Série D <a href="/li.pdf">li</a></li></ul>${nested}</body></html>`
     const listing = SourceSchema.parse({ name: 'hostile', index_urls: ['http://portal.test/index.html'], allowed_hosts: ['portal.test'] })
     const started = performance.now()
@@ -128,7 +128,7 @@ describe('scraper rules over markup', () => {
       fetch: (async () => new Response(html, { headers: { 'content-type': 'text/html' } })) as typeof fetch,
     })
     const ms = performance.now() - started
-    expect(links).toHaveLength(2 * n + 3001)
+    expect(links).toHaveLength(2 * n + MAX_LISTING_DEPTH + 1)
     expect(ms, `${Math.round(ms)} ms`).toBeLessThan(4000)
     const byPath = new Map(links.map((l) => [new URL(l.url).pathname, l]))
     // what a link is read with is unchanged: its context (500 characters at most), its column's header
@@ -139,6 +139,22 @@ describe('scraper rules over markup', () => {
     expect(byPath.get('/li.pdf')!.context).toBe('Série D li')
     expect(byPath.get('/n/10.pdf')!.context).toBe('')
   }, 60_000)
+
+  it('refuses a listing page that nests its elements deeper than MAX_LISTING_DEPTH, which the parser reads in time growing with its square', async () => {
+    const read = (html: string) =>
+      discoverLinks(SourceSchema.parse({ name: 'deep', index_urls: ['http://portal.test/index.html'], allowed_hosts: ['portal.test'] }), {
+        maxBytes: 5 * 1024 * 1024,
+        timeoutMs: 30_000,
+        resolve: async () => ['93.184.216.34'],
+        fetch: (async () => new Response(html, { headers: { 'content-type': 'text/html' } })) as typeof fetch,
+      })
+    const nested = (n: number) => `<html><body>${'<div class="c">'.repeat(n)}<a href="/f/a.pdf">a</a>${'</div>'.repeat(n)}</body></html>`
+    await expect(read(nested(MAX_LISTING_DEPTH + 1))).rejects.toThrow(`the listing page http://portal.test/index.html nests elements ${MAX_LISTING_DEPTH + 1} deep (more than ${MAX_LISTING_DEPTH})`)
+    expect((await read(nested(MAX_LISTING_DEPTH))).map((l) => l.url)).toEqual(['http://portal.test/f/a.pdf'])
+    // tags the parser closes by itself, or that close themselves, are not counted as nesting
+    expect(nestingDepth(`${'<li><p><td><b>'.repeat(5000)}<div/><br><span>x</span>`)).toBe(1)
+    expect(nestingDepth('<div>'.repeat(3) + '</div>'.repeat(10) + '<section>')).toBe(3)
+  })
 
   it('a next-page link that is no URL is passed over, as a document link that is none is', async () => {
     const html = '<html><body><a href="/f/a.pdf">a</a><a rel="next" href="http://[portal">suivant</a></body></html>'
