@@ -147,8 +147,9 @@ describe('text layers read in a worker thread (Node)', () => {
       await expect(readPdf(chain(30), { deadlineMs: 3000, mode: 'auto', minPageChars: 50, maxOcrPages: 1, minConfidence: () => 0.7, extract: reader })).rejects.toThrow(
         new PdfError('PDF parsing took longer than 3000 ms'),
       )
-      expect(performance.now() - started).toBeLessThan(6000)
-      expect(lag).toBeLessThan(1000)
+      // bounds far from the old behaviour (minutes, with no timer firing) and wide for a busy machine
+      expect(performance.now() - started).toBeLessThan(15_000)
+      expect(lag).toBeLessThan(2500)
       // the next PDF is read as before, by a new thread
       const lesson = await makePdf(['Leçon 1 : les équations du premier degré à une inconnue.'])
       expect((await reader(lesson, { deadlineMs: 10_000 })).pages[0]!.text).toBe('Leçon 1 : les équations du premier degré à une inconnue.')
