@@ -2,6 +2,8 @@
 // errors, no font faces or system fonts, a deadline, and the document destroyed whatever happens.
 // (pdf.js 6 no longer compiles fonts with eval at all, the vector of CVE-2024-4367, so the old
 // isEvalSupported switch is gone.)
+import type { ExtractedPdf, ExtractOptions } from './pdf-types.ts'
+export type { ExtractedPdf, ExtractOptions, PdfExtractor } from './pdf-types.ts'
 import { AR_LETTER, AR_MARK } from './canonicalize.ts'
 import { inflatedSize, MAX_IMAGE_PIXELS, MAX_INFLATED_BYTES, StreamCheckError, StreamCheckLate } from './pdf-streams.ts'
 
@@ -9,16 +11,6 @@ import { inflatedSize, MAX_IMAGE_PIXELS, MAX_INFLATED_BYTES, StreamCheckError, S
 // routes that list) does not pay for it at cold start.
 let pdfjs: Promise<typeof import('pdfjs-dist/legacy/build/pdf.mjs')> | undefined
 const loadPdfjs = () => (pdfjs ??= import('pdfjs-dist/legacy/build/pdf.mjs'))
-
-export interface ExtractedPdf {
-  pageCount: number
-  /**
-   * pages in order; text is whitespace-cleaned, lines kept. `images` (whether the page paints an image)
-   * is looked at only for pages with less text than `imageCheckBelowChars`: a scan, or a title page
-   */
-  pages: { number: number; text: string; images?: boolean }[]
-}
-
 
 /** What pdf.js says of a run of text: its string, direction, position (transform e, f) and size. */
 export interface TextRun {
@@ -234,16 +226,6 @@ export class PdfError extends Error {
 
 export const isPdf = (bytes: Uint8Array): boolean =>
   bytes.length >= 5 && bytes[0] === 0x25 && bytes[1] === 0x50 && bytes[2] === 0x44 && bytes[3] === 0x46 && bytes[4] === 0x2d // %PDF-
-
-export interface ExtractOptions {
-  deadlineMs: number
-  maxPages?: number
-  imageCheckBelowChars?: number
-  maxInflatedBytes?: number
-}
-
-/** extractPdf, or a runtime's way of running it elsewhere (Node: a worker thread, scripts/lib/pdf-isolate.ts). */
-export type PdfExtractor = (bytes: Uint8Array, options: ExtractOptions) => Promise<ExtractedPdf>
 
 export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Promise<ExtractedPdf> {
   if (!isPdf(bytes)) throw new PdfError('not a PDF (the file does not start with %PDF-)')

@@ -1,0 +1,21 @@
+// The shapes of a PDF's extraction, apart from the code that makes it (extract-pdf.ts): what imports
+// only them (Deps) does not bring the PDF reader and its ciphers into every function's module graph.
+
+export interface ExtractedPdf {
+  pageCount: number
+  /**
+   * pages in order; text is whitespace-cleaned, lines kept. `images` (whether the page paints an image)
+   * is looked at only for pages with less text than `imageCheckBelowChars`: a scan, or a title page
+   */
+  pages: { number: number; text: string; images?: boolean }[]
+}
+
+export interface ExtractOptions {
+  deadlineMs: number
+  maxPages?: number
+  imageCheckBelowChars?: number
+  maxInflatedBytes?: number
+}
+
+/** extractPdf, or a runtime's way of running it elsewhere (Node: a worker thread, scripts/lib/pdf-isolate.ts). */
+export type PdfExtractor = (bytes: Uint8Array, options: ExtractOptions) => Promise<ExtractedPdf>
