@@ -15,7 +15,9 @@ import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { createUser } from './helpers/users.ts'
 import { bearer } from './helpers/tokens.ts'
 
-const IDLE_IN_TRANSACTION_MS = 300
+// long enough that a client of the service is not cut off mid-exchange (between a statement's describe and
+// its execution) when a busy machine stalls this process; the idle clients below sleep 3 times as long
+const IDLE_IN_TRANSACTION_MS = 1500
 let embedded: EmbeddedDb
 let app: Sql
 let t: TestApp
@@ -98,7 +100,7 @@ describe('a client that poisons the shared session', () => {
     const psql = other()
     const cut = psql.begin(async (tx) => {
       await tx`update public.wallets set token_balance = 999999 where user_id = ${user.id}`
-      await new Promise((r) => setTimeout(r, 10 * IDLE_IN_TRANSACTION_MS)) // idle in transaction
+      await new Promise((r) => setTimeout(r, 3 * IDLE_IN_TRANSACTION_MS)) // idle in transaction
       await tx`select 1`
     })
     const failure = cut.then(() => null, (e: Error & { code?: string }) => e)
@@ -117,7 +119,7 @@ describe('a client that poisons the shared session', () => {
     const psql = other()
     const aborted = psql.begin(async (tx) => {
       await tx`select 1 / 0`.catch(() => {}) // the transaction is now failed
-      await new Promise((r) => setTimeout(r, 10 * IDLE_IN_TRANSACTION_MS))
+      await new Promise((r) => setTimeout(r, 3 * IDLE_IN_TRANSACTION_MS))
     })
     const done = aborted.then(() => null, (e: Error) => e)
     await new Promise((r) => setTimeout(r, 20))
