@@ -1,5 +1,8 @@
 // A generated 200-page French PDF through the whole ingestion pipeline with the offline embedder:
-// pages per second end to end and the share of each stage. Tokenizer throughput: npm run bench:tokenizer.
+// pages per second end to end and the share of each stage; then its text layer read alone, in this
+// thread (as the run above and Edge Functions read it) and in the worker thread that npm start and npm
+// run worker read it in (scripts/lib/pdf-isolate.ts), the first the baseline of the second. Tokenizer
+// throughput: npm run bench:tokenizer.
 // Run: BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:ingest (PGlite without it)
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -11,6 +14,8 @@ import { claimNextJob, processJob } from '../functions-shared/ingestion/pipeline
 import { scratchDatabase } from './lib/scratch-db.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
+import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
+import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
 import { FR_LESSON, PHYSICS_LESSON } from '../test/helpers/portal.ts'
 
 const PAGES = Number(process.env.BENCH_PAGES ?? 200)
@@ -41,6 +46,24 @@ console.log(`database: ${db.label}; ${PAGES}-page French PDF (${(pdf.byteLength 
 if (outcome.status !== 'ready') console.log(`the job did not finish: ${outcome.error ?? outcome.status}`)
 console.log(`outcome ${outcome.status}: ${outcome.pages} pages, ${outcome.chunks} chunks in ${seconds.toFixed(2)} s = ${(PAGES / seconds).toFixed(1)} pages/s end to end\n`)
 for (const [name, s] of sums) console.log(`  ${name.padEnd(9)} ${s.toFixed(3).padStart(8)} s  ${((s / seconds) * 100).toFixed(1).padStart(5)} %`)
+
+// the text layer alone: in this thread, then in a worker thread (its first read starts the thread)
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
+const time = async (read: () => Promise<unknown>) => {
+  const t = performance.now()
+  await read()
+  return performance.now() - t
+}
+const isolated = createIsolatedExtractor()
+const first = await time(() => isolated(pdf, { deadlineMs: 60_000 }))
+const inThread: number[] = []
+const inWorker: number[] = []
+for (let i = 0; i < 5; i++) {
+  inThread.push(await time(() => extractPdf(pdf, { deadlineMs: 60_000 })))
+  inWorker.push(await time(() => isolated(pdf, { deadlineMs: 60_000 })))
+}
+await isolated.close()
+console.log(`\ntext layer of the ${PAGES} pages, median of 5: in this thread ${median(inThread).toFixed(0)} ms (baseline); in the worker thread ${median(inWorker).toFixed(0)} ms (${(median(inWorker) / median(inThread)).toFixed(2)}×); the worker's first read, its start included, ${first.toFixed(0)} ms`)
 
 server.close()
 await db.close()
