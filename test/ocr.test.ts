@@ -7,6 +7,7 @@ import { readability } from '../functions-shared/catalogue/readability.ts'
 import { canonicalize } from '../functions-shared/catalogue/canonicalize.ts'
 import { ocrLanguagesFor, pagesNeedingOcr, readPdf, separateRunOnWords, type OcrEngine, type ReadPdfOptions } from '../functions-shared/ingestion/read-pdf.ts'
 import { createNodeOcr } from '../scripts/lib/ocr.ts'
+import { createPageRenderer } from '../scripts/lib/render-isolate.ts'
 import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { characterErrorRate, reverseLamAlef, SCAN_AR, SCAN_FR, splitWords } from './helpers/scans.ts'
 
@@ -220,6 +221,27 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   })
 
+  it('a page whose drawing needs more memory than its thread has fails, and the process goes on', async () => {
+    // form XObjects, 30 of them, each drawing the next twice: 2^30 drawings from 6 KB, whose operator
+    // list grew the drawing thread to 4.2 GB in the 60 s of a deadline before its heap was bounded
+    const objects = [
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /X 5 0 R >> >> /Contents 4 0 R >>',
+      '<< /Length 5 >>\nstream\n/X Do\nendstream',
+      ...Array.from({ length: 30 }, (_, i) => {
+        const data = i === 29 ? '0 0 m 10 10 l S' : '/X Do /X Do'
+        return `<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /XObject << /X ${i + 6} 0 R >> >> /Length ${data.length} >>\nstream\n${data}\nendstream`
+      }),
+    ]
+    const renderer = createPageRenderer(rawPdf(objects), { heapMb: 64 })
+    try {
+      await expect(renderer.render(1, 200, performance.now() + 30_000)).rejects.toThrow('drawing the page needs more than 64 MB of memory')
+    } finally {
+      await renderer.close()
+    }
+  }, 60_000)
+
   it('gives up a page past its deadline, stops that recognizer and goes on with a new one', async () => {
     const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 1, idleMs: 0 })
     try {
@@ -236,18 +258,8 @@ describe('the recognizer on scanned and damaged PDFs', () => {
   })
 })
 
-/** A one-page PDF whose Type3 glyph, `segments` strokes long, is shown `shows` times in one string. */
-function type3Storm(shows: number, segments: number): Uint8Array {
-  const glyph = `1000 0 d0\n0 0 m\n${Array.from({ length: segments }, (_, i) => `${(i * 37) % 1000} ${(i * 91) % 1000} l`).join('\n')}\nS`
-  const content = `BT /F1 12 Tf 20 700 Td (${'a'.repeat(shows)}) Tj ET`
-  const objects = [
-    '<< /Type /Catalog /Pages 2 0 R >>',
-    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>',
-    '<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] /FontMatrix [0.001 0 0 0.001 0 0] /CharProcs << /g1 6 0 R >> /Encoding << /Type /Encoding /Differences [97 /g1] >> /FirstChar 97 /LastChar 97 /Widths [1] >>',
-    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
-    `<< /Length ${glyph.length} >>\nstream\n${glyph}\nendstream`,
-  ]
+/** A PDF of these objects (numbered from 1, the first the catalog), its cross-reference table computed. */
+function rawPdf(objects: string[]): Uint8Array {
   let out = '%PDF-1.4\n'
   const offsets: number[] = []
   objects.forEach((o, i) => {
@@ -258,4 +270,18 @@ function type3Storm(shows: number, segments: number): Uint8Array {
   out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`
   out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
   return new TextEncoder().encode(out)
+}
+
+/** A one-page PDF whose Type3 glyph, `segments` strokes long, is shown `shows` times in one string. */
+function type3Storm(shows: number, segments: number): Uint8Array {
+  const glyph = `1000 0 d0\n0 0 m\n${Array.from({ length: segments }, (_, i) => `${(i * 37) % 1000} ${(i * 91) % 1000} l`).join('\n')}\nS`
+  const content = `BT /F1 12 Tf 20 700 Td (${'a'.repeat(shows)}) Tj ET`
+  return rawPdf([
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>',
+    '<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] /FontMatrix [0.001 0 0 0.001 0 0] /CharProcs << /g1 6 0 R >> /Encoding << /Type /Encoding /Differences [97 /g1] >> /FirstChar 97 /LastChar 97 /Widths [1] >>',
+    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+    `<< /Length ${glyph.length} >>\nstream\n${glyph}\nendstream`,
+  ])
 }

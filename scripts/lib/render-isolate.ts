@@ -16,7 +16,11 @@ export interface PageRenderer {
   close(): Promise<void>
 }
 
-export function createPageRenderer(pdf: Uint8Array): PageRenderer {
+/** The heap of a drawing thread: pdf.js keeps a page's operator list there, which a hostile page makes huge. */
+export const RENDER_WORKER_HEAP_MB = 1024
+
+export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number } = {}): PageRenderer {
+  const heapMb = options.heapMb ?? RENDER_WORKER_HEAP_MB
   let worker: Worker | undefined
   let next = 0
   // one page at a time (one thread draws them); a page whose deadline passed while it waited is not drawn
@@ -24,7 +28,8 @@ export function createPageRenderer(pdf: Uint8Array): PageRenderer {
 
   const open = () => {
     // the thread gets its own copy of the file: the caller keeps its bytes
-    worker ??= new Worker(new URL('./render-isolate-worker.ts', import.meta.url), { workerData: { pdf: pdf.slice() } })
+    // with a heap of its own: past it the thread ends with ERR_WORKER_OUT_OF_MEMORY, not the process
+    worker ??= new Worker(new URL('./render-isolate-worker.ts', import.meta.url), { workerData: { pdf: pdf.slice() }, resourceLimits: { maxOldGenerationSizeMb: heapMb } })
     return worker
   }
   const stop = (w: Worker) => {
@@ -46,7 +51,8 @@ export function createPageRenderer(pdf: Uint8Array): PageRenderer {
         if (m.id !== id) return
         finish(() => (m.png ? resolve({ png: Buffer.from(m.png.buffer, m.png.byteOffset, m.png.byteLength), dpi: m.dpi! }) : reject(new Error(m.error))))
       }
-      const onError = (err: Error) => finish(() => (stop(w), reject(err)))
+      const onError = (err: Error & { code?: string }) =>
+        finish(() => (stop(w), reject(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? new Error(`drawing the page needs more than ${heapMb} MB of memory`) : err)))
       const onExit = () => finish(() => (stop(w), reject(new Error('the page renderer stopped'))))
       const timer = setTimeout(() => finish(() => (stop(w), reject(new RenderDeadline()))), Math.max(1, deadlineAt - performance.now()))
       w.on('message', onMessage).on('error', onError).on('exit', onExit)
