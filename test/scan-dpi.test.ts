@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs'
 import PDFDocument from 'pdfkit'
 import { loadImage } from '@napi-rs/canvas'
-import { imageDpi, MAX_RENDER_PIXELS, renderPage } from '../scripts/lib/render-page.ts'
+import { imageDpi, MAX_RENDER_PIXELS, MAX_RENDER_SIDE, renderPage } from '../scripts/lib/render-page.ts'
 import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { MAX_SCAN_DPI, renderDpi } from '../scripts/lib/ocr.ts'
 
@@ -50,4 +50,41 @@ describe('the resolution a scan is recognized at', () => {
       await task.destroy()
     }
   })
+
+  it('renders a page of any shape to MAX_RENDER_PIXELS and MAX_RENDER_SIDE at the most', async () => {
+    // a strip 20 million points long and a twentieth of a point high has an area of a million points,
+    // and was drawn 55 million pixels long (one high: the canvas rounds up); 190 million points, 2.1 GB
+    for (const box of ['/MediaBox [0 0 20000000 0.05]', '/MediaBox [0 0 0.05 20000000] /Rotate 90', '/MediaBox [0 0 612 792] /UserUnit 50000 /CropBox [0 0 400 0.0001]']) {
+      const content = 'BT /F1 12 Tf 0 0 Td (Page) Tj ET'
+      const pdf = rawPdf([
+        '<< /Type /Catalog /Pages 2 0 R >>',
+        '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+        `<< /Type /Page /Parent 2 0 R ${box} /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>`,
+        `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+        '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+      ])
+      const task = getDocument({ data: pdf, verbosity: 0 })
+      try {
+        const image = await loadImage(await renderPage(await task.promise, 1, 400))
+        expect(Math.max(image.width, image.height), box).toBeLessThanOrEqual(MAX_RENDER_SIDE)
+        expect(image.width * image.height, box).toBeLessThanOrEqual(MAX_RENDER_PIXELS)
+      } finally {
+        await task.destroy()
+      }
+    }
+  })
 })
+
+/** A PDF of these objects (numbered from 1, the first the catalog), its cross-reference table computed. */
+function rawPdf(objects: string[]): Uint8Array {
+  let out = '%PDF-1.4\n'
+  const offsets: number[] = []
+  objects.forEach((o, i) => {
+    offsets.push(out.length)
+    out += `${i + 1} 0 obj\n${o}\nendobj\n`
+  })
+  const xref = out.length
+  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`
+  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
+  return new TextEncoder().encode(out)
+}

@@ -27,6 +27,24 @@ export const renderDpi = (configured: number, scan: number | null): number => Ma
 
 /** The most pixels a page is rendered to: an A4 page at 400 dpi is 15.5 million, an A3 one 31 million. */
 export const MAX_RENDER_PIXELS = 36_000_000
+/**
+ * The most pixels a rendered page has on a side. The canvas has whole pixels on each side, at least one:
+ * a page of 190 million by 0.005 points has an area of under a million points but was drawn on a canvas
+ * 528 million pixels wide and one high (2.1 GB, the drawing thread's heap does not count a canvas), twice
+ * with a scan's straightening. An A0 poster at MAX_SCAN_DPI is 18,700 pixels high.
+ */
+export const MAX_RENDER_SIDE = 32_767
+
+/**
+ * The scale a page of `width` by `height` points (its viewport at scale 1) is rendered at for `dpi`: at
+ * most MAX_RENDER_PIXELS in all (its area, scaled, plus a pixel on each side for rounding up) and
+ * MAX_RENDER_SIDE on a side.
+ */
+export function renderScale(width: number, height: number, dpi: number): number {
+  const w = Math.max(1, width)
+  const h = Math.max(1, height)
+  return Math.min(dpi / 72, Math.sqrt(MAX_RENDER_PIXELS / (w * h)), MAX_RENDER_SIDE / w, MAX_RENDER_SIDE / h)
+}
 interface CanvasFactory {
   create(w: number, h: number): { canvas: { toBuffer(mime: string): Buffer } }
   destroy(target: unknown): void
@@ -61,9 +79,10 @@ export async function imageDpi(doc: PdfDocument, number: number, ops: { paintIma
 export async function renderPage(doc: PdfDocument, number: number, dpi: number, options: { straighten?: boolean; onSkew?: (degrees: number) => void } = {}): Promise<Buffer> {
   const page = await doc.getPage(number)
   try {
-    // a page of any size renders to MAX_RENDER_PIXELS at the most (a PDF may declare a page of 200 inches)
+    // a page of any size or shape renders to MAX_RENDER_PIXELS at the most (a PDF may declare a page of
+    // 200 inches, or of 2,600 miles by a tenth of a millimetre)
     const base = page.getViewport({ scale: 1 })
-    const viewport = page.getViewport({ scale: Math.min(dpi / 72, Math.sqrt(MAX_RENDER_PIXELS / Math.max(1, base.width * base.height))) })
+    const viewport = page.getViewport({ scale: renderScale(base.width, base.height, dpi) })
     const factory = (doc as unknown as { canvasFactory: CanvasFactory }).canvasFactory
     const target = factory.create(Math.ceil(viewport.width), Math.ceil(viewport.height))
     await page.render({ canvas: target.canvas as never, viewport, background: 'white' }).promise
