@@ -2,6 +2,7 @@
 // French and Arabic pages read by tesseract.js from pdf.js renderings (no network: traineddata from
 // node_modules), the better reading kept, deadlines, the page cap and the readings kept for a while.
 import { readFileSync } from 'node:fs'
+import { deflateSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readability } from '../functions-shared/catalogue/readability.ts'
 import { canonicalize } from '../functions-shared/catalogue/canonicalize.ts'
@@ -242,6 +243,29 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   }, 60_000)
 
+  it('a page whose images need more memory outside its heap than its thread may hold fails, and the next page is drawn', async () => {
+    // pdf.js keeps each image a page paints decoded until the page is done, in typed arrays the heap's
+    // bound does not count: 40 images of 4,000 by 4,000 pixels (1.9 MB of PDF) grew the process to 8.7 GB
+    const image = deflateSync(Buffer.alloc(2000 * 2000 * 3, 255)).toString('hex')
+    const count = 8
+    const objects = [
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [3 0 R 5 0 R] /Count 2 >>',
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << ${Array.from({ length: count }, (_, i) => `/I${i} ${i + 7} 0 R`).join(' ')} >> >> /Contents 4 0 R >>`,
+      streamObject(Array.from({ length: count }, (_, i) => `q 612 0 0 792 0 0 cm /I${i} Do Q`).join('\n')),
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 6 0 R >>',
+      streamObject('0 0 m 100 100 l S'),
+      ...Array.from({ length: count }, () => `<< /Type /XObject /Subtype /Image /Width 2000 /Height 2000 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter [/ASCIIHexDecode /FlateDecode] /Length ${image.length + 1} >>\nstream\n${image}>\nendstream`),
+    ]
+    const renderer = createPageRenderer(rawPdf(objects), { externalMb: 64 })
+    try {
+      await expect(renderer.render(1, 72, performance.now() + 30_000)).rejects.toThrow('drawing the page needs more than 64 MB of memory outside its heap')
+      expect((await renderer.render(2, 72, performance.now() + 30_000)).png.length).toBeGreaterThan(0)
+    } finally {
+      await renderer.close()
+    }
+  }, 60_000)
+
   it('gives up a page past its deadline, stops that recognizer and goes on with a new one', async () => {
     const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 1, idleMs: 0 })
     try {
@@ -271,6 +295,8 @@ function rawPdf(objects: string[]): Uint8Array {
   out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
   return new TextEncoder().encode(out)
 }
+
+const streamObject = (data: string) => `<< /Length ${data.length} >>\nstream\n${data}\nendstream`
 
 /** A one-page PDF whose Type3 glyph, `segments` strokes long, is shown `shows` times in one string. */
 function type3Storm(shows: number, segments: number): Uint8Array {

@@ -18,9 +18,18 @@ export interface PageRenderer {
 
 /** The heap of a drawing thread: pdf.js keeps a page's operator list there, which a hostile page makes huge. */
 export const RENDER_WORKER_HEAP_MB = 1024
+/**
+ * The memory a drawing thread may hold outside its heap (typed arrays, canvases), which the heap's bound
+ * does not count: pdf.js keeps every image a page paints decoded until the page is done, so a 1.9 MB PDF
+ * painting 40 images of 4,000 by 4,000 pixels on one page grew the process to 8.7 GB within the page's
+ * deadline. Looked at every EXTERNAL_CHECK_MS; a scanned page at 400 dpi holds about 150 MB.
+ */
+export const RENDER_WORKER_EXTERNAL_MB = 1024
+const EXTERNAL_CHECK_MS = 100
 
-export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number } = {}): PageRenderer {
+export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; externalMb?: number } = {}): PageRenderer {
   const heapMb = options.heapMb ?? RENDER_WORKER_HEAP_MB
+  const externalMb = options.externalMb ?? RENDER_WORKER_EXTERNAL_MB
   let worker: Worker | undefined
   let next = 0
   // one page at a time (one thread draws them); a page whose deadline passed while it waited is not drawn
@@ -42,8 +51,12 @@ export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number }
       if (performance.now() >= deadlineAt) return reject(new RenderDeadline())
       const w = open()
       const id = next++
+      let settled = false
       const finish = (settle: () => void) => {
+        if (settled) return // a look at the memory that came back after the page was settled
+        settled = true
         clearTimeout(timer)
+        clearInterval(watch)
         w.off('message', onMessage).off('error', onError).off('exit', onExit)
         settle()
       }
@@ -55,6 +68,13 @@ export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number }
         finish(() => (stop(w), reject(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? new Error(`drawing the page needs more than ${heapMb} MB of memory`) : err)))
       const onExit = () => finish(() => (stop(w), reject(new Error('the page renderer stopped'))))
       const timer = setTimeout(() => finish(() => (stop(w), reject(new RenderDeadline()))), Math.max(1, deadlineAt - performance.now()))
+      const watch = setInterval(() => {
+        w.getHeapStatistics()
+          .then((stats) => {
+            if (stats.external_memory > externalMb * 1024 * 1024) finish(() => (stop(w), reject(new Error(`drawing the page needs more than ${externalMb} MB of memory outside its heap`))))
+          })
+          .catch(() => {}) // a thread stopped meanwhile: its own events settle the page
+      }, EXTERNAL_CHECK_MS)
       w.on('message', onMessage).on('error', onError).on('exit', onExit)
       w.postMessage({ id, number, dpi })
     })
