@@ -21,6 +21,9 @@ describe('canonicalize', () => {
   it('collapses whitespace runs to one space and trims', () => {
     expect(canonicalize('  Leçon\t1\n\n  :   les\u00a0nombres  ')).toBe('Leçon 1 : les nombres')
   })
+  it('takes control characters out, the C1 ones too (a ToUnicode map can give NEL or CSI, which pdf.js passes)', () => {
+    expect(canonicalize('Les\u0000 nombres\u0085entiers\u009B2J et\u007Fdécimaux\u0080')).toBe('Les nombres entiers 2J et décimaux')
+  })
   it('removes per-source boilerplate by pattern', () => {
     const text = 'Ministère de l\u2019Éducation Nationale — Page 3 sur 12 Les fractions. www.education.gov.mr'
     expect(canonicalize(text, { boilerplate: ['ministère de l.éducation nationale', 'page \\d+ sur \\d+', 'www\\.education\\.gov\\.mr'] })).toBe('— Les fractions.')

@@ -59,7 +59,7 @@ export function canonicalize(raw: string, options: CanonicalizeOptions = {}): st
   // gives NUL for glyphs without a Unicode mapping) become spaces.
   // a mark's isolated presentation form (U+FC5E–U+FC63, the even ones of U+FE70–U+FE7E) decomposes to a space
   // and the mark: the mark only, or the space would split the word it is drawn on
-  let text = repairArabicLayer(raw.replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart()).normalize('NFKC')).replace(/[\u0000-\u0008\u000B-\u001F\u007F]/g, ' ')
+  let text = repairArabicLayer(raw.replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart()).normalize('NFKC')).replace(/[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g, ' ')
   text = repairReversedArabic(text)
   for (const pattern of options.boilerplate ?? []) text = text.replace(new RegExp(pattern, 'giu'), ' ')
   return text.replace(/\s+/gu, ' ').trim()
