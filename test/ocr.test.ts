@@ -266,6 +266,31 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   }, 60_000)
 
+  it('a page whose drawing needs more canvases than its thread may hold fails, and the next page is drawn', async () => {
+    // each form a transparency group of the page's size, drawing the next: pdf.js holds a canvas per
+    // level, memory of the canvas library that no bound of the thread counts (40 deep: 17 GB)
+    const depth = 40
+    const objects = [
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [3 0 R 5 0 R] /Count 2 >>',
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /X 7 0 R >> >> /Contents 4 0 R >>',
+      streamObject('/X Do'),
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 6 0 R >>',
+      streamObject('0 0 m 100 100 l S'),
+      ...Array.from({ length: depth }, (_, i) => {
+        const data = i === depth - 1 ? '0 0 m 612 792 l S' : '0 0 m 10 10 l S /X Do'
+        return `<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Group << /S /Transparency /I true /K true >> /Resources << /XObject << /X ${i + 8} 0 R >> >> /Length ${data.length} >>\nstream\n${data}\nendstream`
+      }),
+    ]
+    const renderer = createPageRenderer(rawPdf(objects), { canvasMb: 16 })
+    try {
+      await expect(renderer.render(1, 72, performance.now() + 30_000)).rejects.toThrow('drawing the page needs more than 16 MB of canvases')
+      expect((await renderer.render(2, 72, performance.now() + 30_000)).png.length).toBeGreaterThan(0)
+    } finally {
+      await renderer.close()
+    }
+  }, 60_000)
+
   it('gives up a page past its deadline, stops that recognizer and goes on with a new one', async () => {
     const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 1, idleMs: 0 })
     try {

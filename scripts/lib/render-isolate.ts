@@ -4,6 +4,7 @@
 // deadline and every request. Here a page that is not rendered by its deadline has its thread stopped
 // (a new one opens the PDF for the next page), and the process that asked goes on meanwhile.
 import { Worker } from 'node:worker_threads'
+import { RENDER_CANVAS_MB } from './render-page.ts'
 
 /** A page not rendered by its deadline. */
 export class RenderDeadline extends Error {
@@ -27,9 +28,10 @@ export const RENDER_WORKER_HEAP_MB = 1024
 export const RENDER_WORKER_EXTERNAL_MB = 1024
 const EXTERNAL_CHECK_MS = 100
 
-export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; externalMb?: number } = {}): PageRenderer {
+export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; externalMb?: number; canvasMb?: number } = {}): PageRenderer {
   const heapMb = options.heapMb ?? RENDER_WORKER_HEAP_MB
   const externalMb = options.externalMb ?? RENDER_WORKER_EXTERNAL_MB
+  const canvasMb = options.canvasMb ?? RENDER_CANVAS_MB
   let worker: Worker | undefined
   let next = 0
   // one page at a time (one thread draws them); a page whose deadline passed while it waited is not drawn
@@ -38,7 +40,7 @@ export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; 
   const open = () => {
     // the thread gets its own copy of the file: the caller keeps its bytes
     // with a heap of its own: past it the thread ends with ERR_WORKER_OUT_OF_MEMORY, not the process
-    worker ??= new Worker(new URL('./render-isolate-worker.ts', import.meta.url), { workerData: { pdf: pdf.slice() }, resourceLimits: { maxOldGenerationSizeMb: heapMb } })
+    worker ??= new Worker(new URL('./render-isolate-worker.ts', import.meta.url), { workerData: { pdf: pdf.slice(), canvasMb }, resourceLimits: { maxOldGenerationSizeMb: heapMb } })
     return worker
   }
   const stop = (w: Worker) => {

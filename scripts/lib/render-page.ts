@@ -45,6 +45,66 @@ export function renderScale(width: number, height: number, dpi: number): number 
   const h = Math.max(1, height)
   return Math.min(dpi / 72, Math.sqrt(MAX_RENDER_PIXELS / (w * h)), MAX_RENDER_SIDE / w, MAX_RENDER_SIDE / h)
 }
+/**
+ * The canvases pdf.js may hold at once while it draws a page, in megabytes of pixels (4 bytes each): the
+ * page's own and the scratch canvases it draws transparency groups, soft masks and patterns on. Their
+ * memory is the canvas library's, which neither the thread's heap nor its external memory counts: a page
+ * of form XObjects each a transparency group of the page's size, nested 40 deep (10 KB), held a canvas
+ * per level and grew the process to 17 GB within its deadline.
+ */
+export const RENDER_CANVAS_MB = 1024
+
+/** A page whose drawing needs more canvas than RENDER_CANVAS_MB. */
+export class CanvasBudgetError extends Error {
+  override name = 'CanvasBudgetError'
+}
+
+interface CanvasEntry {
+  canvas: { width: number; height: number } | null
+  context: unknown
+}
+
+/**
+ * pdf.js's canvas factory (getDocument's CanvasFactory) on @napi-rs/canvas, counting the pixels of the
+ * canvases alive: one that would take them past `budgetMb` is refused, and the page fails.
+ */
+export function boundedCanvasFactory(budgetMb: number, createCanvas: (w: number, h: number) => { width: number; height: number; getContext(kind: '2d', options?: { alpha?: boolean; willReadFrequently?: boolean }): unknown }) {
+  const budget = (budgetMb * 1024 * 1024) / 4
+  let live = 0
+  const claim = (pixels: number) => {
+    if (live + pixels > budget) throw new CanvasBudgetError(`drawing the page needs more than ${budgetMb} MB of canvases`)
+    live += pixels
+  }
+  return class BoundedCanvasFactory {
+    static get live(): number {
+      return live
+    }
+    create(width: number, height: number): CanvasEntry {
+      if (!(width > 0 && height > 0)) throw new Error('Invalid canvas size')
+      claim(width * height)
+      const canvas = createCanvas(width, height)
+      return { canvas, context: canvas.getContext('2d', { willReadFrequently: true }) }
+    }
+    getNoAlphaContext(canvas: ReturnType<typeof createCanvas>): unknown {
+      return canvas.getContext('2d', { alpha: false, willReadFrequently: true })
+    }
+    reset(entry: CanvasEntry, width: number, height: number): void {
+      if (!entry.canvas) throw new Error('Canvas is not specified')
+      if (!(width > 0 && height > 0)) throw new Error('Invalid canvas size')
+      claim(width * height - entry.canvas.width * entry.canvas.height)
+      entry.canvas.width = width
+      entry.canvas.height = height
+    }
+    destroy(entry: CanvasEntry): void {
+      if (!entry.canvas) throw new Error('Canvas is not specified')
+      live -= entry.canvas.width * entry.canvas.height
+      entry.canvas.width = entry.canvas.height = 0
+      entry.canvas = null
+      entry.context = null
+    }
+  }
+}
+
 interface CanvasFactory {
   create(w: number, h: number): { canvas: { toBuffer(mime: string): Buffer } }
   destroy(target: unknown): void
