@@ -9,6 +9,7 @@ import { canonicalize } from '../functions-shared/catalogue/canonicalize.ts'
 import { ocrLanguagesFor, pagesNeedingOcr, readPdf, separateRunOnWords, type OcrEngine, type ReadPdfOptions } from '../functions-shared/ingestion/read-pdf.ts'
 import { createNodeOcr } from '../scripts/lib/ocr.ts'
 import { createPageRenderer } from '../scripts/lib/render-isolate.ts'
+import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
 import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { characterErrorRate, reverseLamAlef, SCAN_AR, SCAN_FR, splitWords } from './helpers/scans.ts'
 
@@ -219,6 +220,22 @@ describe('the recognizer on scanned and damaged PDFs', () => {
       expect((await hasty.recognize(scanFr, [1], ['fra']))[0]).toMatchObject({ number: 1, text: expect.stringMatching(/\S/) })
     } finally {
       await hasty.close()
+    }
+  })
+
+  it('reads a scan whose page image is JPEG 2000, from a Node Buffer, through the worker threads a Node process reads with', async () => {
+    // test/fixtures/jpx: a French page rendered at 150 dpi and compressed by OpenJPEG's opj_compress (-r 40),
+    // painted as one JPXDecode image. Without pdf.js's WebAssembly decoders the image was not decoded and
+    // the page read as blank; and a Buffer (what readFileSync gives) was taken from its caller by the
+    // text layer's thread, so the recognizer then found it detached.
+    const bytes = readFileSync(new URL('./fixtures/jpx/photosynthese-fr.pdf', import.meta.url))
+    const extract = createIsolatedExtractor()
+    try {
+      const read = await readPdf(bytes, options({ language: 'fr', extract }))
+      expect(read.pages[0]).toMatchObject({ source: 'ocr' })
+      expect(read.pages[0]!.text).toContain('la photosynthèse. Les plantes vertes fabriquent leur matière organique')
+    } finally {
+      await extract.close()
     }
   })
 

@@ -61,7 +61,8 @@ export function createIsolatedExtractor(options: { heapMb?: number; maxIdle?: nu
       const timer = setTimeout(() => done(() => reject(new PdfError(`PDF parsing took longer than ${extractOptions.deadlineMs} ms`)), false), extractOptions.deadlineMs + GRACE_MS)
       reader.worker.on('message', onMessage).on('error', onError).on('exit', onExit)
       // the caller keeps its bytes (the recognizer reads them next): the thread gets a copy
-      const copy = bytes.slice()
+      // (a copy of its own: a Node Buffer's slice() is a view of the same memory, which the transfer would take away)
+      const copy = new Uint8Array(bytes)
       reader.worker.postMessage({ id, bytes: copy, options: extractOptions }, [copy.buffer])
     })
   }

@@ -40,7 +40,7 @@ export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; 
   const open = () => {
     // the thread gets its own copy of the file: the caller keeps its bytes
     // with a heap of its own: past it the thread ends with ERR_WORKER_OUT_OF_MEMORY, not the process
-    worker ??= new Worker(new URL('./render-isolate-worker.ts', import.meta.url), { workerData: { pdf: pdf.slice(), canvasMb }, resourceLimits: { maxOldGenerationSizeMb: heapMb } })
+    worker ??= new Worker(new URL('./render-isolate-worker.ts', import.meta.url), { workerData: { pdf: new Uint8Array(pdf), canvasMb }, resourceLimits: { maxOldGenerationSizeMb: heapMb } })
     return worker
   }
   const stop = (w: Worker) => {

@@ -12,6 +12,12 @@ import { MIN_SKEW, skewAngle } from './deskew.ts'
  */
 export const STANDARD_FONTS = join(dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json')), 'standard_fonts/')
 
+/**
+ * pdf.js's WebAssembly decoders (OpenJPEG for JPXDecode, JBIG2 for JBIG2Decode), which scanners use for
+ * page images: without this folder such an image is not decoded, and a scan made of it is read as blank.
+ */
+export const PDFJS_WASM = join(dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json')), 'wasm/')
+
 type PdfDocument = Awaited<ReturnType<typeof getDocument>['promise']>
 
 /**
