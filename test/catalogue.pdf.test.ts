@@ -8,18 +8,8 @@ import { canonicalize, arabicShare } from '../functions-shared/catalogue/canonic
 import { tokens } from '../functions-shared/catalogue/simhash.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
 import { readPdf } from '../functions-shared/ingestion/read-pdf.ts'
+import { rawPdf } from './helpers/raw-pdf.ts'
 
-/** A PDF of these objects (numbered from 1, the first the catalog), its cross-reference table computed. */
-function rawPdf(objects: string[]): Uint8Array {
-  let body = '%PDF-1.7\n'
-  const offsets = objects.map((o, i) => {
-    const at = body.length
-    body += `${i + 1} 0 obj\n${o}\nendobj\n`
-    return at
-  })
-  const xref = `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`
-  return new TextEncoder().encode(`${body}${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${body.length}\n%%EOF\n`)
-}
 const stream = (dict: string, data: string) => `<< ${dict} /Length ${data.length} >>\nstream\n${data}\nendstream`
 
 describe('extractPdf', () => {

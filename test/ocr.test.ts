@@ -12,6 +12,7 @@ import { createPageRenderer } from '../scripts/lib/render-isolate.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
 import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { characterErrorRate, reverseLamAlef, SCAN_AR, SCAN_FR, splitWords } from './helpers/scans.ts'
+import { rawPdf } from './helpers/raw-pdf.ts'
 
 const CLEAN_AR =
   'تعد الزكاة الركن الثالث من أركان الإسلام، وهي حق معلوم في أموال الأغنياء يعطى للفقراء والمساكين. وتجب الزكاة في الذهب والفضة والأنعام والزروع إذا بلغت النصاب. ومن حكمها تطهير النفس من البخل وتحقيق التكافل بين أفراد المجتمع.'
@@ -324,19 +325,6 @@ describe('the recognizer on scanned and damaged PDFs', () => {
   })
 })
 
-/** A PDF of these objects (numbered from 1, the first the catalog), its cross-reference table computed. */
-function rawPdf(objects: string[]): Uint8Array {
-  let out = '%PDF-1.4\n'
-  const offsets: number[] = []
-  objects.forEach((o, i) => {
-    offsets.push(out.length)
-    out += `${i + 1} 0 obj\n${o}\nendobj\n`
-  })
-  const xref = out.length
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`
-  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
-  return new TextEncoder().encode(out)
-}
 
 const streamObject = (data: string) => `<< /Length ${data.length} >>\nstream\n${data}\nendstream`
 

@@ -7,6 +7,7 @@ import { loadImage } from '@napi-rs/canvas'
 import { imageDpi, MAX_RENDER_PIXELS, MAX_RENDER_SIDE, renderPage } from '../scripts/lib/render-page.ts'
 import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { MAX_SCAN_DPI, renderDpi } from '../scripts/lib/ocr.ts'
+import { rawPdf } from './helpers/raw-pdf.ts'
 
 const dpiOf = async (pdf: Uint8Array) => {
   const task = getDocument({ data: pdf.slice(), verbosity: 0 })
@@ -75,16 +76,3 @@ describe('the resolution a scan is recognized at', () => {
   })
 })
 
-/** A PDF of these objects (numbered from 1, the first the catalog), its cross-reference table computed. */
-function rawPdf(objects: string[]): Uint8Array {
-  let out = '%PDF-1.4\n'
-  const offsets: number[] = []
-  objects.forEach((o, i) => {
-    offsets.push(out.length)
-    out += `${i + 1} 0 obj\n${o}\nendobj\n`
-  })
-  const xref = out.length
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`
-  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
-  return new TextEncoder().encode(out)
-}
