@@ -209,4 +209,3 @@ describe('joinItems', () => {
     expect(joinItems([run('a', 50, 6), run(' ', 56, 3), run('b', 59, 6)])).toBe('a   b ')
   })
 })
-

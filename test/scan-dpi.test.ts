@@ -75,4 +75,3 @@ describe('the resolution a scan is recognized at', () => {
     }
   })
 })
-
