@@ -1,7 +1,7 @@
 // Real PDFs, generated here, through pdf.js: French and Arabic text, broken and non-PDF files.
 import { describe, expect, it } from 'vitest'
 import { makePdf } from '../scripts/lib/pdf.ts'
-import { extractPdf, isPdf, joinItems, PdfError, type TextRun } from '../functions-shared/catalogue/extract-pdf.ts'
+import { extractPdf, isPdf, joinItems, MAX_PAGE_CHARS, PdfError, type TextRun } from '../functions-shared/catalogue/extract-pdf.ts'
 import { inflatedSize, MAX_INFLATED_BYTES } from '../functions-shared/catalogue/pdf-streams.ts'
 import { deflateSync } from 'node:zlib'
 import { canonicalize, arabicShare } from '../functions-shared/catalogue/canonicalize.ts'
@@ -108,6 +108,23 @@ describe('extractPdf', () => {
   it('stops at the deadline', async () => {
     const pdf = await makePdf(Array.from({ length: 30 }, (_, i) => `Page ${i + 1}. ${'Texte de cours. '.repeat(40)}`))
     await expect(extractPdf(pdf, { deadlineMs: 1 })).rejects.toThrow(/longer than 1 ms/)
+  })
+})
+
+describe('text bounds', () => {
+  const page = (characters: number) =>
+    rawPdf([
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>',
+      // lines of 1,000 characters (500 points wide at 1 point), a point apart
+      stream('', `BT /F1 1 Tf 10 780 Td ${Array.from({ length: characters / 1000 }, () => `(${'abcdefghi '.repeat(100)}) Tj 0 -1 Td`).join(' ')} ET`),
+      '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+    ])
+  it('refuses a page of more than MAX_PAGE_CHARS characters of text, which no real page holds', async () => {
+    expect(MAX_PAGE_CHARS).toBe(100_000)
+    expect((await extractPdf(page(90_000), { deadlineMs: 30_000 })).pages[0]!.text.length).toBeGreaterThan(80_000)
+    await expect(extractPdf(page(110_000), { deadlineMs: 30_000 })).rejects.toThrow(new PdfError('page 1 has more than 100000 characters of text'))
   })
 })
 

@@ -227,6 +227,15 @@ export class PdfError extends Error {
 export const isPdf = (bytes: Uint8Array): boolean =>
   bytes.length >= 5 && bytes[0] === 0x25 && bytes[1] === 0x50 && bytes[2] === 0x44 && bytes[3] === 0x46 && bytes[4] === 0x2d // %PDF-
 
+/**
+ * The most characters of text a page may hold: a dense A4 page holds about 5,000, a large page in small
+ * print some 15,000. A 2 MB PDF of one page of 26 million characters was read in its thread, and then held
+ * the thread of the process that asked for 19 s while that text was put in canonical form and chunked.
+ */
+export const MAX_PAGE_CHARS = 100_000
+/** The most characters of text a PDF may hold: a thousand pages of 10,000. */
+export const MAX_TEXT_CHARS = 10_000_000
+
 export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Promise<ExtractedPdf> {
   if (!isPdf(bytes)) throw new PdfError('not a PDF (the file does not start with %PDF-)')
   // one deadline for the whole extraction: the stream check, then pdf.js; pdf.js may work for a long time
@@ -262,11 +271,16 @@ export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Pr
         const doc = await task.promise
         const count = Math.min(doc.numPages, options.maxPages ?? doc.numPages)
         const pages: ExtractedPdf['pages'] = []
+        let characters = 0
         for (let n = 1; n <= count; n++) {
           if (Date.now() > deadlineAt) throw late()
           const page = await doc.getPage(n)
           const content = await page.getTextContent()
           const text = joinItems(content.items.flatMap((item) => ('str' in item ? [item] : []))).replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').trim()
+          // what the process that asked does next with the text (canonical form, checks, fingerprint, chunks)
+          // takes time in its own thread that grows with it: no real page holds this much
+          if (text.length > MAX_PAGE_CHARS) throw new PdfError(`page ${n} has more than ${MAX_PAGE_CHARS} characters of text`)
+          if ((characters += text.length) > MAX_TEXT_CHARS) throw new PdfError(`the PDF has more than ${MAX_TEXT_CHARS} characters of text`)
           if (options.imageCheckBelowChars !== undefined && text.length < options.imageCheckBelowChars) {
             const ops = await page.getOperatorList()
             pages.push({ number: n, text, images: ops.fnArray.some((op) => imageOps.has(op)) })
