@@ -15,6 +15,7 @@ const config = loadConfigOrExit('curriculum-tutor worker')
 const once = process.argv.includes('--once')
 const url = config.DATABASE_URL ?? `postgres://postgres:postgres@127.0.0.1:${config.DB_PORT}/postgres`
 const sql = createDb(url, { max: 2, prepare: config.DB_PREPARE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, applicationName: 'curriculum-tutor/worker' })
+const pdfReader = createIsolatedExtractor()
 const deps = createDeps(config, {
   sql,
   resolveHost: resolveHostNode,
@@ -23,7 +24,7 @@ const deps = createDeps(config, {
   // the recognizer: this worker claims jobs whose scans wait for OCR (those an Edge Function left queued)
   ocr: ocrFromConfig(config),
   // pdf.js reads text layers in a worker thread: a PDF that would hold or end this process fails instead
-  extractPdf: createIsolatedExtractor(),
+  extractPdf: pdfReader,
 })
 const log = deps.logs.get('worker')
 
@@ -58,5 +59,5 @@ while (!stopping) {
 }
 log.info({ processed }, once ? 'queue empty' : 'worker stopped')
 await deps.ocr?.close()
-await (deps.extractPdf as { close?: () => Promise<void> } | undefined)?.close?.()
+await pdfReader.close()
 await sql.end({ timeout: 5 })
