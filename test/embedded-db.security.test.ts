@@ -15,9 +15,7 @@ import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { createUser } from './helpers/users.ts'
 import { bearer } from './helpers/tokens.ts'
 
-// long enough that a client of the service is not cut off mid-exchange (between a statement's describe and
-// its execution) when a busy machine stalls this process; the idle clients below sleep 3 times as long
-const IDLE_IN_TRANSACTION_MS = 1500
+const IDLE_IN_TRANSACTION_MS = 300
 let embedded: EmbeddedDb
 let app: Sql
 let t: TestApp
@@ -100,7 +98,7 @@ describe('a client that poisons the shared session', () => {
     const psql = other()
     const cut = psql.begin(async (tx) => {
       await tx`update public.wallets set token_balance = 999999 where user_id = ${user.id}`
-      await new Promise((r) => setTimeout(r, 3 * IDLE_IN_TRANSACTION_MS)) // idle in transaction
+      await new Promise((r) => setTimeout(r, 10 * IDLE_IN_TRANSACTION_MS)) // idle in transaction
       await tx`select 1`
     })
     const failure = cut.then(() => null, (e: Error & { code?: string }) => e)
@@ -119,7 +117,7 @@ describe('a client that poisons the shared session', () => {
     const psql = other()
     const aborted = psql.begin(async (tx) => {
       await tx`select 1 / 0`.catch(() => {}) // the transaction is now failed
-      await new Promise((r) => setTimeout(r, 3 * IDLE_IN_TRANSACTION_MS))
+      await new Promise((r) => setTimeout(r, 10 * IDLE_IN_TRANSACTION_MS))
     })
     const done = aborted.then(() => null, (e: Error) => e)
     await new Promise((r) => setTimeout(r, 20))
@@ -135,9 +133,11 @@ describe('a client that poisons the shared session', () => {
     expect(await a.executeNamed('s1')).toContain('one')
     expect(await b.executeNamed('s1')).toContain('two')
     a.socket.destroy()
-    await waitFor(async () => (await app`select count(*)::int as n from pg_prepared_statements where name like 'c%_s1'`)[0]!.n === 1)
+    // exactly the two raw clients' statements (c<client>_s1): the service's own client prepares statements
+    // named c<client>_<random id><count>, which a LIKE 'c%_s1' also matched when the id ended in s
+    await waitFor(async () => (await app`select count(*)::int as n from pg_prepared_statements where name ~ '^c[0-9]+_s1$'`)[0]!.n === 1)
     b.socket.destroy()
-    await waitFor(async () => (await app`select count(*)::int as n from pg_prepared_statements where name like 'c%_s1'`)[0]!.n === 0)
+    await waitFor(async () => (await app`select count(*)::int as n from pg_prepared_statements where name ~ '^c[0-9]+_s1$'`)[0]!.n === 0)
     await serviceWorks()
   })
 
