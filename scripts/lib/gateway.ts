@@ -4,7 +4,7 @@
 // (scripts/lib/deno-functions.ts), and this process keeps auth, /rest/v1, the portal and the jobs that
 // need the page recognizer.
 import { serve, type ServerType } from '@hono/node-server'
-import type { AddressInfo } from 'node:net'
+import { isIPv4, type AddressInfo, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Config } from '../../functions-shared/config.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
@@ -75,24 +75,93 @@ function closeAfterRefusedBody(response: Response): Response {
   return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
 }
 
+/**
+ * Whose connection it is, for CONNECTION_LIMIT_PER_CLIENT: an IPv4 address (an IPv4-mapped IPv6 one as
+ * that address), an IPv6 address's /64 (one host is given a whole /64), and loopback as one client,
+ * as any local process may send from every address of 127.0.0.0/8.
+ */
+export function connectionClient(address: string | undefined): string {
+  if (!address) return 'unknown'
+  const v4 = /^::ffff:/i.test(address) && isIPv4(address.slice(7)) ? address.slice(7) : address
+  if (isIPv4(v4)) return v4.startsWith('127.') ? 'loopback' : v4
+  const bare = address.split('%')[0]!.toLowerCase()
+  const [head = '', tail] = bare.split('::')
+  const groups = head ? head.split(':') : []
+  const after = tail === undefined ? [] : tail ? tail.split(':') : []
+  const full = [...groups, ...Array<string>(Math.max(0, 8 - groups.length - after.length)).fill('0'), ...after].map((g) => g.replace(/^0+(?=.)/, ''))
+  if (full.join(':') === '0:0:0:0:0:0:0:1') return 'loopback'
+  return `${full.slice(0, 4).join(':')}::/64`
+}
+
+/** The raw answer to a connection past its client's limit: JSON with a request id, then the connection ends. */
+function refuseConnection(socket: Socket, limit: number): void {
+  const requestId = crypto.randomUUID()
+  const body = JSON.stringify({ error: 'service_unavailable', message: `Too many open connections from this client (${limit} at most): close some and retry`, request_id: requestId })
+  socket.on('error', () => {})
+  socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy())
+}
+
+/**
+ * Counts each client's open connections (connectionClient) and refuses those past the limit, so that one
+ * client holding connections open (slow headers or bodies, idle keep-alive) cannot take the file
+ * descriptors every other client and the database need. A refused connection's requests never reach the app.
+ */
+function limitConnections(server: ServerType, limit: number): WeakSet<object> {
+  const refused = new WeakSet<object>()
+  const open = new Map<string, number>()
+  server.on('connection', (socket: Socket) => {
+    const client = connectionClient(socket.remoteAddress)
+    const count = (open.get(client) ?? 0) + 1
+    if (count > limit) {
+      refused.add(socket)
+      return refuseConnection(socket, limit)
+    }
+    open.set(client, count)
+    socket.once('close', () => {
+      const left = (open.get(client) ?? 1) - 1
+      if (left > 0) open.set(client, left)
+      else open.delete(client)
+    })
+  })
+  return refused
+}
+
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // Listen first: with PORT=0 the URL (which supabase-js calls for auth) is known only then.
   let handle: (request: Request, env: unknown) => Response | Promise<Response> = () => new Response('starting', { status: 503 })
+  let refused: WeakSet<object> | undefined
+  // a request that a refused connection got in before its answer was written is not served either
+  const fetchHandler = async (request: Request, env: unknown) =>
+    refused?.has((env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket ?? {}) ? new Response(null, { status: 503, headers: { Connection: 'close' } }) : closeAfterRefusedBody(await handle(request, env))
   const server = await new Promise<ServerType>((resolve, reject) => {
-    const s = serve({ fetch: async (request, env) => closeAfterRefusedBody(await handle(request, env)), port: options.port ?? options.config.PORT, hostname: options.config.HOST }, () => resolve(s))
+    const s = serve(
+      {
+        fetch: fetchHandler,
+        port: options.port ?? options.config.PORT,
+        hostname: options.config.HOST,
+        // Node checks the headers deadline every connectionsCheckingInterval (30 s by default)
+        serverOptions: { headersTimeout: options.config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: Math.min(5000, Math.ceil(options.config.HEADERS_TIMEOUT_MS / 4)) },
+      },
+      () => resolve(s),
+    )
     s.once('error', reject)
+    // behind a proxy every connection is the proxy's: the limit is the proxy's to keep
+    if (options.config.CONNECTION_LIMIT_PER_CLIENT > 0 && !options.config.TRUST_PROXY) refused = limitConnections(s, options.config.CONNECTION_LIMIT_PER_CLIENT)
     // what Node's parser refuses before the app sees it (headers or a query string past 16 KB, a
     // malformed request line) is still answered in JSON with a request id, not with a bare status
     s.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
       if (!socket.writable) return socket.destroy()
       const tooLarge = err.code === 'HPE_HEADER_OVERFLOW'
+      const tooSlow = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       const requestId = crypto.randomUUID()
       const body = JSON.stringify(
         tooLarge
           ? { error: 'request_header_fields_too_large', message: 'The request line or headers are too large (16 KB at most)', request_id: requestId }
-          : { error: 'bad_request', message: 'Malformed HTTP request', request_id: requestId },
+          : tooSlow
+            ? { error: 'request_timeout', message: 'The request did not arrive in time', request_id: requestId }
+            : { error: 'bad_request', message: 'Malformed HTTP request', request_id: requestId },
       )
-      const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'
+      const status = tooLarge ? '431 Request Header Fields Too Large' : tooSlow ? '408 Request Timeout' : '400 Bad Request'
       socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`)
     })
   })

@@ -1,0 +1,133 @@
+// The Node gateway against clients that hold connections: a limit of open connections per client (a slow
+// or idle client cannot take the descriptors every other client needs), and a deadline on the request line
+// and headers, each answered in JSON with a request id.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { connect, type Socket } from 'node:net'
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
+import { testConfig } from './helpers/app.ts'
+import { connectionClient, startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+import { createLogRoot } from '../functions-shared/lib/logger.ts'
+
+let db: TestDatabase
+const gateways: Gateway[] = []
+const sockets: Socket[] = []
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+})
+
+afterAll(async () => {
+  for (const s of sockets) s.destroy()
+  for (const g of gateways) await g.close(100)
+  await db.close()
+})
+
+async function gateway(env: Record<string, string>): Promise<Gateway> {
+  const gw = await startGateway({ config: testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0', ...env }), sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }), sources: [] } })
+  gateways.push(gw)
+  return gw
+}
+
+/** A connection from `localAddress` that has sent `data`; resolves once it is open. */
+function open(gw: Gateway, data: string, localAddress = '127.0.0.1'): Promise<Socket & { received: () => string; ended: Promise<void> }> {
+  const { port } = new URL(gw.url)
+  return new Promise((resolve, reject) => {
+    let received = ''
+    const s = connect({ port: Number(port), host: '127.0.0.1', localAddress })
+    sockets.push(s)
+    const ended = new Promise<void>((r) => s.once('close', () => r()))
+    s.on('data', (d) => (received += d.toString()))
+    s.once('error', reject)
+    s.once('connect', () => {
+      s.write(data)
+      resolve(Object.assign(s, { received: () => received, ended }))
+    })
+  })
+}
+
+/** The parts of a raw HTTP/1.1 answer. */
+function parse(raw: string): { status: number; headers: string; body: Record<string, unknown> } {
+  const [head = '', body = ''] = raw.split('\r\n\r\n')
+  return { status: Number(head.split(' ')[1]), headers: head.toLowerCase(), body: JSON.parse(body) }
+}
+
+const SLOW_HEADERS = 'GET /functions/v1/health HTTP/1.1\r\nHost: x\r\n' // no blank line: the headers never end
+
+describe('connectionClient', () => {
+  it('counts an IPv4 address alone, all of loopback as one client and an IPv6 address by its /64', () => {
+    expect(connectionClient('203.0.113.7')).toBe('203.0.113.7')
+    expect(connectionClient('::ffff:203.0.113.7')).toBe('203.0.113.7')
+    for (const a of ['127.0.0.1', '127.0.0.2', '127.255.0.9', '::1', '::ffff:127.0.0.5', '0:0:0:0:0:0:0:1']) expect(connectionClient(a), a).toBe('loopback')
+    expect(connectionClient('2001:db8::1')).toBe('2001:db8:0:0::/64')
+    expect(connectionClient('2001:db8:0:0:ffff::2')).toBe('2001:db8:0:0::/64')
+    expect(connectionClient('2001:0DB8:0000:0000:1:2:3:4%eth0')).toBe('2001:db8:0:0::/64')
+    expect(connectionClient('2001:db8:0:1::1')).toBe('2001:db8:0:1::/64')
+    expect(connectionClient(undefined)).toBe('unknown')
+  })
+})
+
+describe('open connections per client', () => {
+  it('answers a connection past CONNECTION_LIMIT_PER_CLIENT with a 503 in JSON, whatever loopback address it comes from, and serves again once one closes', async () => {
+    const gw = await gateway({ CONNECTION_LIMIT_PER_CLIENT: '4' })
+    const held = await Promise.all([1, 2, 3, 4].map(() => open(gw, SLOW_HEADERS)))
+    for (const localAddress of ['127.0.0.1', '127.0.0.2']) {
+      const extra = await open(gw, '', localAddress)
+      await extra.ended
+      const res = parse(extra.received())
+      expect(res.status).toBe(503)
+      expect(res.body).toMatchObject({ error: 'service_unavailable', message: expect.stringMatching(/connections.*4 at most/) })
+      expect(res.headers).toContain(`x-request-id: ${res.body.request_id}`)
+      expect(res.headers).toContain('retry-after: 1')
+    }
+    const refused = await fetch(`${gw.url}/functions/v1/health`)
+    expect(refused.status).toBe(503)
+    expect((await refused.json()).request_id).toBe(refused.headers.get('x-request-id'))
+    held[0]!.destroy()
+    await held[0]!.ended
+    // the server learns of the close on its side a moment later
+    let status = 0
+    for (let i = 0; i < 100 && status !== 200; i++) status = (await fetch(`${gw.url}/functions/v1/health`, { headers: { Connection: 'close' } })).status
+    expect(status).toBe(200)
+  })
+
+  it('never lets the request of a refused connection reach the app', async () => {
+    const gw = await gateway({ CONNECTION_LIMIT_PER_CLIENT: '1' })
+    await open(gw, SLOW_HEADERS)
+    const anon = await apiKey(LOCAL_JWT_SECRET, 'anon')
+    const email = `refused-${Date.now()}@example.com`
+    const body = JSON.stringify({ email, password: 'secret-123' })
+    const signup = await open(gw, `POST /auth/v1/signup HTTP/1.1\r\nHost: x\r\napikey: ${anon}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+    await signup.ended
+    expect(parse(signup.received()).status).toBe(503)
+    expect(await db.sql`select 1 from auth.users where email = ${email}`).toHaveLength(0)
+  })
+
+  it('has no limit behind a proxy (TRUST_PROXY: every connection is the proxy\'s) or at 0', async () => {
+    for (const env of [{ CONNECTION_LIMIT_PER_CLIENT: '1', TRUST_PROXY: 'true' }, { CONNECTION_LIMIT_PER_CLIENT: '0' }]) {
+      const gw = await gateway(env)
+      await Promise.all([1, 2, 3].map(() => open(gw, SLOW_HEADERS)))
+      expect((await fetch(`${gw.url}/functions/v1/health`)).status).toBe(200)
+    }
+  })
+})
+
+describe('slow headers', () => {
+  it('closes a connection whose headers have not ended after HEADERS_TIMEOUT_MS, with a 408 in JSON', async () => {
+    const gw = await gateway({ HEADERS_TIMEOUT_MS: '1000' })
+    const slow = await open(gw, SLOW_HEADERS)
+    const started = performance.now()
+    // one more header line now and then does not keep it open
+    const drip = setInterval(() => slow.writable && slow.write('X-Drip: 1\r\n'), 200)
+    await slow.ended
+    clearInterval(drip)
+    const res = parse(slow.received())
+    expect(res.status).toBe(408)
+    expect(res.body).toMatchObject({ error: 'request_timeout' })
+    expect(res.headers).toContain(`x-request-id: ${res.body.request_id}`)
+    // a liveness bound: Node checks the deadline every quarter of it here
+    expect(performance.now() - started).toBeLessThan(10_000)
+    expect((await fetch(`${gw.url}/functions/v1/health`)).status).toBe(200)
+  })
+})
