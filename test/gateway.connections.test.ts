@@ -105,7 +105,7 @@ describe('open connections per client', () => {
   })
 
   it('has no limit behind a proxy (TRUST_PROXY: every connection is the proxy\'s) or at 0', async () => {
-    for (const env of [{ CONNECTION_LIMIT_PER_CLIENT: '1', TRUST_PROXY: 'true' }, { CONNECTION_LIMIT_PER_CLIENT: '0' }]) {
+    for (const env of [{ CONNECTION_LIMIT_PER_CLIENT: '1', TRUST_PROXY: 'true' }, { CONNECTION_LIMIT_PER_CLIENT: '0' }] as Record<string, string>[]) {
       const gw = await gateway(env)
       await Promise.all([1, 2, 3].map(() => open(gw, SLOW_HEADERS)))
       expect((await fetch(`${gw.url}/functions/v1/health`)).status).toBe(200)
