@@ -1,7 +1,9 @@
 // A generated 200-page French PDF through the whole ingestion pipeline with the offline embedder:
 // pages per second end to end and the share of each stage; then its text layer read alone, in this
 // thread (as the run above and Edge Functions read it) and in the worker thread that npm start and npm
-// run worker read it in (scripts/lib/pdf-isolate.ts), the first the baseline of the second. Tokenizer
+// run worker read it in (scripts/lib/pdf-isolate.ts), the first the baseline of the second; and the
+// SimHash of a book of ten million characters (the largest text a PDF may hold), which a sync computes in
+// the thread that serves requests, against hashing every token occurrence (the baseline). Tokenizer
 // throughput: npm run bench:tokenizer.
 // Run: BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:ingest (PGlite without it)
 import { createServer } from 'node:http'
@@ -16,7 +18,10 @@ import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
 import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
-import { FR_LESSON, PHYSICS_LESSON } from '../test/helpers/portal.ts'
+import { FR_LESSON, PHYSICS_LESSON, AR_LESSON } from '../test/helpers/portal.ts'
+import { md5 } from '@noble/hashes/legacy.js'
+import { simhash, tokens } from '../functions-shared/catalogue/simhash.ts'
+import { MAX_TEXT_CHARS } from '../functions-shared/catalogue/extract-pdf.ts'
 
 const PAGES = Number(process.env.BENCH_PAGES ?? 200)
 const db = await scratchDatabase('ingest', { max: 2 })
@@ -64,6 +69,29 @@ for (let i = 0; i < 5; i++) {
 }
 await isolated.close()
 console.log(`\ntext layer of the ${PAGES} pages, median of 5: in this thread ${median(inThread).toFixed(0)} ms (baseline); in the worker thread ${median(inWorker).toFixed(0)} ms (${(median(inWorker) / median(inThread)).toFixed(2)}×); the worker's first read, its start included, ${first.toFixed(0)} ms`)
+
+// the SimHash: every occurrence hashed (the baseline) against each distinct token hashed once
+function simhashEveryOccurrence(text: string): bigint {
+  const votes = new Int32Array(64)
+  const encoder = new TextEncoder()
+  for (const token of tokens(text)) {
+    const digest = md5(encoder.encode(token))
+    for (let i = 0; i < 64; i++) votes[i]! += (digest[7 - (i >> 3)]! >> (i & 7)) & 1 ? 1 : -1
+  }
+  let fp = 0n
+  for (let i = 0; i < 64; i++) if (votes[i]! > 0) fp |= 1n << BigInt(i)
+  return fp
+}
+const lessons = `${FR_LESSON} ${PHYSICS_LESSON} ${AR_LESSON} `
+const book = lessons.repeat(Math.ceil(MAX_TEXT_CHARS / lessons.length)).slice(0, MAX_TEXT_CHARS)
+let t0 = performance.now()
+const counted = simhash(book)
+const countedMs = performance.now() - t0
+t0 = performance.now()
+const everyOccurrence = simhashEveryOccurrence(book)
+const everyMs = performance.now() - t0
+if (counted !== everyOccurrence) console.log('the two SimHash ways disagree')
+console.log(`SimHash of ${(MAX_TEXT_CHARS / 1e6).toFixed(0)} million characters (${tokens(book).length.toLocaleString('en')} tokens): every occurrence hashed ${everyMs.toFixed(0)} ms (baseline); each distinct token once ${countedMs.toFixed(0)} ms (${(countedMs / everyMs).toFixed(2)}×)`)
 
 server.close()
 await db.close()

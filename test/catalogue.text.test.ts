@@ -82,6 +82,24 @@ describe('simhash', () => {
     const fp = simhash('lycee')
     expect(fp.toString(16).padStart(16, '0')).toBe(createHash('md5').update('lycee').digest().subarray(0, 8).toString('hex'))
   })
+  it('counts a token once per occurrence: the spec\'s vote, token by token, with node:crypto\'s MD5', () => {
+    const oracle = (text: string): bigint => {
+      const votes = Array<number>(64).fill(0)
+      for (const token of tokens(text)) {
+        const word = createHash('md5').update(token).digest().readBigUInt64BE(0)
+        for (let i = 0; i < 64; i++) votes[i]! += (word >> BigInt(i)) & 1n ? 1 : -1
+      }
+      return votes.reduce((fp, v, i) => (v > 0 ? fp | (1n << BigInt(i)) : fp), 0n)
+    }
+    const word = fc.constantFrom('la', 'équation', 'المعادلة', 'x', 'solution', 'de', 'حل', '3', 'Δ', 'lycée')
+    fc.assert(
+      fc.property(fc.array(word, { maxLength: 300 }), fc.constantFrom(' ', ', ', '\n'), (words, gap) => {
+        const text = words.join(gap)
+        expect(simhash(text)).toBe(oracle(text))
+      }),
+      { numRuns: 300 },
+    )
+  })
   it('round-trips through PostgreSQL\'s signed bigint, and splits into four 16-bit blocks', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), (fp) => {

@@ -13,16 +13,20 @@ export function tokens(text: string): string[] {
 }
 
 export function simhash(text: string): bigint {
-  const votes = new Int32Array(64)
+  // a token votes once per occurrence: counted first, so that each distinct token is hashed once (a
+  // book of ten million characters holds about 1.5 million tokens but some tens of thousands of words)
+  const counts = new Map<string, number>()
+  for (const token of tokens(text)) counts.set(token, (counts.get(token) ?? 0) + 1)
+  const votes = new Float64Array(64)
   const encoder = new TextEncoder()
-  for (const token of tokens(text)) {
+  for (const [token, n] of counts) {
     const digest = md5(encoder.encode(token))
     for (let byte = 0; byte < 8; byte++) {
       const value = digest[byte]!
       for (let bit = 0; bit < 8; bit++) {
         // byte 0 holds bits 63..56, byte 7 bits 7..0
         const i = (7 - byte) * 8 + bit
-        votes[i]! += (value >> bit) & 1 ? 1 : -1
+        votes[i]! += (value >> bit) & 1 ? n : -n
       }
     }
   }
