@@ -12,6 +12,7 @@ import { tierLimits } from '../config.ts'
 import type { RetrievalCaches } from './runtime.ts'
 import { namespaceFor } from '../catalogue/namespace.ts'
 import { chunkTexts, type RetrievalFilters, type RetrievedChunk } from './retrieve.ts'
+import { withoutCopies } from './copies.ts'
 import { prepareQuery, searchQuestion, translationUseful, type CrossLingualStatus, type PreparedQuery } from './query.ts'
 
 
@@ -81,7 +82,8 @@ export async function retrieveAndRerank(
     filters = { ...filters, subject: null }
     candidates = await timed('search_relaxed', () => searchQuestion(deps, prepared, limits.topK, filters, { coverage: false }))
   }
-  const chunks = await timed('chunks', () => chunkTexts(deps, candidates, caches.chunks))
+  // a lesson ingested twice (a copy the duplicate check let through) is one source, its first document's
+  const chunks = withoutCopies(await timed('chunks', () => chunkTexts(deps, candidates, caches.chunks)))
   const namespace = rerankScope(filters)
   const key = sha256Hex(`${query}${namespace}${input.tier}`)
   const byId = new Map(chunks.map((c) => [c.chunk_id, c]))
