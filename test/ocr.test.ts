@@ -240,6 +240,21 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   })
 
+  it('reads scans whose page images are CCITT Group 4, black and white as office scanners write them, in French and Arabic', async () => {
+    // test/fixtures/ccitt: a page of SCAN_FR and of SCAN_AR at 200 dpi, Group 4 compressed by ImageMagick
+    // and put in a PDF by tiff2pdf (CCITTFaxDecode, K -1)
+    const extract = createIsolatedExtractor()
+    try {
+      for (const [file, language, want] of [['photosynthese-fr.pdf', 'fr', SCAN_FR[0]!], ['fleuve-ar.pdf', 'ar', SCAN_AR[0]!]] as const) {
+        const read = await readPdf(readFileSync(new URL(`./fixtures/ccitt/${file}`, import.meta.url)), options({ language, extract }))
+        expect(read.pages[0], file).toMatchObject({ source: 'ocr' })
+        expect(characterErrorRate(canonicalize(want), canonicalize(read.pages[0]!.text)), file).toBeLessThan(0.08)
+      }
+    } finally {
+      await extract.close()
+    }
+  })
+
   it('a page whose drawing needs more memory than its thread has fails, and the process goes on', async () => {
     // form XObjects, 30 of them, each drawing the next twice: 2^30 drawings from 6 KB, whose operator
     // list grew the drawing thread to 4.2 GB in the 60 s of a deadline before its heap was bounded
