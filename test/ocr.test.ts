@@ -240,6 +240,16 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   })
 
+  it('reads a page scanned upside down or sideways: a reading it doubts is read again turned', async () => {
+    // upside down, the French page read as noise at 0.42 (CER 0.79) and the Arabic one at 0.33
+    for (const [pages, language, turn] of [[SCAN_FR, 'fr', 180], [SCAN_AR, 'ar', 90], [SCAN_FR, 'fr', 270]] as const) {
+      const read = await readPdf(await makeScannedPdf([pages[0]!], { arabic: language === 'ar', turn }), options({ language }))
+      expect(read.pages[0], `${language} ${turn}`).toMatchObject({ source: 'ocr' })
+      expect(characterErrorRate(canonicalize(pages[0]!), canonicalize(read.pages[0]!.text)), `${language} ${turn}`).toBeLessThan(0.1)
+      expect(read.ocr.confidence, `${language} ${turn}`).toBeGreaterThan(language === 'fr' ? 0.8 : 0.7)
+    }
+  })
+
   it('reads scans whose page images are CCITT Group 4, black and white as office scanners write them, in French and Arabic', async () => {
     // test/fixtures/ccitt: a page of SCAN_FR and of SCAN_AR at 200 dpi, Group 4 compressed by ImageMagick
     // and put in a PDF by tiff2pdf (CCITTFaxDecode, K -1)

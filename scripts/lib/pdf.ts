@@ -158,6 +158,19 @@ async function turn(png: Buffer, degrees: number): Promise<Buffer> {
   return canvas.toBuffer('image/png')
 }
 
+/** A page image given a quarter turn, clockwise, or a half turn: a sheet fed sideways or upside down. */
+async function quarterTurns(png: Buffer, degrees: 90 | 180 | 270): Promise<Buffer> {
+  const { createCanvas, loadImage } = await import('@napi-rs/canvas')
+  const image = await loadImage(png)
+  const sideways = degrees !== 180
+  const canvas = createCanvas(sideways ? image.height : image.width, sideways ? image.width : image.height)
+  const g = canvas.getContext('2d')
+  g.translate(canvas.width / 2, canvas.height / 2)
+  g.rotate((degrees * Math.PI) / 180)
+  g.drawImage(image, -image.width / 2, -image.height / 2)
+  return canvas.toBuffer('image/png')
+}
+
 /** Each page of a PDF rendered by pdf.js as a PNG at `dpi` (for scans made from typeset text). */
 export async function renderPages(pdf: Uint8Array, dpi: number): Promise<Buffer[]> {
   const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs')
@@ -176,17 +189,20 @@ export async function renderPages(pdf: Uint8Array, dpi: number): Promise<Buffer[
  * A scanned lesson: the pages typeset by makePdf, rendered at `dpi` and put back as images, with no text
  * layer; or, with `layer`, with an invisible text layer carrying those strings instead (a broken layer
  * over a right image, as PDFs from some typesetters and OCR tools have). `skew` turns each page image by
- * that many degrees, clockwise, as a page laid askew on the scanner.
+ * that many degrees, clockwise, as a page laid askew on the scanner; `turn` by a quarter or half turn, on
+ * a page of the turned shape, as a sheet fed sideways or upside down.
  */
-export async function makeScannedPdf(pages: string[], options: { arabic?: boolean; dpi?: number; layer?: string[]; skew?: number } = {}): Promise<Uint8Array> {
+export async function makeScannedPdf(pages: string[], options: { arabic?: boolean; dpi?: number; layer?: string[]; skew?: number; turn?: 90 | 180 | 270 } = {}): Promise<Uint8Array> {
   let images = await renderPages(await makePdf(pages, { arabic: options.arabic, rtl: options.arabic }), options.dpi ?? 150)
   if (options.skew) images = await Promise.all(images.map((png) => turn(png, options.skew!)))
+  if (options.turn) images = await Promise.all(images.map((png) => quarterTurns(png, options.turn!)))
+  const landscape = options.turn === 90 || options.turn === 270
   const doc = new PDFDocument({ size: 'A4', margin: 0, autoFirstPage: false, info: { Title: 'Scan', CreationDate: new Date(Date.UTC(2026, 0, 1)) } })
   const chunks: Buffer[] = []
   doc.on('data', (c: Buffer) => chunks.push(c))
   const done = new Promise<void>((resolve) => doc.on('end', () => resolve()))
   images.forEach((png, i) => {
-    doc.addPage({ size: 'A4', margin: 0 })
+    doc.addPage({ size: 'A4', layout: landscape ? 'landscape' : 'portrait', margin: 0 })
     doc.image(png, 0, 0, { width: doc.page.width, height: doc.page.height })
     const layer = options.layer?.[i]
     if (layer) {

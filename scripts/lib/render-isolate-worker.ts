@@ -4,7 +4,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs'
 import { createCanvas } from '@napi-rs/canvas'
-import { boundedCanvasFactory, imageDpi, PDFJS_WASM, renderDpi, renderPage, STANDARD_FONTS } from './render-page.ts'
+import { boundedCanvasFactory, imageDpi, PDFJS_WASM, renderDpi, renderPage, STANDARD_FONTS, type Turn } from './render-page.ts'
 
 const { pdf, canvasMb } = workerData as { pdf: Uint8Array; canvasMb: number }
 // the canvases pdf.js draws on are counted: their memory is outside the heap's bound and outside the
@@ -12,12 +12,12 @@ const { pdf, canvasMb } = workerData as { pdf: Uint8Array; canvasMb: number }
 const CanvasFactory = boundedCanvasFactory(canvasMb, createCanvas)
 const task = getDocument({ data: pdf, disableFontFace: true, useSystemFonts: false, standardFontDataUrl: STANDARD_FONTS, wasmUrl: PDFJS_WASM, maxImageSize: 64 * 1024 * 1024, verbosity: 0, CanvasFactory } as Parameters<typeof getDocument>[0])
 
-parentPort!.on('message', async ({ id, number, dpi }: { id: number; number: number; dpi: number }) => {
+parentPort!.on('message', async ({ id, number, dpi, turn }: { id: number; number: number; dpi: number; turn: Turn }) => {
   try {
     const doc = await task.promise
     const scan = await imageDpi(doc, number, OPS)
     const rendered = renderDpi(dpi, scan)
-    const png = await renderPage(doc, number, rendered, { straighten: scan !== null })
+    const png = await renderPage(doc, number, rendered, { straighten: scan !== null, turn })
     const bytes = new Uint8Array(png.buffer, png.byteOffset, png.byteLength).slice()
     parentPort!.postMessage({ id, png: bytes, dpi: rendered }, [bytes.buffer])
   } catch (err) {

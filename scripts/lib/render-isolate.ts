@@ -4,7 +4,7 @@
 // deadline and every request. Here a page that is not rendered by its deadline has its thread stopped
 // (a new one opens the PDF for the next page), and the process that asked goes on meanwhile.
 import { Worker } from 'node:worker_threads'
-import { RENDER_CANVAS_MB } from './render-page.ts'
+import { RENDER_CANVAS_MB, type Turn } from './render-page.ts'
 
 /** A page not rendered by its deadline. */
 export class RenderDeadline extends Error {
@@ -12,8 +12,11 @@ export class RenderDeadline extends Error {
 }
 
 export interface PageRenderer {
-  /** page `number` as a PNG, rendered at `dpi` or at its scan's own resolution (renderDpi), by `deadlineAt` (performance.now()) */
-  render(number: number, dpi: number, deadlineAt: number): Promise<{ png: Buffer; dpi: number }>
+  /**
+   * page `number` as a PNG, rendered at `dpi` or at its scan's own resolution (renderDpi), by `deadlineAt`
+   * (performance.now()), turned `turn` degrees clockwise (0 by default)
+   */
+  render(number: number, dpi: number, deadlineAt: number, turn?: Turn): Promise<{ png: Buffer; dpi: number }>
   close(): Promise<void>
 }
 
@@ -48,7 +51,7 @@ export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; 
     void w.terminate().catch(() => {})
   }
 
-  const draw = (number: number, dpi: number, deadlineAt: number) =>
+  const draw = (number: number, dpi: number, deadlineAt: number, turn: Turn) =>
     new Promise<{ png: Buffer; dpi: number }>((resolve, reject) => {
       if (performance.now() >= deadlineAt) return reject(new RenderDeadline())
       const w = open()
@@ -78,12 +81,12 @@ export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; 
           .catch(() => {}) // a thread stopped meanwhile: its own events settle the page
       }, EXTERNAL_CHECK_MS)
       w.on('message', onMessage).on('error', onError).on('exit', onExit)
-      w.postMessage({ id, number, dpi })
+      w.postMessage({ id, number, dpi, turn })
     })
 
   return {
-    render(number, dpi, deadlineAt) {
-      const page = queue.then(() => draw(number, dpi, deadlineAt))
+    render(number, dpi, deadlineAt, turn = 0) {
+      const page = queue.then(() => draw(number, dpi, deadlineAt, turn))
       queue = page.catch(() => {})
       return page
     },

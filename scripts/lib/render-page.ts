@@ -142,13 +142,14 @@ export async function imageDpi(doc: PdfDocument, number: number, ops: { paintIma
  * `straighten`, a page whose lines of text stand askew (a scan) is turned straight first (deskew.ts), and
  * `onSkew` is told the angle found.
  */
-export async function renderPage(doc: PdfDocument, number: number, dpi: number, options: { straighten?: boolean; onSkew?: (degrees: number) => void } = {}): Promise<Buffer> {
+export async function renderPage(doc: PdfDocument, number: number, dpi: number, options: { straighten?: boolean; onSkew?: (degrees: number) => void; turn?: Turn } = {}): Promise<Buffer> {
   const page = await doc.getPage(number)
   try {
     // a page of any size or shape renders to MAX_RENDER_PIXELS at the most (a PDF may declare a page of
     // 200 inches, or of 2,600 miles by a tenth of a millimetre)
     const base = page.getViewport({ scale: 1 })
-    const viewport = page.getViewport({ scale: renderScale(base.width, base.height, dpi) })
+    // turned by `turn` degrees clockwise beyond the page's own /Rotate (a page scanned upside down or sideways)
+    const viewport = page.getViewport({ scale: renderScale(base.width, base.height, dpi), rotation: (page.rotate + (options.turn ?? 0)) % 360 })
     const factory = (doc as unknown as { canvasFactory: CanvasFactory }).canvasFactory
     const target = factory.create(Math.ceil(viewport.width), Math.ceil(viewport.height))
     await page.render({ canvas: target.canvas as never, viewport, background: 'white' }).promise
@@ -159,6 +160,9 @@ export async function renderPage(doc: PdfDocument, number: number, dpi: number, 
     page.cleanup()
   }
 }
+
+/** A quarter turn of a page, clockwise, in degrees. */
+export type Turn = 0 | 90 | 180 | 270
 
 /** The canvas as a PNG, turned by the opposite of its skew when that is MIN_SKEW or more. */
 async function straightened(canvas: Canvas, onSkew?: (degrees: number) => void): Promise<Buffer> {
