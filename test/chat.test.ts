@@ -15,6 +15,7 @@ import { FakeClock } from '../functions-shared/lib/clock.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
 import { createOfflineProvider } from '../functions-shared/ai/offline.ts'
+import type { AiProvider } from '../functions-shared/ai/provider.ts'
 
 let db: TestDatabase
 const docs: Record<string, { id: string; chunkIds: string[] }> = {}
@@ -28,11 +29,13 @@ interface Stack {
   logs: LogCapture
 }
 
-async function stack(options: { ai: 'offline' | OpenAiServer; env?: Record<string, string> }): Promise<Stack> {
+async function stack(options: { ai: 'offline' | OpenAiServer | AiProvider; env?: Record<string, string> }): Promise<Stack> {
   const clock = new FakeClock(Date.now())
   const ai =
     options.ai === 'offline'
       ? createOfflineProvider()
+      : !('url' in options.ai)
+      ? options.ai
       : createOpenAiProvider({ apiKey: 'k', baseUrl: options.ai.url, chatModel: 'chat-model', embeddingModel: 'embed-model', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 60_000 })
   const config = testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0', ...options.env })
   const logs = new LogCapture()
@@ -562,6 +565,45 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     const [row] = await usageRows(student.id)
     expect(row).toMatchObject({ kind: 'released', charged: 0 })
     expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
+  })
+})
+
+describe('a JSON client that leaves before its answer is sent', () => {
+  // the model has written part of the answer and is still at work when the client leaves
+  let generating!: () => void
+  let started = new Promise<void>((r) => (generating = r))
+  const offline = createOfflineProvider()
+  const ai: AiProvider = Object.assign(Object.create(offline) as AiProvider, {
+    chat: async (request: Parameters<AiProvider['chat']>[0], onDelta: (text: string) => void) => {
+      onDelta('Pour isoler l\'inconnue, on retranche le même nombre aux deux membres [1], ')
+      generating()
+      await new Promise<void>((resolve) => (request.signal?.aborted ? resolve() : request.signal?.addEventListener('abort', () => resolve())))
+      throw new Error('aborted')
+    },
+  })
+  let s: Stack
+  beforeAll(async () => {
+    s = await stack({ ai })
+  })
+  afterAll(async () => s?.gw.close())
+
+  it('is charged nothing: the answer it would have read was never sent', async () => {
+    const student = await createUser(db.sql)
+    started = new Promise<void>((r) => (generating = r))
+    const left = new AbortController()
+    const pending = chat(s, student, { message: 'Comment isole-t-on l\'inconnue dans une équation ?', grade: '4AS', subject: 'mathematiques', stream: false }, {}, left.signal).catch((err: unknown) => err)
+    await started
+    left.abort()
+    expect(await pending).toBeInstanceOf(Error)
+    await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
+    await s.gw.deps.background.idle()
+    const [row] = await usageRows(student.id)
+    expect(row).toMatchObject({ kind: 'released', charged: 0 })
+    expect(row!.characters).toBeGreaterThan(0)
+    expect(row!.details.outcome).toBe('disconnected')
+    expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
+    const [held] = await db.sql`select count(*)::int as n from public.reservations where user_id = ${student.id} and status = 'reserved'`
+    expect(held!.n).toBe(0)
   })
 })
 

@@ -133,8 +133,15 @@ export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{
   }
 }
 
+/**
+ * How the sink reaches the client: `stream` (SSE) hands each piece over as it is made, so a client that
+ * leaves has what was generated until then; `body` (JSON) hands everything over at the end, so a client
+ * that leaves before it has received nothing, and is charged nothing.
+ */
+export type Delivery = 'stream' | 'body'
+
 /** The rest of the turn; never throws: failures go to the sink and release the reservation. */
-export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared: { decision: Decision; hold: Hold }, sink: TurnSink, signal: AbortSignal): Promise<Outcome> {
+export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared: { decision: Decision; hold: Hold }, sink: TurnSink, signal: AbortSignal, delivery: Delivery = 'stream'): Promise<Outcome> {
   const { decision, hold } = prepared
   const m = ctx.rt.metrics
   sink.meta({
@@ -159,8 +166,12 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       ctx.log.info({ step: 'ask_clarifying', reason: decision.reason }, 'ask_clarifying')
       sink.sources({ sources: [], retrieval: null })
       sink.delta(question)
-      outcome = 'clarified'
-      usage = await finalizeTurn(ctx, decision, hold, { actual: ctx.deps.config.BILLING_CLARIFY_COST, kind: 'clarify', characters: codePoints(question), model: null, outcome })
+      // a JSON client that left will never read the question: nothing to charge
+      const gone = delivery === 'body' && signal.aborted
+      outcome = gone ? 'disconnected' : 'clarified'
+      usage = await finalizeTurn(ctx, decision, hold, gone
+        ? { actual: 0, kind: 'released', characters: codePoints(question), model: null, outcome }
+        : { actual: ctx.deps.config.BILLING_CLARIFY_COST, kind: 'clarify', characters: codePoints(question), model: null, outcome })
       if (!usage) throw new SettlementError('the clarifying answer could not be settled')
       sink.done({ outcome, usage, model: null, extractive: false, timings: ctx.timings })
       return outcome
@@ -186,9 +197,11 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       generated = await generate(ctx, decision, hold, input, retrieval.snippets, signal, delta)
       outcome = generated.aborted ? 'disconnected' : 'answered'
     }
-    // billed: the characters generated (also when the client left mid-answer); nothing without text
+    // billed: the characters generated (also when an SSE client left mid-answer: it has them); nothing
+    // without text, and nothing for a JSON client that left, since its answer was never sent
     const characters = generated?.characters ?? 0
-    const billed = characters > 0
+    if (delivery === 'body' && signal.aborted) outcome = 'disconnected'
+    const billed = characters > 0 && !(delivery === 'body' && signal.aborted)
     usage = await finalizeTurn(ctx, decision, hold, {
       actual: billed ? actualFor(ctx.deps, characters) : 0,
       kind: billed ? 'chat' : 'released',

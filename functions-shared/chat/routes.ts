@@ -180,7 +180,7 @@ async function jsonTurn(c: Context, ctx: TurnContext, input: ChatInput, prepared
   }
   const left = new AbortController()
   c.req.raw.signal?.addEventListener('abort', () => left.abort())
-  await completeTurn(ctx, input, prepared, sink, left.signal)
+  await completeTurn(ctx, input, prepared, sink, left.signal, 'body')
   if (failure) {
     const f = failure as { error: string; message: string }
     throw new ApiError(f.error === ErrorCode.SERVICE_UNAVAILABLE || f.error === ErrorCode.BAD_REQUEST ? f.error : ErrorCode.INTERNAL_ERROR, f.message)
