@@ -92,7 +92,7 @@ export const settings = {
   OPENAI_EMBEDDING_MODEL: [str('text-embedding-3-small'), 'Embedding model (asked for VECTOR_DIMENSION dimensions)'],
   OPENAI_RERANK_MODEL: [str('gpt-4o-mini'), 'Small model that reranks snippets'],
   OPENAI_TRANSLATE_MODEL: [str('gpt-4o-mini'), 'Model that translates Arabic and Hassaniya questions to French'],
-  OPENAI_TIMEOUT_MS: [int(30000, 1), 'Timeout of one provider call'],
+  OPENAI_TIMEOUT_MS: [int(30000, 1), 'Timeout of one provider call, its body included; for a streamed chat answer, of the wait for each piece'],
   // --- billing (spec §8.2)
   BILLING_BASE_COST: [int(5), 'Base cost of an answer in tokens'],
   BILLING_CHARS_PER_TOKEN: [int(200, 1), 'Generated characters per output token'],

@@ -68,6 +68,36 @@ describe('the openai provider (real SDK, loopback server)', () => {
     expect(late).toBeInstanceOf(ProviderError)
     expect(late.transient).toBe(true)
   })
+
+  it('bounds a call whose server sends its headers and then stalls: the timeout covers the body, and each piece of a streamed answer', async () => {
+    const quick = createOpenAiProvider({ apiKey: 'test-key', baseUrl: server.url, chatModel: 'gpt-test', embeddingModel: 'embed-test', rerankModel: 'rerank-test', translateModel: 'translate-test', dimension: 1536, timeoutMs: 300 })
+    const stalled = async (call: Promise<unknown>) => {
+      // a wide liveness bound: without the deadline these calls never end
+      const never = new Promise((resolve) => setTimeout(() => resolve('still waiting'), 20_000).unref())
+      return Promise.race([call.then(() => 'answered', (e: unknown) => e), never])
+    }
+    server.chat = () => ({ content: 'Une réponse qui commence puis plus rien', stallAfter: 2 })
+    const deltas: string[] = []
+    const chat = await stalled(quick.chat({ messages: [{ role: 'user', content: 'x' }], snippets: [], language: 'fr', maxTokens: 50 }, (d) => deltas.push(d)))
+    expect(chat).toBeInstanceOf(ProviderError)
+    expect(chat).toMatchObject({ transient: true })
+    expect(deltas.length).toBe(2)
+    for (const call of [() => quick.translate('x', 'ar', 'fr'), () => quick.rerank('q', ['a', 'b'], 2)]) {
+      server.chat = () => ({ content: 'x', stallAfter: 0 })
+      expect(await stalled(call())).toMatchObject({ name: 'ProviderError', transient: true })
+    }
+    server.embeddings = () => ({ stallAfter: 0 })
+    try {
+      expect(await stalled(quick.embed(['x']))).toMatchObject({ name: 'ProviderError', transient: true })
+    } finally {
+      server.embeddings = () => ({})
+    }
+    // an answer slower than the timeout as a whole, whose pieces each come in time, is not cut
+    server.chat = () => ({ content: 'un deux trois quatre cinq six sept', pieceDelayMs: 100 })
+    const slow: string[] = []
+    await quick.chat({ messages: [{ role: 'user', content: 'x' }], snippets: [], language: 'fr', maxTokens: 50 }, (d) => slow.push(d))
+    expect(slow.join('')).toBe('un deux trois quatre cinq six sept')
+  })
 })
 
 describe('the offline provider', () => {

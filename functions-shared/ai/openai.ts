@@ -35,6 +35,40 @@ function toProviderError(err: unknown, what: string): ProviderError {
   return new ProviderError(`${what}: ${(err as Error).message}`, { transient: true, cause: err })
 }
 
+/**
+ * The SDK's timeout ends once the response's headers arrive: a server that sends them and then stalls
+ * would hold the call (and the chat turn, its reservation and its client) for ever. This deadline covers
+ * the body too: `ms` after it starts, or after the last `alive()` (each piece of a streamed answer), the
+ * call is aborted. The caller's signal (a client that left) aborts it as well.
+ */
+function deadline(ms: number, caller?: AbortSignal) {
+  const controller = new AbortController()
+  let expired = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const arm = () => {
+    clearTimeout(timer)
+    timer = setTimeout(() => ((expired = true), controller.abort()), ms)
+  }
+  const left = () => controller.abort()
+  if (caller?.aborted) controller.abort()
+  caller?.addEventListener('abort', left, { once: true })
+  arm()
+  return {
+    signal: controller.signal,
+    alive: arm,
+    get expired() {
+      return expired
+    },
+    /** the ProviderError of a call that outlived its deadline, or the error as it is */
+    error: (err: unknown, what: string) =>
+      expired ? new ProviderError(`${what}: no answer from the model within ${ms} ms`, { transient: true, cause: err }) : toProviderError(err, what),
+    done: () => {
+      clearTimeout(timer)
+      caller?.removeEventListener('abort', left)
+    },
+  }
+}
+
 export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
   let loading: Promise<OpenAI> | undefined
   const client = () =>
@@ -53,35 +87,46 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
     dimension: s.dimension,
     translates: true,
     async embed(texts) {
+      const d = deadline(s.timeoutMs)
       try {
-        const res = await (await client()).embeddings.create({ model: s.embeddingModel, input: [...texts], dimensions: s.dimension })
-        return res.data.sort((a, b) => a.index - b.index).map((d) => d.embedding)
+        const res = await (await client()).embeddings.create({ model: s.embeddingModel, input: [...texts], dimensions: s.dimension }, { signal: d.signal })
+        return res.data.sort((a, b) => a.index - b.index).map((e) => e.embedding)
       } catch (err) {
-        throw toProviderError(err, 'embeddings')
+        throw d.error(err, 'embeddings')
+      } finally {
+        d.done()
       }
     },
     async chat(request, onDelta) {
       const sources = request.snippets.map((sn) => `[${sn.n}] ${sn.title ? `${sn.title}, ` : ''}${sn.page_number ? `p. ${sn.page_number}: ` : ''}${sn.text}`).join('\n\n')
       const messages = [...request.messages]
       if (sources) messages.splice(messages.length - 1, 0, { role: 'system', content: `Curriculum extracts (cite them as [n]):\n\n${sources}` })
+      // a long answer may take longer than the timeout: it bounds the wait for each piece
+      const d = deadline(s.timeoutMs, request.signal)
       try {
         const stream = await (await client()).chat.completions.create(
           { model: s.chatModel, messages, stream: true, max_tokens: request.maxTokens },
-          request.signal ? { signal: request.signal } : {},
+          { signal: d.signal },
         )
         let model = s.chatModel
         for await (const chunk of stream) {
+          d.alive()
           model = chunk.model || model
           const text = chunk.choices[0]?.delta?.content
           if (text) onDelta(text)
         }
+        // the SDK's stream ends quietly when it is aborted: a stalled answer is a failure, not an end
+        if (d.expired) throw new Error('the stream stalled')
         return { model, extractive: false }
       } catch (err) {
-        throw toProviderError(err, 'chat')
+        throw d.error(err, 'chat')
+      } finally {
+        d.done()
       }
     },
     async rerank(query, documents, topN, signal) {
       const list = documents.map((d, i) => `${i}: ${d.slice(0, 1500)}`).join('\n\n')
+      const d = deadline(s.timeoutMs, signal)
       try {
         const res = await (await client()).chat.completions.create(
           {
@@ -92,7 +137,7 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
               { role: 'user', content: `Question: ${query}\n\nPassages:\n${list}` },
             ],
           },
-          signal ? { signal } : {},
+          { signal: d.signal },
         )
         const content = res.choices[0]?.message?.content ?? ''
         const parsed = JSON.parse(content.slice(content.indexOf('{'), content.lastIndexOf('}') + 1)) as { ranking?: unknown }
@@ -104,10 +149,13 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
           .slice(0, topN)
       } catch (err) {
         if (err instanceof SyntaxError) throw new ProviderError('rerank: the model did not return JSON', { transient: false, cause: err })
-        throw toProviderError(err, 'rerank')
+        throw d.error(err, 'rerank')
+      } finally {
+        d.done()
       }
     },
     async translate(text, from, to, signal) {
+      const d = deadline(s.timeoutMs, signal)
       try {
         const res = await (await client()).chat.completions.create(
           {
@@ -118,13 +166,15 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
               { role: 'user', content: text },
             ],
           },
-          signal ? { signal } : {},
+          { signal: d.signal },
         )
         const out = res.choices[0]?.message?.content?.trim()
         if (!out) throw new ProviderError('translate: empty answer', { transient: false })
         return out
       } catch (err) {
-        throw toProviderError(err, 'translate')
+        throw d.error(err, 'translate')
+      } finally {
+        d.done()
       }
     },
   }

@@ -22,6 +22,8 @@ export interface Scripted {
   errorMessage?: string
   /** when streaming, fail the connection after this many pieces */
   breakAfter?: number
+  /** send the headers (and, streaming, this many pieces; otherwise the body's first byte), then nothing more, ever */
+  stallAfter?: number
 }
 
 export interface OpenAiServer {
@@ -55,6 +57,10 @@ export async function startOpenAiServer(): Promise<OpenAiServer> {
       res.writeHead(script.status, { 'content-type': 'application/json', ...script.headers })
       return res.end(JSON.stringify({ error: { message: script.errorMessage ?? `scripted ${script.status}`, type: 'server_error', code: null } }))
     }
+    if (script.stallAfter !== undefined && !body.stream) {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      return void res.write('{')
+    }
     if (path.endsWith('/embeddings')) {
       const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input]
       return res.writeHead(200, { 'content-type': 'application/json' }).end(
@@ -79,6 +85,7 @@ export async function startOpenAiServer(): Promise<OpenAiServer> {
       for (const [i, piece] of pieces.entries()) {
         if (res.destroyed) return
         if (script.breakAfter !== undefined && i >= script.breakAfter) return void res.destroy()
+        if (script.stallAfter !== undefined && i >= script.stallAfter) return
         res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] })}\n\n`)
         if (script.pieceDelayMs) await new Promise((r) => setTimeout(r, script.pieceDelayMs))
       }
