@@ -162,6 +162,8 @@ describe('POST /wallet/topup', () => {
     const u = await createUser(db.sql)
     const cases: [Record<string, unknown>, string][] = [
       [{ tokens: 0 }, 'tokens'], [{ tokens: 1.5 }, 'tokens'], [{ tokens: -5 }, 'tokens'], [{ amount: -1 }, 'amount'], [{ amount: 1.234 }, 'amount'],
+      // two decimals exactly, not within floating-point error of them
+      [{ amount: 0.30000000000000004 }, 'amount'], [{ amount: 5e-324 }, 'amount'], [{ amount: 99.99000000000001 }, 'amount'],
       [{ currency: 'XOF' }, 'currency'], [{ payment_method: 'paypal' }, 'payment_method'], [{ user_id: 'nope' }, 'user_id'],
     ]
     for (const [patch, field] of cases) {
@@ -187,6 +189,14 @@ describe('expenses and transactions', () => {
     expect(debits.body.total).toBeGreaterThanOrEqual(1)
     expect((await call('POST', '/wallet/transactions/expense', { type: 'topup', amount: 1, currency: 'USD', description: 'x' }, service)).status).toBe(400)
     expect((await call('POST', '/wallet/transactions/expense', { type: 'server_cost', amount: 0, currency: 'USD', description: 'x' }, service)).status).toBe(400)
+    // not even the smallest number above zero, which two decimals make 0.00
+    expect((await call('POST', '/wallet/transactions/expense', { type: 'server_cost', amount: 5e-324, currency: 'USD', description: 'x' }, service)).status).toBe(400)
+    // amounts written with two decimals are taken as written
+    for (const amount of [0.3, 1.15, 99.99, 1e11]) {
+      const ok = await call('POST', '/wallet/transactions/expense', { type: 'server_cost', amount, currency: 'USD', description: 'x' }, service)
+      expect(ok.status, String(amount)).toBe(201)
+      expect(ok.body.amount).toBe(amount)
+    }
     expect((await call('GET', '/wallet/transactions?direction=sideways', undefined, service)).status).toBe(400)
   })
 })

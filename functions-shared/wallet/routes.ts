@@ -12,7 +12,14 @@ import { CURRENCIES, EXPENSE_TYPES, LEDGER_REASONS, PAYMENT_METHODS, RESERVATION
 
 const Currency = z.enum(CURRENCIES)
 const PaymentMethod = z.enum(PAYMENT_METHODS)
-const Amount = z.number().min(0).max(1e11).multipleOf(0.01)
+// at most two decimals, exactly: zod's multipleOf(0.01) allows for floating-point error, and so let
+// 0.30000000000000004 through (stored as 0.30, answered as sent) and 5e-324 (an expense "above zero"
+// stored as 0.00); an amount is taken only when it is its own value in cents
+const Amount = z
+  .number()
+  .min(0)
+  .max(1e11)
+  .refine((a) => Math.round(a * 100) / 100 === a, 'must have at most two decimals')
 const Tokens = z.number().int().min(1).max(10_000_000)
 
 const BalanceSchema = z
