@@ -132,6 +132,9 @@ describe('POST /wallet/topup', () => {
     const again = await call('POST', '/wallet/topup', topupBody(u.id), { ...service, ...key })
     expect(again.body).toEqual({ ...first.body, replayed: true })
     expect(again.headers.get('idempotent-replayed')).toBe('true')
+    // the same user id in capitals is the same request: a replay, not a 422
+    const upper = await call('POST', '/wallet/topup', topupBody(u.id.toUpperCase()), { ...service, ...key })
+    expect(upper.body).toEqual({ ...first.body, replayed: true })
     const other = await call('POST', '/wallet/topup', topupBody(u.id, { tokens: 999 }), { ...service, ...key })
     expect(other).toMatchObject({ status: 422, body: { error: 'idempotency_key_reused' } })
     expect((await call('GET', '/wallet/balance', undefined, bearer(u.token))).body.token_balance).toBe(150)

@@ -203,7 +203,8 @@ async function requestHash(input: unknown): Promise<string> {
 }
 
 export async function topUp({ ctx, principal, input, idempotencyKey }: { ctx: ServiceContext; principal: Principal; input: TopUpInput; idempotencyKey?: string | undefined }) {
-  const canonical = { user_id: input.user_id, tokens: input.tokens, amount: input.amount, currency: input.currency, payment_method: input.payment_method, reference: input.reference ?? null }
+  // the user id as PostgreSQL writes it (lower case): the same request with the id in capitals is a replay
+  const canonical = { user_id: input.user_id.toLowerCase(), tokens: input.tokens, amount: input.amount, currency: input.currency, payment_method: input.payment_method, reference: input.reference ?? null }
   const hash = idempotencyKey ? await requestHash(canonical) : null
   const row = await rpc(ctx, async (tx) => {
     const [r] = await tx<TopUpRow[]>`select * from public.top_up(${input.user_id}, ${input.tokens}, ${input.amount}, ${input.currency}, ${input.payment_method},
