@@ -168,6 +168,41 @@ describe('scraper rules over markup', () => {
     expect(links.map((l) => l.url)).toEqual(['http://portal.test/f/a.pdf'])
   })
 
+  it('reads a listing in the encoding it says it is in, or the one its bytes show, and links relative to its <base href>', async () => {
+    // legacy single-byte encodings, by inverting their decoders
+    const encoder = (label: string) => {
+      const table = new Map(Array.from({ length: 256 }, (_, b) => [new TextDecoder(label).decode(Uint8Array.of(b)), b]))
+      return (text: string) => Uint8Array.from(Array.from(text, (ch) => table.get(ch) ?? 0x3f))
+    }
+    const cp1256 = encoder('windows-1256')
+    const cp1252 = encoder('windows-1252')
+    const arabic = (head: string) => `<html><head>${head}</head><body><ul><li>الجغرافيا — السنة الخامسة <a href="/f/ar.pdf">درس نهر السنغال</a></li></ul></body></html>`
+    const french = '<html><body><p>Géographie, 5e année : <a href="/f/fr.pdf">Le fleuve Sénégal et sa vallée</a></p></body></html>'
+    const read = async (bytes: Uint8Array, contentType: string) =>
+      discoverLinks(SourceSchema.parse({ name: 'encodings', index_urls: ['http://portal.test/listes/index.html'], allowed_hosts: ['portal.test'] }), {
+        maxBytes: 1024 * 1024,
+        timeoutMs: 30_000,
+        resolve: async () => ['93.184.216.34'],
+        fetch: (async () => new Response(bytes, { headers: { 'content-type': contentType } })) as typeof fetch,
+      })
+    const cases: [string, Uint8Array, string, string, string][] = [
+      ['windows-1256 in the header', cp1256(arabic('')), 'text/html; charset=windows-1256', 'درس نهر السنغال', 'الجغرافيا — السنة الخامسة درس نهر السنغال'],
+      ['windows-1256 in a <meta charset>', cp1256(arabic('<meta charset="windows-1256">')), 'text/html', 'درس نهر السنغال', 'الجغرافيا — السنة الخامسة درس نهر السنغال'],
+      ['windows-1256 in a <meta http-equiv>', cp1256(arabic('<meta http-equiv="Content-Type" content="text/html; charset=windows-1256">')), 'text/html', 'درس نهر السنغال', 'الجغرافيا — السنة الخامسة درس نهر السنغال'],
+      ['windows-1256 unsaid', cp1256(arabic('')), 'text/html', 'درس نهر السنغال', 'الجغرافيا — السنة الخامسة درس نهر السنغال'],
+      ['windows-1252 unsaid', cp1252(french), 'text/html', 'Le fleuve Sénégal et sa vallée', 'Géographie, 5e année : Le fleuve Sénégal et sa vallée'],
+      ['UTF-8 unsaid', new TextEncoder().encode(arabic('')), 'text/html', 'درس نهر السنغال', 'الجغرافيا — السنة الخامسة درس نهر السنغال'],
+      ['UTF-8 with a byte order mark, whatever the header says', new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(french)]), 'text/html; charset=windows-1252', 'Le fleuve Sénégal et sa vallée', 'Géographie, 5e année : Le fleuve Sénégal et sa vallée'],
+      ['an encoding no decoder knows, read as its bytes show', cp1252(french), 'text/html; charset=x-unknown', 'Le fleuve Sénégal et sa vallée', 'Géographie, 5e année : Le fleuve Sénégal et sa vallée'],
+    ]
+    for (const [what, bytes, contentType, text, context] of cases) {
+      const [link] = await read(bytes, contentType)
+      expect(link, what).toMatchObject({ text, context })
+    }
+    const based = await read(new TextEncoder().encode('<html><head><base href="/documents/"></head><body><a href="maths.pdf">m</a></body></html>'), 'text/html')
+    expect(based.map((l) => l.url)).toEqual(['http://portal.test/documents/maths.pdf'])
+  })
+
   it('refuses a rule that could never match', () => {
     expect(() => SourceSchema.parse({ name: 'x', index_urls: ['http://p/'], rules: [{ field: 'grade', from: 'attr', pattern: '(.+)' }] })).toThrow(/attr/)
     expect(() => SourceSchema.parse({ name: 'x', index_urls: ['http://p/'], rules: [{ field: 'grade', from: 'text', attr: 'title', pattern: '(.+)' }] })).toThrow(/attr/)

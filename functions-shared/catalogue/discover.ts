@@ -145,6 +145,47 @@ export function nestingDepth(html: string): number {
   return deepest
 }
 
+/** The labels a listing's encoding may be given by that this decoder reads (WHATWG Encoding's names and aliases). */
+function decoderFor(label: string | undefined | null): TextDecoder | null {
+  if (!label) return null
+  try {
+    return new TextDecoder(label.trim().replace(/^["']|["']$/g, ''))
+  } catch {
+    return null // a label no decoder knows is no label
+  }
+}
+
+const META_CHARSET = /<meta\b[^>]*?\bcharset\s*=\s*["']?\s*([\w.:-]+)/i
+
+/**
+ * A listing page's text. HTML says which encoding it is in, in this order (the HTML standard's sniffing,
+ * abridged): a byte order mark, the charset of the response's Content-Type, a <meta charset> or <meta
+ * http-equiv="Content-Type"> within its first 1,024 bytes. A page that says none is UTF-8 when it reads as
+ * UTF-8; else it is one of the single-byte encodings older portals write: windows-1256 (Arabic) when most of
+ * its letters are bytes above 127, as an Arabic text's are, windows-1252 (French) when few are, as a
+ * French text's accented letters. A Mauritanian portal in windows-1256 read as UTF-8 gave every Arabic
+ * link text as U+FFFD, so no rule could read a grade or a subject from it.
+ */
+export function decodeListing(bytes: Uint8Array, contentType: string): string {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return new TextDecoder('utf-8').decode(bytes)
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return new TextDecoder('utf-16be').decode(bytes)
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return new TextDecoder('utf-16le').decode(bytes)
+  const declared = decoderFor(/;\s*charset\s*=\s*([^;]+)/i.exec(contentType)?.[1]) ?? decoderFor(META_CHARSET.exec(new TextDecoder('latin1').decode(bytes.subarray(0, 1024)))?.[1])
+  // a page cannot be in UTF-16 and hold ASCII markup that says so: such a <meta> means UTF-8 (the standard's rule)
+  if (declared) return (declared.encoding.startsWith('utf-16') ? new TextDecoder('utf-8') : declared).decode(bytes)
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+  } catch {
+    let high = 0
+    let letters = 0
+    for (const b of bytes) {
+      if (b >= 0xc0) high++
+      if (b >= 0xc0 || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a)) letters++
+    }
+    return new TextDecoder(high > letters * 0.3 ? 'windows-1256' : 'windows-1252').decode(bytes)
+  }
+}
+
 export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetchOptions, 'allowedHosts' | 'accept'>): Promise<DiscoveredLink[]> {
   const pdf = new RegExp(source.pdf_pattern, 'iu')
   const seenPages = new Set<string>()
@@ -155,17 +196,20 @@ export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetch
     if (seenPages.has(pageUrl)) continue
     seenPages.add(pageUrl)
     const page = await safeFetch(pageUrl, { ...fetchOptions, allowedHosts: allowedHosts(source), accept: 'text/html,application/xhtml+xml' })
-    const html = new TextDecoder().decode(page.bytes)
+    const html = decodeListing(page.bytes, page.contentType)
     const depth = nestingDepth(html)
     if (depth > MAX_LISTING_DEPTH) throw new Error(`the listing page ${pageUrl} nests elements ${depth} deep (more than ${MAX_LISTING_DEPTH})`)
     const $ = cheerio.load(html)
+    // links are relative to the page's <base href> when it has one
+    const baseHref = $('base[href]').first().attr('href')
+    const base = baseHref && URL.canParse(baseHref, page.url) ? new URL(baseHref, page.url).toString() : page.url
     const contexts = new Map<DomNode, string>()
     $(source.link_selector).each((_, el) => {
       const href = $(el).attr('href')
       if (!href) return
       let url: URL
       try {
-        url = new URL(href, page.url)
+        url = new URL(href, base)
       } catch {
         return
       }
@@ -182,7 +226,7 @@ export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetch
     $(source.next_selector).each((_, el) => {
       const href = $(el).attr('href')
       // a link that is no URL leads nowhere: passed over, not the end of the run
-      if (href && URL.canParse(href, page.url)) queue.push(new URL(href, page.url).toString())
+      if (href && URL.canParse(href, base)) queue.push(new URL(href, base).toString())
     })
   }
   return [...seenLinks.values()]
