@@ -183,7 +183,7 @@ describe('scraper rules over markup', () => {
         maxBytes: 1024 * 1024,
         timeoutMs: 30_000,
         resolve: async () => ['93.184.216.34'],
-        fetch: (async () => new Response(bytes, { headers: { 'content-type': contentType } })) as typeof fetch,
+        fetch: (async () => new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } })) as typeof fetch,
       })
     const cases: [string, Uint8Array, string, string, string][] = [
       ['windows-1256 in the header', cp1256(arabic('')), 'text/html; charset=windows-1256', 'درس نهر السنغال', 'الجغرافيا — السنة الخامسة درس نهر السنغال'],

@@ -148,3 +148,26 @@ describe('listings', () => {
     expect((await get('/admin/scrape-runs')).status).toBe(401)
   })
 })
+
+describe('a listing with broken pages', () => {
+  const withIndexes = (name: string, pages: string[]) => SourceSchema.parse({ name, index_urls: pages.map((p) => `${portal.url}${p}`), allowed_hosts: [new URL(portal.url).host] })
+
+  it('goes on with the listing pages it can read, and names the ones it cannot', async () => {
+    const ctx = { deps: t.deps, requestId: 'broken-listing' }
+    // a broken index URL first, then the portal's listing (two pages)
+    const result = await syncSource({ ctx, source: withIndexes('broken-index', ['/programmes/retire.html', '/programmes/page1.html']) })
+    expect(result).toMatchObject({ status: 'completed', found_count: 9 })
+    expect(result.errors).toBeGreaterThanOrEqual(1)
+    const [run] = await db.sql`select status, found_count, error_count, error_message from public.scrape_runs where id = ${result.run_id}`
+    expect(run).toMatchObject({ status: 'completed', found_count: 9, error_count: result.errors })
+    expect(run!.error_message).toMatch(/^1 listing page could not be read: http:\/\/127\.0\.0\.1:\d+\/programmes\/retire\.html: HTTP 404/)
+  })
+
+  it('fails the run when no listing page can be read', async () => {
+    const ctx = { deps: t.deps, requestId: 'no-listing' }
+    const result = await syncSource({ ctx, source: withIndexes('no-index', ['/programmes/retire.html', '/programmes/absent.html']) })
+    expect(result).toMatchObject({ status: 'failed', found_count: 0, errors: 2 })
+    const [run] = await db.sql`select status, error_message from public.scrape_runs where id = ${result.run_id}`
+    expect(run).toMatchObject({ status: 'failed', error_message: expect.stringMatching(/^listing failed: HTTP 404/) })
+  })
+})

@@ -186,19 +186,44 @@ export function decodeListing(bytes: Uint8Array, contentType: string): string {
   }
 }
 
-export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetchOptions, 'allowedHosts' | 'accept'>): Promise<DiscoveredLink[]> {
+/** A listing page that could not be read: its URL and why. */
+export interface ListingFailure {
+  url: string
+  message: string
+}
+
+/**
+ * The PDF links of a source's listing pages: its index URLs and the next pages they lead to. A listing
+ * page that cannot be read (a broken link, a refused destination, a page nested too deep) is told to
+ * `onListingError` and passed over, and the walk goes on with the others; without it, or when no listing
+ * page at all could be read, the first failure is thrown.
+ */
+export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetchOptions, 'allowedHosts' | 'accept'>, onListingError?: (failure: ListingFailure) => void): Promise<DiscoveredLink[]> {
   const pdf = new RegExp(source.pdf_pattern, 'iu')
   const seenPages = new Set<string>()
   const seenLinks = new Map<string, DiscoveredLink>()
   const queue = [...source.index_urls]
+  let read = 0
+  let firstError: unknown
   while (queue.length > 0 && seenPages.size < source.max_listing_pages) {
     const pageUrl = queue.shift()!
     if (seenPages.has(pageUrl)) continue
     seenPages.add(pageUrl)
-    const page = await safeFetch(pageUrl, { ...fetchOptions, allowedHosts: allowedHosts(source), accept: 'text/html,application/xhtml+xml' })
-    const html = decodeListing(page.bytes, page.contentType)
-    const depth = nestingDepth(html)
-    if (depth > MAX_LISTING_DEPTH) throw new Error(`the listing page ${pageUrl} nests elements ${depth} deep (more than ${MAX_LISTING_DEPTH})`)
+    let html: string
+    let page: { url: string }
+    try {
+      const fetched = await safeFetch(pageUrl, { ...fetchOptions, allowedHosts: allowedHosts(source), accept: 'text/html,application/xhtml+xml' })
+      page = fetched
+      html = decodeListing(fetched.bytes, fetched.contentType)
+      const depth = nestingDepth(html)
+      if (depth > MAX_LISTING_DEPTH) throw new Error(`the listing page ${pageUrl} nests elements ${depth} deep (more than ${MAX_LISTING_DEPTH})`)
+    } catch (err) {
+      if (!onListingError) throw err
+      firstError ??= err
+      onListingError({ url: pageUrl, message: (err as Error).message })
+      continue
+    }
+    read++
     const $ = cheerio.load(html)
     // links are relative to the page's <base href> when it has one
     const baseHref = $('base[href]').first().attr('href')
@@ -229,5 +254,6 @@ export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetch
       if (href && URL.canParse(href, base)) queue.push(new URL(href, base).toString())
     })
   }
+  if (read === 0 && firstError !== undefined) throw firstError
   return [...seenLinks.values()]
 }

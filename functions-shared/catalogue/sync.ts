@@ -4,7 +4,7 @@
 import type { ServiceContext } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { FetchError, safeFetch } from '../net/safe-fetch.ts'
-import { discoverLinks, type DiscoveredLink } from './discover.ts'
+import { discoverLinks, type DiscoveredLink, type ListingFailure } from './discover.ts'
 import { allowedHosts, linkMetadata } from './sources.ts'
 import type { Source } from '../sources-file.ts'
 import { arabicShare, contentPages, matchingForm } from './canonicalize.ts'
@@ -137,14 +137,23 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   const counts = { new: 0, needs_metadata: 0, duplicate: 0, quality_failed: 0, error: 0, known: 0 }
   let links: DiscoveredLink[] = []
   let failure: string | null = null
+  // listing pages that could not be read while others could: the run goes on with the links found
+  const unread: ListingFailure[] = []
   try {
-    links = await discoverLinks(source, {
-      allowLoopback: ctx.deps.config.FETCH_ALLOW_LOOPBACK,
-      maxBytes: 5 * 1024 * 1024,
-      timeoutMs: ctx.deps.config.FETCH_TIMEOUT_MS,
-      resolve: ctx.deps.resolveHost,
-      ...(ctx.deps.connectGuard ? { guard: ctx.deps.connectGuard } : {}),
-    })
+    links = await discoverLinks(
+      source,
+      {
+        allowLoopback: ctx.deps.config.FETCH_ALLOW_LOOPBACK,
+        maxBytes: 5 * 1024 * 1024,
+        timeoutMs: ctx.deps.config.FETCH_TIMEOUT_MS,
+        resolve: ctx.deps.resolveHost,
+        ...(ctx.deps.connectGuard ? { guard: ctx.deps.connectGuard } : {}),
+      },
+      (f) => {
+        unread.push(f)
+        log.warn({ source: source.name, url: f.url, err: { message: f.message } }, 'listing page skipped after an error')
+      },
+    )
   } catch (err) {
     failure = `listing failed: ${(err as Error).message}`
     log.error({ source: source.name, err: { message: (err as Error).message } }, 'scrape run failed')
@@ -159,9 +168,15 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
     }
   }
   const status = failure ? 'failed' : 'completed'
+  // a run that read some listing pages and not others says which, as a failed run says why
+  if (!failure && unread.length > 0) {
+    const named = unread.slice(0, 5).map((f) => `${f.url}: ${f.message}`).join('; ')
+    failure = `${unread.length} listing ${unread.length === 1 ? 'page' : 'pages'} could not be read: ${named}${unread.length > 5 ? '; ...' : ''}`.slice(0, 2000)
+  }
+  const listingErrors = failure === null ? 0 : Math.max(1, unread.length)
   await asService(ctx.deps.sql, (tx) => tx`
     update public.scrape_runs set status = ${status}, found_count = ${links.length}, new_count = ${counts.new + counts.needs_metadata}, duplicate_count = ${counts.duplicate},
-           quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + (failure ? 1 : 0)}, error_message = ${failure}, finished_at = now()
+           quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + listingErrors}, error_message = ${failure}, finished_at = now()
      where id = ${runId}`)
   log.info({ source: source.name, run_id: runId, found: links.length, ...counts, new: counts.new + counts.needs_metadata }, 'scrape run finished')
   return {
@@ -172,7 +187,7 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
     new_count: counts.new + counts.needs_metadata,
     duplicates: counts.duplicate,
     quality_failed: counts.quality_failed,
-    errors: counts.error + (failure ? 1 : 0),
+    errors: counts.error + listingErrors,
     known: counts.known,
     needs_metadata: counts.needs_metadata,
   }
