@@ -170,6 +170,7 @@ export const settings = {
   CHAT_INFER_VOTERS: [int(6, 1), 'Of those, the best ones that vote for their subject, each with its strength divided by its position'],
   CHAT_INFER_MIN_COVERAGE: [num(0.1, 0, 1), 'Hybrid: a question counts as a curriculum question when its best hit holds this share of its word weight (idf)...'],
   CHAT_INFER_MIN_SIMILARITY: [num(0.3, 0, 1), '...or when the nearest chunk has this cosine similarity (the only test of a dense-only search)'],
+  CHAT_INFER_RERANK: [z.enum(['auto', 'on', 'off']).default('auto'), 'Order the hits that vote for a subject by the provider\'s rerank, as the answer\'s pages are: auto = when the rerank runs on this machine (offline provider); on = also a model\'s (one more rerank call per inferred turn); off = the search\'s order'],
   CHAT_INFER_TIE_RATIO: [num(0.8, 0, 1), 'Two subjects whose votes are within this ratio are a tie (broken by the subject vocabulary, else the student is asked)'],
   CHAT_HEARTBEAT_SECONDS: [int(15, 1), 'An SSE comment is sent after this long without an event'],
 } as const satisfies Record<string, readonly [z.ZodType, string]>

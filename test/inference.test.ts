@@ -177,8 +177,8 @@ describe('public.hybrid_search', () => {
 interface Stack {
   gw: Gateway
 }
-async function stack(ai: ReturnType<typeof createOfflineProvider>): Promise<Stack> {
-  const config = testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0' })
+async function stack(ai: ReturnType<typeof createOfflineProvider>, env: Record<string, string> = {}): Promise<Stack> {
+  const config = testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0', ...env })
   return { gw: await startGateway({ config, sql: db.connect(3), port: 0, deps: { ai, logs: createLogRoot({ level: 'silent' }), sources: [] } }) }
 }
 const ask = async (s: Stack, token: string, body: Record<string, unknown>) => {
@@ -278,6 +278,56 @@ describe('cross-lingual retrieval with a provider that translates', () => {
     expect(body.retrieval.cross_lingual).toEqual({ status: 'not_needed', language: 'fr', query: null })
     expect(server.calls.slice(before).some((c) => c.body.model === 'translate-model')).toBe(false)
     expect(body.sources[0].document_id).toBe(docs['tarbiya-islamiya'])
+  })
+})
+
+describe('the subject\'s votes in the order of the provider\'s rerank (CHAT_INFER_RERANK)', () => {
+  let server: OpenAiServer
+  beforeAll(async () => {
+    server = await startOpenAiServer()
+    // the rerank puts the passages about speed first, the search's order the lesson on derivatives
+    server.chat = (body) => {
+      if (body.model !== 'rerank-model') return { content: 'Réponse [1].' }
+      const passages = [...String(body.messages.at(-1).content).matchAll(/^(\d+): (.*)$/gm)].map((m) => ({ i: Number(m[1]), speed: /vitesse|accélération|référentiel/.test(m[2]!) }))
+      return { content: JSON.stringify({ ranking: [...passages.filter((p) => p.speed), ...passages.filter((p) => !p.speed)].map((p) => p.i) }) }
+    }
+  })
+  afterAll(async () => server?.close())
+  const provider = () => createOpenAiProvider({ apiKey: 'k', baseUrl: server.url, chatModel: 'chat-model', embeddingModel: 'embed-model', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 10_000 })
+  const rerankCalls = (from: number) => server.calls.slice(from).filter((c) => c.body.model === 'rerank-model').length
+  const question = { message: 'La dérivée, à quoi elle sert et comment on la calcule ?', document_language: 'fr' }
+
+  it('follows the search\'s order with a model\'s rerank unless told to (auto, off), and the rerank\'s when on', async () => {
+    const token = (await createUser(db.sql)).token
+    const results: Record<string, { subject: string; calls: number }> = {}
+    for (const mode of ['auto', 'off', 'on']) {
+      const s = await stack(provider(), { CHAT_INFER_RERANK: mode })
+      try {
+        const before = server.calls.length
+        const body = await ask(s, token, question)
+        results[mode] = { subject: body.subject, calls: rerankCalls(before) }
+      } finally {
+        await s.gw.close()
+      }
+    }
+    // the search's order: the lesson on derivatives; one rerank, the answer's
+    expect(results.auto).toEqual({ subject: 'mathematiques', calls: 1 })
+    expect(results.off).toEqual({ subject: 'mathematiques', calls: 1 })
+    // the rerank's: speed first, so physics; one rerank more, the subject's
+    expect(results.on).toEqual({ subject: 'sciences-physiques', calls: 2 })
+  })
+
+  it('keeps the search\'s order when the rerank fails', async () => {
+    const token = (await createUser(db.sql)).token
+    const ok = server.chat
+    server.chat = (body) => (body.model === 'rerank-model' ? { status: 500 } : { content: 'Réponse [1].' })
+    const s = await stack(provider(), { CHAT_INFER_RERANK: 'on' })
+    try {
+      expect((await ask(s, token, question)).subject).toBe('mathematiques')
+    } finally {
+      server.chat = ok
+      await s.gw.close()
+    }
   })
 })
 

@@ -5,7 +5,8 @@
 // - a hit's strength is the share of the question's word weight it holds (text_coverage: each word
 //   weighs by its rarity in the catalogue) or, for a dense-only search, its cosine similarity; a subject's
 //   weight is the strength of its hits among the first CHAT_INFER_VOTERS, each divided by its position,
-//   so the first hits count most;
+//   so the first hits count most; the positions are those of the provider's rerank of the hits when it
+//   reranks on this machine (CHAT_INFER_RERANK), as the answer's pages are chosen, else the search's;
 // - nothing matches when no hit reaches CHAT_INFER_MIN_COVERAGE (hybrid) nor CHAT_INFER_MIN_SIMILARITY:
 //   the question is not about the curriculum (a greeting, small talk) and the student is asked what
 //   they need;
@@ -18,6 +19,8 @@ import { asService } from '../db/tx.ts'
 import type { DocumentRow } from '../ingestion/documents.ts'
 import type { Candidate } from './retrieve.ts'
 import { searchQuestion, type PreparedQuery } from './query.ts'
+import { chunkTexts } from './retrieve.ts'
+import type { RetrievalCaches } from './runtime.ts'
 import { namedSubjects, subjectKey, subjectScores } from './subjects.ts'
 
 interface Evidence {
@@ -101,9 +104,41 @@ function gradeOf(w: Weighed, subject: string): string | null {
   return [...grades].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null
 }
 
+/** Whether the subject's votes are ordered by the provider's rerank (CHAT_INFER_RERANK; auto: a rerank on this machine, the offline one). */
+export const infersWithRerank = (deps: Deps): boolean =>
+  deps.config.CHAT_INFER_RERANK === 'on' || (deps.config.CHAT_INFER_RERANK === 'auto' && deps.ai.name === 'offline')
+
+/**
+ * The hits in the order the provider's rerank puts them (the question read as the answer's rerank reads
+ * it), within RERANK_TIMEOUT_MS; the search's order when the rerank is off, fails or is late.
+ */
+async function rerankedHits(deps: Deps, query: PreparedQuery, hits: Candidate[], chunks: RetrievalCaches['chunks']): Promise<Candidate[]> {
+  if (!infersWithRerank(deps) || hits.length < 2) return hits
+  let cancel = () => {}
+  const controller = new AbortController()
+  try {
+    const texts = await chunkTexts(deps, hits, chunks)
+    const rerankQuery = query.language !== 'fr' && query.translation !== null ? query.translation : query.message
+    const order = await Promise.race([
+      deps.ai.rerank(rerankQuery, texts.map((c) => c.text), texts.length, controller.signal, texts.map((c) => 1 - c.distance)),
+      new Promise<never>((_, reject) => (cancel = deps.clock.setTimer(deps.config.RERANK_TIMEOUT_MS, () => reject(new Error('rerank timeout'))))),
+    ])
+    const ranked = order.map((i) => texts[i]).filter((c): c is (typeof texts)[number] => c !== undefined)
+    // a ranking that leaves hits out (a model's) keeps the rest in the search's order after it
+    const seen = new Set(ranked.map((c) => c.chunk_id))
+    return [...ranked, ...texts.filter((c) => !seen.has(c.chunk_id))]
+  } catch {
+    controller.abort()
+    return hits
+  } finally {
+    cancel()
+  }
+}
+
 export async function inferFromCatalogue(
   deps: Deps,
   input: { query: PreparedQuery; grade: string | null; language: string | null },
+  chunks: RetrievalCaches['chunks'],
 ): Promise<CatalogueMatch | CatalogueMiss> {
   const { config } = deps
   const filters = { grade: input.grade, language: input.language }
@@ -113,7 +148,7 @@ export async function inferFromCatalogue(
     const w = await weigh(deps, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, { ...filters, subject: named[0]! }))
     if (w.matched) return { kind: 'match', subject: named[0]!, grade: input.grade ?? gradeOf(w, named[0]!), evidence: { ...w.evidence, named, decided_by: 'named' } }
   }
-  const w = await weigh(deps, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, filters))
+  const w = await weigh(deps, await rerankedHits(deps, input.query, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, filters), chunks))
   const evidence = named.length > 0 ? { ...w.evidence, named } : w.evidence
   if (!w.matched) return { kind: 'no_match', subjects: [], evidence }
 
