@@ -110,6 +110,22 @@ describe('scraper rules over markup', () => {
     expect(linkMetadata(source(), { url: 'http://p/a.pdf', text: 'Leçon' })).toMatchObject({ grade: null, subject: null, title: 'Leçon' })
   })
 
+  it('reads a URL whose escapes are not UTF-8 (a legacy portal\'s %E9, a bare %) as written, instead of failing the link', () => {
+    const byUrl = SourceSchema.parse({ name: 'legacy-urls', index_urls: ['http://p/'], rules: [
+      { field: 'grade', from: 'url', pattern: '/(\\d+AS)/' },
+      { field: 'subject', from: 'url', pattern: '/\\d+AS/([^/]+)/' },
+    ] })
+    // decodeURIComponent threw "URI malformed" on these: the sync counted each such PDF as an error, every run
+    expect(linkMetadata(byUrl, { url: 'http://p/4AS/math%E9matiques/cours%20de%20g%E9om%E9trie.pdf', text: '' })).toMatchObject({
+      grade: '4AS', subject: 'math%E9matiques', title: 'cours de g%E9om%E9trie',
+    })
+    expect(linkMetadata(byUrl, { url: 'http://p/5AS/physique/r%C3%A9ussir%20%C3%A0%20100%.pdf', text: ' ' })).toMatchObject({
+      grade: '5AS', subject: 'physique', title: 'réussir à 100%',
+    })
+    // Arabic escapes (UTF-8) still read as Arabic
+    expect(linkMetadata(byUrl, { url: 'http://p/6AS/%D8%AF%D8%B1%D8%B3/a.pdf', text: 'x' })).toMatchObject({ subject: 'درس' })
+  })
+
   it('reads a hostile listing in time: links sharing one section or one row, or nested one level deeper each', async () => {
     // every link read its whole container, its whole row and every ancestor again: 8,000 links in one
     // section took 9 s and 600 MB, in one table row 23 s, nested 3,000 deep 12 s, all of it on the

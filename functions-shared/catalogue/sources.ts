@@ -32,13 +32,28 @@ export interface LinkFacts {
   column_header?: string | null
 }
 
+/**
+ * A URL's text percent-decoded where its escapes spell UTF-8; an escape that does not (a legacy portal's
+ * `math%E9matiques.pdf` in windows-1252, a bare `100%.pdf`) stays as written. decodeURIComponent throws on
+ * those, and every link of that kind was lost on every sync (counted as an error).
+ */
+export function decodeUrlText(text: string): string {
+  return text.replace(/(?:%[0-9a-f]{2})+/gi, (run) => {
+    try {
+      return decodeURIComponent(run)
+    } catch {
+      return run
+    }
+  })
+}
+
 /** The text a rule's pattern runs over, or null when the link has no such thing (the rule is skipped). */
 function ruleInput(rule: SourceRule, link: LinkFacts): string | null {
   switch (rule.from) {
     case 'text':
       return link.text
     case 'url':
-      return decodeURIComponent(link.url)
+      return decodeUrlText(link.url)
     case 'context':
       return link.context ?? ''
     case 'attr':
@@ -51,7 +66,7 @@ function ruleInput(rule: SourceRule, link: LinkFacts): string | null {
 /** The metadata of one discovered PDF from the source's defaults and rules. */
 export function linkMetadata(source: Source, link: LinkFacts): LinkMetadata {
   const meta: LinkMetadata = {
-    title: link.text.trim() || decodeURIComponent(new URL(link.url).pathname.split('/').pop() ?? '').replace(/\.pdf$/i, '') || null,
+    title: link.text.trim() || decodeUrlText(new URL(link.url).pathname.split('/').pop() ?? '').replace(/\.pdf$/i, '') || null,
     major: source.defaults.major ?? null,
     category: source.defaults.category ?? null,
     grade: source.defaults.grade ?? null,
