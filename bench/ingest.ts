@@ -20,7 +20,7 @@ import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
 import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
 import { FR_LESSON, PHYSICS_LESSON, AR_LESSON } from '../test/helpers/portal.ts'
 import { md5 } from '@noble/hashes/legacy.js'
-import { simhash, tokens } from '../functions-shared/catalogue/simhash.ts'
+import { simhash, tokens, tokenWeight } from '../functions-shared/catalogue/simhash.ts'
 import { MAX_TEXT_CHARS } from '../functions-shared/catalogue/extract-pdf.ts'
 
 const PAGES = Number(process.env.BENCH_PAGES ?? 200)
@@ -72,11 +72,18 @@ console.log(`\ntext layer of the ${PAGES} pages, median of 5: in this thread ${m
 
 // the SimHash: every occurrence hashed (the baseline) against each distinct token hashed once
 function simhashEveryOccurrence(text: string): bigint {
-  const votes = new Int32Array(64)
   const encoder = new TextEncoder()
+  const seen = new Map<string, { digest: Uint8Array; count: number }>()
   for (const token of tokens(text)) {
     const digest = md5(encoder.encode(token))
-    for (let i = 0; i < 64; i++) votes[i]! += (digest[7 - (i >> 3)]! >> (i & 7)) & 1 ? 1 : -1
+    const entry = seen.get(token)
+    if (entry) entry.count++
+    else seen.set(token, { digest, count: 1 })
+  }
+  const votes = new Float64Array(64)
+  for (const { digest, count } of seen.values()) {
+    const w = tokenWeight(count)
+    for (let i = 0; i < 64; i++) votes[i]! += (digest[7 - (i >> 3)]! >> (i & 7)) & 1 ? w : -w
   }
   let fp = 0n
   for (let i = 0; i < 64; i++) if (votes[i]! > 0) fp |= 1n << BigInt(i)

@@ -1,5 +1,6 @@
 // Canonicalization, SimHash and the quality gate: the pure rules of the scraper pipeline.
 import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { arabicShare, canonicalize, contentPages, matchingForm, repairReversedArabic } from '../functions-shared/catalogue/canonicalize.ts'
@@ -70,6 +71,15 @@ describe('simhash', () => {
     const changed = long.replace('vérifie', 'contrôle')
     expect(hammingDistance(simhash(long), simhash(changed))).toBeLessThanOrEqual(3)
   })
+  it('keeps two different French books apart, though they share the words every French text uses', () => {
+    // nine demo lessons (kinematics to respiration) against nine others (acids to weak acids): voting once
+    // per occurrence, de, la, les, et... outvoted the rest, and the two books were 2 bits apart: a duplicate
+    const lessons = (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: { language: string; pages: string[] }[] }).lessons.filter((l) => l.language === 'fr')
+    const book = (from: number, to: number) => matchingForm(canonicalize(lessons.slice(from, to).map((l) => l.pages.join('\n')).join('\n')))
+    expect(hammingDistance(simhash(book(5, 11)), simhash(book(11, 17)))).toBeGreaterThan(3)
+    // a copy of one of them with a word changed is still its duplicate
+    expect(hammingDistance(simhash(book(5, 11)), simhash(book(5, 11).replace('vitesse', 'rapidité')))).toBeLessThanOrEqual(3)
+  })
   it('moves a lot between unrelated texts', () => {
     expect(hammingDistance(simhash(LESSON_FR), simhash(LESSON_AR))).toBeGreaterThan(10)
   })
@@ -82,12 +92,14 @@ describe('simhash', () => {
     const fp = simhash('lycee')
     expect(fp.toString(16).padStart(16, '0')).toBe(createHash('md5').update('lycee').digest().subarray(0, 8).toString('hex'))
   })
-  it('counts a token once per occurrence: the spec\'s vote, token by token, with node:crypto\'s MD5', () => {
+  it('gives each distinct token a vote of 1 + ln(its count), with node:crypto\'s MD5', () => {
     const oracle = (text: string): bigint => {
       const votes = Array<number>(64).fill(0)
-      for (const token of tokens(text)) {
+      const all = tokens(text)
+      for (const token of new Set(all)) {
+        const weight = 1 + Math.log(all.filter((t) => t === token).length)
         const word = createHash('md5').update(token).digest().readBigUInt64BE(0)
-        for (let i = 0; i < 64; i++) votes[i]! += (word >> BigInt(i)) & 1n ? 1 : -1
+        for (let i = 0; i < 64; i++) votes[i]! += (word >> BigInt(i)) & 1n ? weight : -weight
       }
       return votes.reduce((fp, v, i) => (v > 0 ? fp | (1n << BigInt(i)) : fp), 0n)
     }

@@ -1,5 +1,8 @@
 // The scraper end to end against a fixture portal on loopback: discovery with pagination, real PDFs
 // through pdf.js, the quality gate, SimHash near-duplicates, refused downloads, runs and listings.
+import { readFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
@@ -10,6 +13,7 @@ import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { SourceSchema } from '../functions-shared/sources-file.ts'
 import { connectGuardNode, resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { syncSource } from '../functions-shared/catalogue/sync.ts'
+import { makePdf } from '../scripts/lib/pdf.ts'
 
 let db: TestDatabase
 let t: TestApp
@@ -169,5 +173,38 @@ describe('a listing with broken pages', () => {
     expect(result).toMatchObject({ status: 'failed', found_count: 0, errors: 2 })
     const [run] = await db.sql`select status, error_message from public.scrape_runs where id = ${result.run_id}`
     expect(run).toMatchObject({ status: 'failed', error_message: expect.stringMatching(/^listing failed: HTTP 404/) })
+  })
+})
+
+describe('two different books in one language', () => {
+  it('are both registered and queued, not one taken for the other\'s duplicate', async () => {
+    // nine demo lessons against nine others: every French text's common words (de, la, les...) outvoted
+    // the rest when each occurrence voted, and the second book was registered as a duplicate, never ingested
+    const lessons = (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: { language: string; pages: string[] }[] }).lessons.filter((l) => l.language === 'fr')
+    const books = new Map([
+      ['/livres/5AS/sciences/tome-1.pdf', await makePdf(lessons.slice(5, 11).flatMap((l) => l.pages))],
+      ['/livres/5AS/sciences/tome-2.pdf', await makePdf(lessons.slice(11, 17).flatMap((l) => l.pages))],
+    ])
+    const server = createServer((req, res) => {
+      const file = books.get(req.url!)
+      if (file) return res.writeHead(200, { 'content-type': 'application/pdf' }).end(Buffer.from(file))
+      if (req.url === '/livres/') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end([...books.keys()].map((p) => `<a href="${p}">Sciences 5AS</a>`).join(''))
+      res.writeHead(404).end()
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      const source = SourceSchema.parse({ name: 'books', index_urls: [`${url}/livres/`], defaults: { grade: '5AS', subject: 'sciences' } })
+      const result = await syncSource({ ctx: { deps: t.deps, requestId: 'books' }, source })
+      expect(result).toMatchObject({ status: 'completed', found_count: 2, new_count: 2, duplicates: 0 })
+      const refs = await db.sql`select r.status, r.canonical_id, j.status as job from public.curriculum_references r left join public.ingestion_jobs j on j.reference_id = r.id where r.source = 'books'`
+      expect(refs).toEqual([
+        { status: 'discovered', canonical_id: null, job: 'queued' },
+        { status: 'discovered', canonical_id: null, job: 'queued' },
+      ])
+    } finally {
+      server.closeAllConnections()
+      await new Promise((r) => server.close(r))
+    }
   })
 })
