@@ -126,6 +126,24 @@ describe('scraper rules over markup', () => {
     expect(linkMetadata(byUrl, { url: 'http://p/6AS/%D8%AF%D8%B1%D8%B3/a.pdf', text: 'x' })).toMatchObject({ subject: 'درس' })
   })
 
+  it('bounds what a listing\'s text gives a reference: a title to 300 characters, a major or category to 100', () => {
+    const byText = SourceSchema.parse({ name: 'long-texts', index_urls: ['http://p/'], rules: [
+      { field: 'category', from: 'text', pattern: '^(.*)$' },
+      { field: 'major', from: 'context', pattern: 'Série (.*)' },
+    ] })
+    const text = `Manuel de mathématiques ${'très '.repeat(20_000)}complet`
+    const meta = linkMetadata(byText, { url: 'http://p/a.pdf', text, context: `Série ${'C '.repeat(1000)}` })
+    // the title went to the model with every passage of the document a chat turn quoted (120,000 characters)
+    expect(Array.from(meta.title!).length).toBeLessThanOrEqual(300)
+    expect(meta.title).toMatch(/^Manuel de mathématiques très très .*…$/)
+    expect(Array.from(meta.category!).length).toBeLessThanOrEqual(100)
+    expect(Array.from(meta.major!).length).toBeLessThanOrEqual(100)
+    // cut between characters, never inside a surrogate pair
+    const astral = linkMetadata(byText, { url: 'http://p/a.pdf', text: '𝐀'.repeat(400) })
+    expect(astral.title).toBe(`${'𝐀'.repeat(299)}…`)
+    expect(linkMetadata(byText, { url: 'http://p/a.pdf', text: 'Leçon 3' })).toMatchObject({ title: 'Leçon 3', category: 'Leçon 3' })
+  })
+
   it('reads a hostile listing in time: links sharing one section or one row, or nested one level deeper each', async () => {
     // every link read its whole container, its whole row and every ancestor again: 8,000 links in one
     // section took 9 s and 600 MB, in one table row 23 s, nested 3,000 deep 12 s, all of it on the

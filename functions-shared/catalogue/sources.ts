@@ -84,5 +84,22 @@ export function linkMetadata(source: Source, link: LinkFacts): LinkMetadata {
     else if (rule.field === 'language') meta.language = (['fr', 'ar', 'hassaniya'] as const).find((l) => l === value) ?? meta.language
     else meta[rule.field] = value
   }
+  // a listing's text is as long as its webmaster made it: a link of 120,000 characters became a title that
+  // every chat turn quoting the document sent to the model, once per passage
+  meta.title = bounded(meta.title, MAX_TITLE_CHARS)
+  meta.major = bounded(meta.major, MAX_LABEL_CHARS)
+  meta.category = bounded(meta.category, MAX_LABEL_CHARS)
   return meta
+}
+
+/** The longest title and major or category a listing gives a reference: what an operator may set (PATCH /admin/references). */
+export const MAX_TITLE_CHARS = 300
+export const MAX_LABEL_CHARS = 100
+
+/** Whitespace collapsed and, past `max` characters, cut with an ellipsis (never inside a surrogate pair). */
+function bounded(value: string | null, max: number): string | null {
+  if (value === null) return null
+  const text = value.replace(/\s+/g, ' ').trim()
+  const chars = Array.from(text)
+  return chars.length <= max ? text : `${chars.slice(0, max - 1).join('').trimEnd()}…`
 }
