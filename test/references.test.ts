@@ -202,6 +202,39 @@ describe('scraper rules over markup', () => {
     expect(links.map((l) => l.url)).toEqual(['http://portal.test/f/a.pdf'])
   })
 
+  it('says when the walk stops at max_listing_pages with pages left, and reads a next page named with a fragment once', async () => {
+    // page n links to page n+1, and back to page 1 with a fragment; 5 pages, 2 PDFs each
+    const pages = new Map(Array.from({ length: 5 }, (_, i) => [`/liste/${i + 1}.html`, `<html><body>
+      <a href="/f/${i}-a.pdf">a</a><a href="/f/${i}-b.pdf">b</a><a href="/liste/1.html#haut">début</a>
+      ${i < 4 ? `<a rel="next" href="/liste/${i + 2}.html#contenu">suivant</a>` : ''}<a rel="next" href="/liste/1.html#haut">début</a></body></html>`]))
+    const fetched: string[] = []
+    const walk = async (max: number) => {
+      const failures: { url: string; message: string }[] = []
+      const source = SourceSchema.parse({ name: 'paged', index_urls: ['http://portal.test/liste/1.html'], allowed_hosts: ['portal.test'], max_listing_pages: max })
+      const links = await discoverLinks(source, {
+        maxBytes: 1024 * 1024,
+        timeoutMs: 30_000,
+        resolve: async () => ['93.184.216.34'],
+        fetch: (async (url: URL) => {
+          fetched.push(url.pathname + url.hash)
+          const html = pages.get(url.pathname)
+          return html ? new Response(html, { headers: { 'content-type': 'text/html' } }) : new Response('', { status: 404 })
+        }) as typeof fetch,
+      }, (f) => failures.push(f))
+      return { links, failures }
+    }
+    // the walk stopped at 3 of 5 pages and said nothing: a run that looked complete, 4 PDFs never seen
+    const cut = await walk(3)
+    expect(cut.links).toHaveLength(6)
+    expect(cut.failures).toEqual([{ url: 'http://portal.test/liste/4.html', message: "not read: the source's max_listing_pages (3) was reached" }])
+    // page 1 named again with #haut was read again, and took a page of the limit
+    expect(fetched).toEqual(['/liste/1.html', '/liste/2.html', '/liste/3.html'])
+    fetched.length = 0
+    const whole = await walk(5)
+    expect(whole.links).toHaveLength(10)
+    expect(whole.failures).toEqual([])
+  })
+
   it('reads a listing in the encoding it says it is in, or the one its bytes show, and links relative to its <base href>', async () => {
     // legacy single-byte encodings, by inverting their decoders
     const encoder = (label: string) => {

@@ -251,8 +251,18 @@ export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetch
     $(source.next_selector).each((_, el) => {
       const href = $(el).attr('href')
       // a link that is no URL leads nowhere: passed over, not the end of the run
-      if (href && URL.canParse(href, base)) queue.push(new URL(href, base).toString())
+      if (!href || !URL.canParse(href, base)) return
+      // page2.html#top is page2.html: read once, and counted once against max_listing_pages
+      const next = new URL(href, base)
+      next.hash = ''
+      queue.push(next.toString())
     })
+  }
+  // the walk stopped at max_listing_pages with pages left: their links were never seen, so say so (a
+  // portal listing 2,000 PDFs 20 to a page lost 1,600 of them with a run that looked complete)
+  const left = queue.find((url) => !seenPages.has(url))
+  if (left !== undefined && onListingError) {
+    onListingError({ url: left, message: `not read: the source's max_listing_pages (${source.max_listing_pages}) was reached` })
   }
   if (read === 0 && firstError !== undefined) throw firstError
   return [...seenLinks.values()]
