@@ -69,20 +69,20 @@ describe('connectionClient', () => {
 })
 
 describe('open connections per client', () => {
-  it('answers a connection past CONNECTION_LIMIT_PER_CLIENT with a 503 in JSON, whatever loopback address it comes from, and serves again once one closes', async () => {
+  it('answers a connection past CONNECTION_LIMIT_PER_CLIENT with a 429 in the rate limit\'s shape, whatever loopback address it comes from, and serves again once one closes', async () => {
     const gw = await gateway({ CONNECTION_LIMIT_PER_CLIENT: '4' })
     const held = await Promise.all([1, 2, 3, 4].map(() => open(gw, SLOW_HEADERS)))
     for (const localAddress of ['127.0.0.1', '127.0.0.2']) {
       const extra = await open(gw, '', localAddress)
       await extra.ended
       const res = parse(extra.received())
-      expect(res.status).toBe(503)
-      expect(res.body).toMatchObject({ error: 'service_unavailable', message: expect.stringMatching(/connections.*4 at most/) })
+      expect(res.status).toBe(429)
+      expect(res.body).toMatchObject({ error: 'rate_limited', message: expect.stringMatching(/connections.*4 at most/), retry_after: 1, limit: 4, window: 'concurrent' })
       expect(res.headers).toContain(`x-request-id: ${res.body.request_id}`)
       expect(res.headers).toContain('retry-after: 1')
     }
     const refused = await fetch(`${gw.url}/functions/v1/health`)
-    expect(refused.status).toBe(503)
+    expect(refused.status).toBe(429)
     expect((await refused.json()).request_id).toBe(refused.headers.get('x-request-id'))
     held[0]!.destroy()
     await held[0]!.ended
@@ -100,7 +100,7 @@ describe('open connections per client', () => {
     const body = JSON.stringify({ email, password: 'secret-123' })
     const signup = await open(gw, `POST /auth/v1/signup HTTP/1.1\r\nHost: x\r\napikey: ${anon}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
     await signup.ended
-    expect(parse(signup.received()).status).toBe(503)
+    expect(parse(signup.received()).status).toBe(429)
     expect(await db.sql`select 1 from auth.users where email = ${email}`).toHaveLength(0)
   })
 

@@ -93,12 +93,15 @@ export function connectionClient(address: string | undefined): string {
   return `${full.slice(0, 4).join(':')}::/64`
 }
 
-/** The raw answer to a connection past its client's limit: JSON with a request id, then the connection ends. */
+/**
+ * The raw answer to a connection past its client's limit, then the connection ends: a 429 in the rate
+ * limit's shape (spec §7.1), the limit being on connections open at once (`window: "concurrent"`).
+ */
 function refuseConnection(socket: Socket, limit: number): void {
   const requestId = crypto.randomUUID()
-  const body = JSON.stringify({ error: 'service_unavailable', message: `Too many open connections from this client (${limit} at most): close some and retry`, request_id: requestId })
+  const body = JSON.stringify({ error: 'rate_limited', message: `Too many open connections from this client (${limit} at most): close some and retry`, request_id: requestId, retry_after: 1, limit, window: 'concurrent' })
   socket.on('error', () => {})
-  socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy())
+  socket.end(`HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy())
 }
 
 /**
@@ -132,7 +135,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   let refused: WeakSet<object> | undefined
   // a request that a refused connection got in before its answer was written is not served either
   const fetchHandler = async (request: Request, env: unknown) =>
-    refused?.has((env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket ?? {}) ? new Response(null, { status: 503, headers: { Connection: 'close' } }) : closeAfterRefusedBody(await handle(request, env))
+    refused?.has((env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket ?? {}) ? new Response(null, { status: 429, headers: { Connection: 'close', 'Retry-After': '1' } }) : closeAfterRefusedBody(await handle(request, env))
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve(
       {
