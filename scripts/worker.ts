@@ -9,11 +9,12 @@ import { runNextJob } from './lib/job-loop.ts'
 import { connectGuardNode, readSourcesNode, resolveHostNode } from './lib/node-adapter.ts'
 import { exitWithStartupError, unreachableDatabase } from './lib/startup-error.ts'
 import { ocrFromConfig } from './lib/ocr.ts'
+import { embeddedDatabaseUrl } from './lib/embedded-db.ts'
 import { createIsolatedExtractor } from './lib/pdf-isolate.ts'
 
 const config = loadConfigOrExit('curriculum-tutor worker')
 const once = process.argv.includes('--once')
-const url = config.DATABASE_URL ?? `postgres://postgres:postgres@127.0.0.1:${config.DB_PORT}/postgres`
+const url = config.DATABASE_URL ?? embeddedDatabaseUrl(config)
 const sql = createDb(url, { max: 2, prepare: config.DB_PREPARE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, applicationName: 'curriculum-tutor/worker' })
 const pdfReader = createIsolatedExtractor()
 const deps = createDeps(config, {

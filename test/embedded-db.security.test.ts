@@ -67,6 +67,18 @@ async function serviceWorks(): Promise<void> {
 }
 
 describe('a client that poisons the shared session', () => {
+  it('asks every client for the password: a wrong or missing one is refused (28P01) before the session is touched', async () => {
+    expect(new URL(embedded.url).password).toMatch(/^[A-Za-z0-9_-]{32}$/)
+    for (const wrong of ['postgres', '', 'x'.repeat(2000)]) {
+      const url = new URL(embedded.url)
+      url.password = wrong
+      const guess = postgres(url.toString(), { max: 1, onnotice: () => {}, connect_timeout: 5 })
+      await expect(guess`select 1`).rejects.toMatchObject({ code: wrong.length > 1000 ? '08P01' : '28P01' })
+      await guess.end({ timeout: 1 }).catch(() => {})
+    }
+    await serviceWorks()
+  })
+
   it('set role anon, kept connected: the service still runs as its own roles', async () => {
     const psql = other()
     await psql`set role anon`
@@ -237,6 +249,14 @@ async function rawClient() {
   startup.writeInt32BE(8 + params.length, 0)
   startup.writeInt32BE(196608, 4)
   socket.write(Buffer.concat([startup, params]))
+  // AuthenticationCleartextPassword (R, length 8, code 3), answered with the URL's password
+  for (;;) {
+    if (received.length >= 9) break
+    await new Promise<void>((r) => (waiting = r))
+  }
+  expect([...received.subarray(0, 9)]).toEqual([0x52, 0, 0, 0, 8, 0, 0, 0, 3])
+  received = received.subarray(9)
+  socket.write(msg('p', cstr(decodeURIComponent(url.password))))
   await untilReady()
   return {
     socket,

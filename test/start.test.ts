@@ -1,6 +1,6 @@
 // `npm start` end to end: the real process, the embedded database on disk, the printed URLs and keys.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { hostname } from 'node:os'
 import { tmpdir } from 'node:os'
@@ -83,7 +83,7 @@ describe('npm start (embedded mode)', () => {
       expect(invoked.data).toMatchObject({ status: 'ok' })
       // npm run status prints the same, as .env lines too
       const port = new URL(s.baseUrl).port
-      const status = await run('scripts/status.ts', { PORT: port, DB_PORT: new URL(s.dbUrl).port }, ['-o', 'env'])
+      const status = await run('scripts/status.ts', { PORT: port, DB_PORT: new URL(s.dbUrl).port, DATA_DIR: dataDir }, ['-o', 'env'])
       expect(status.code, status.err).toBe(0)
       expect(status.out).toContain(`SUPABASE_URL="${s.baseUrl}"\nSUPABASE_ANON_KEY="${s.anonKey}"\n`)
       expect(status.out).toContain(`SUPABASE_DB_URL="${s.dbUrl}"`)
@@ -110,6 +110,18 @@ describe('npm start (embedded mode)', () => {
       const [row] = await sql`select count(*)::int as n from supabase_migrations.schema_migrations`
       await sql.end()
       expect(row!.n).toBeGreaterThan(0)
+      // the database port asks for the data folder's password (made on the first start, its owner's only)
+      const password = (await readFile(join(dataDir, 'db-password'), 'utf8')).trim()
+      expect(password).toMatch(/^[A-Za-z0-9_-]{32}$/)
+      expect(decodeURIComponent(new URL(s.dbUrl).password)).toBe(password)
+      expect((await stat(join(dataDir, 'db-password'))).mode & 0o777).toBe(0o600)
+      for (const wrong of ['postgres', '']) {
+        const url = new URL(s.dbUrl)
+        url.password = wrong
+        const guess = postgres(url.toString(), { max: 1, onnotice: () => {} })
+        await expect(guess`select 1`).rejects.toMatchObject({ code: '28P01' })
+        await guess.end({ timeout: 1 }).catch(() => {})
+      }
     } finally {
       const code = await stop(s)
       expect(code, s.output()).toBe(0)
@@ -120,6 +132,8 @@ describe('npm start (embedded mode)', () => {
     const again = await start({ DATA_DIR: dataDir })
     try {
       expect(again.output()).toContain('"shim_applied":false,"applied":[]')
+      // the folder keeps its database password
+      expect(decodeURIComponent(new URL(again.dbUrl).password)).toBe((await readFile(join(dataDir, 'db-password'), 'utf8')).trim())
     } finally {
       expect(await stop(again)).toBe(0)
     }

@@ -1,6 +1,9 @@
 // The embedded database: PGlite (Postgres in WASM) with pgvector, persisted under DATA_DIR and exposed
 // on a local port (scripts/lib/pglite-server.ts), so postgres.js and psql connect to it like to any server.
-import { mkdir } from 'node:fs/promises'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { readFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { join, resolve } from 'node:path'
 import { PGlite, type Extensions } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto'
@@ -27,6 +30,41 @@ export interface EmbeddedOptions {
   maxConnections?: number
   /** a client idle in a transaction this long while another waits is disconnected (0: never) */
   idleInTransactionMs?: number
+  /** the password clients must give; default: the data folder's (PASSWORD_FILE), or a new one for an in-memory database */
+  password?: string
+}
+
+/**
+ * The file of the data folder that holds the embedded database's password: made on the first start
+ * (24 random bytes, base64url, readable by its owner only) and kept, so that `npm run worker`, `npm run
+ * status` and psql reach the database the folder's `npm start` serves. Any local process could otherwise
+ * connect to the database port and, as its superuser, rewrite wallets and ledgers.
+ */
+export const PASSWORD_FILE = 'db-password'
+
+const newPassword = () => randomBytes(24).toString('base64url')
+
+async function folderPassword(dataDir: string): Promise<string> {
+  const file = join(dataDir, PASSWORD_FILE)
+  const kept = await readFile(file, 'utf8').then((p) => p.trim(), () => '')
+  if (kept) return kept
+  const made = newPassword()
+  await writeFile(file, `${made}\n`, { mode: 0o600 })
+  return made
+}
+
+/**
+ * The URL of the embedded database a running `npm start` serves on DB_PORT, with its data folder's
+ * password (or the bare default when the folder has none: the stack is not started there).
+ */
+export function embeddedDatabaseUrl(config: { DATA_DIR: string; DB_PORT: number }): string {
+  let password = 'postgres'
+  try {
+    password = readFileSync(join(resolve(config.DATA_DIR), PASSWORD_FILE), 'utf8').trim() || password
+  } catch {
+    // no password file: no stack has started with this folder
+  }
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${config.DB_PORT}/postgres`
 }
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedDb> {
@@ -47,7 +85,16 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedD
     await lock?.release()
     throw err
   }
+  let password: string
+  try {
+    password = options.password ?? (options.dataDir ? await folderPassword(options.dataDir) : newPassword())
+  } catch (err) {
+    await db.close()
+    await lock?.release()
+    throw err
+  }
   const server = new PgliteServer(db, {
+    password,
     port: options.port,
     host: options.host ?? '127.0.0.1',
     maxConnections: options.maxConnections ?? 8,

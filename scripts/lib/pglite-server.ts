@@ -19,6 +19,7 @@
 //   when the last client leaves (DISCARD ALL). In-process use of the PGlite instance (db.query) is not
 //   kept out of a client's transaction; the stack reaches its database through this socket only.
 import { createServer, type Server, type Socket } from 'node:net'
+import { createHash, timingSafeEqual } from 'node:crypto'
 import type { PGlite } from '@electric-sql/pglite'
 
 const SSL_REQUEST = 80877103
@@ -34,6 +35,11 @@ export interface PgliteServerOptions {
   maxConnections?: number
   /** a client idle in a transaction this long while another waits is disconnected (0: never) */
   idleInTransactionMs?: number
+  /**
+   * the password every client must give (cleartext over the local socket, as PostgreSQL's `password`
+   * method asks it); empty: none asked, as PostgreSQL's `trust`
+   */
+  password?: string
 }
 
 interface Client {
@@ -43,6 +49,8 @@ interface Client {
   started: boolean
   /** startup parameters to apply whenever the session passes to this client */
   params: [string, string][]
+  /** the startup packet, kept until the client gives the password */
+  awaitingPassword: Buffer | null
   /** complete exchanges waiting for the session */
   pending: Buffer[][]
   /** messages of the exchange being received */
@@ -71,6 +79,18 @@ function message(type: string, body: Buffer): Buffer {
   header.write(type, 0, 'latin1')
   header.writeInt32BE(body.length + 4, 1)
   return Buffer.concat([header, body])
+}
+
+const int32 = (n: number): Buffer => {
+  const b = Buffer.alloc(4)
+  b.writeInt32BE(n)
+  return b
+}
+
+/** The password given equals the expected one, compared in time that does not tell how much of it matched. */
+function samePassword(given: Buffer, expected: string): boolean {
+  const digest = (b: Buffer | string) => createHash('sha256').update(b).digest()
+  return timingSafeEqual(digest(given), digest(expected))
 }
 
 /** A FATAL ErrorResponse, for the clients this server turns away or ends. */
@@ -102,11 +122,11 @@ export class PgliteServer {
 
   constructor(db: PGlite, options: PgliteServerOptions) {
     this.#db = db
-    this.#options = { host: '127.0.0.1', maxConnections: 8, idleInTransactionMs: 10_000, ...options }
+    this.#options = { host: '127.0.0.1', maxConnections: 8, idleInTransactionMs: 10_000, password: '', ...options }
   }
 
   get url(): string {
-    return `postgres://postgres:postgres@${this.#options.host}:${this.port}/postgres`
+    return `postgres://postgres:${encodeURIComponent(this.#options.password || 'postgres')}@${this.#options.host}:${this.port}/postgres`
   }
 
   get connections(): number {
@@ -153,7 +173,7 @@ export class PgliteServer {
       return
     }
     socket.setNoDelay(true)
-    const client: Client = { id: this.#nextId++, socket, buffer: Buffer.alloc(0), started: false, params: [], pending: [], partial: [], holding: false, statements: new Set(), closed: false }
+    const client: Client = { id: this.#nextId++, socket, buffer: Buffer.alloc(0), started: false, params: [], awaitingPassword: null, pending: [], partial: [], holding: false, statements: new Set(), closed: false }
     this.#clients.add(client)
     socket.on('data', (data) => this.#receive(client, data))
     socket.on('error', () => this.#disconnect(client))
@@ -188,6 +208,12 @@ export class PgliteServer {
         }
         client.started = true
         client.params = this.#startupParams(packet)
+        if (this.#options.password) {
+          // AuthenticationCleartextPassword: the session is not the client's before the password
+          client.awaitingPassword = Buffer.from(packet)
+          client.socket.write(message('R', int32(3)))
+          continue
+        }
         client.pending.push([Buffer.from(packet)])
         this.#wake(client)
         continue
@@ -195,7 +221,23 @@ export class PgliteServer {
       if (buf.length < 5) return
       const length = buf.readInt32BE(1) + 1
       if (length < 5 || length > MAX_MESSAGE_BYTES) return this.#refuse(client, `invalid message length ${length - 1}`)
+      if (client.awaitingPassword && length > 1024) return this.#refuse(client, 'invalid password message')
       if (buf.length < length) return
+      if (client.awaitingPassword) {
+        const startup = client.awaitingPassword
+        const given = buf.subarray(5, length - 1) // the PasswordMessage's C string without its NUL
+        client.buffer = buf.subarray(length)
+        if (buf[0] !== 0x70 /* p */ || !samePassword(given, this.#options.password)) {
+          client.closed = true
+          this.#clients.delete(client)
+          client.socket.end(fatal('28P01', 'password authentication failed for user "postgres"'))
+          return
+        }
+        client.awaitingPassword = null
+        client.pending.push([startup])
+        this.#wake(client)
+        continue
+      }
       const msg = this.#rename(client, Buffer.from(buf.subarray(0, length)))
       client.buffer = buf.subarray(length)
       const type = String.fromCharCode(msg[0]!)

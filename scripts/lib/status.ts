@@ -4,6 +4,7 @@
 // running stack, also as .env lines (-o env) or JSON (-o json).
 import type { Config } from '../../functions-shared/config.ts'
 import { apiKey } from '../../functions-shared/lib/keys.ts'
+import { embeddedDatabaseUrl } from './embedded-db.ts'
 
 export interface StackStatus {
   api_url: string
@@ -22,7 +23,7 @@ export async function stackStatus(config: Config, options: { base?: string; dbUr
     api_url: base,
     functions_url: `${base}/functions/v1`,
     auth_url: `${auth}/auth/v1`,
-    db_url: options.dbUrl ?? config.DATABASE_URL ?? `postgres://postgres:postgres@127.0.0.1:${config.DB_PORT}/postgres`,
+    db_url: options.dbUrl ?? config.DATABASE_URL ?? embeddedDatabaseUrl(config),
     anon_key: config.SUPABASE_ANON_KEY ?? (await apiKey(config.JWT_SECRET, 'anon')),
     service_role_key: config.SUPABASE_SERVICE_ROLE_KEY ?? (await apiKey(config.JWT_SECRET, 'service_role')),
   }
