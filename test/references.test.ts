@@ -268,6 +268,9 @@ describe('scraper rules over markup', () => {
     }
     const based = await read(new TextEncoder().encode('<html><head><base href="/documents/"></head><body><a href="maths.pdf">m</a></body></html>'), 'text/html')
     expect(based.map((l) => l.url)).toEqual(['http://portal.test/documents/maths.pdf'])
+    // links that are no document to download, whatever their names end with, are not links to PDFs
+    const others = await read(new TextEncoder().encode('<a href="mailto:prof@portal.test?subject=cours.pdf">m</a><a href="ftp://portal.test/a.pdf">f</a><a href="file:///c/a.pdf">l</a><a href="https://portal.test/b.pdf">b</a>'), 'text/html')
+    expect(others.map((l) => l.url)).toEqual(['https://portal.test/b.pdf'])
   })
 
   it('refuses a rule that could never match', () => {

@@ -238,6 +238,8 @@ export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetch
       } catch {
         return
       }
+      // a mailto:, ftp: or file: link is no document to download, whatever its name ends with
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') return
       url.hash = ''
       if (!pdf.test(url.pathname + url.search)) return
       const key = url.toString()
