@@ -208,3 +208,32 @@ describe('two different books in one language', () => {
     }
   })
 })
+
+describe('a host that stops answering', () => {
+  it('leaves its other links for the next run once three downloads in a row timed out, and says so', async () => {
+    const { createServer } = await import('node:http')
+    const requested: string[] = []
+    const server = createServer((req, res) => {
+      requested.push(req.url ?? '')
+      if (req.url === '/liste.html') return void res.writeHead(200, { 'content-type': 'text/html' }).end(Array.from({ length: 6 }, (_, i) => `<a href="/f/${i}.pdf">cours ${i}</a>`).join(''))
+      // a PDF that never comes
+      res.writeHead(200, { 'content-type': 'application/pdf' })
+      res.write('%PDF-1.4\n')
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+    const host = `127.0.0.1:${(server.address() as { port: number }).port}`
+    try {
+      const app = createTestApp({ sql: db.sql, env: { FETCH_ALLOW_LOOPBACK: 'true', FETCH_TIMEOUT_MS: '300' }, deps: { resolveHost: resolveHostNode, connectGuard: connectGuardNode } })
+      const source = SourceSchema.parse({ name: 'stalling', index_urls: [`http://${host}/liste.html`], allowed_hosts: [host] })
+      const result = await syncSource({ ctx: { deps: app.deps, requestId: 'stalling' }, source })
+      expect(result).toMatchObject({ status: 'completed', found_count: 6, new_count: 0, errors: 6 })
+      // three downloads tried, the other three never asked for
+      expect(requested.filter((u) => u.startsWith('/f/'))).toEqual(['/f/0.pdf', '/f/1.pdf', '/f/2.pdf'])
+      const [run] = await db.sql`select error_message from public.scrape_runs where id = ${result.run_id}`
+      expect(run!.error_message).toBe(`3 links of ${host} left for the next run after 3 downloads in a row timed out`)
+    } finally {
+      server.closeAllConnections()
+      await new Promise((r) => server.close(r))
+    }
+  })
+})

@@ -130,6 +130,9 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
   return outcome
 }
 
+/** Downloads in a row from one host that time out before the run leaves that host's other links for the next. */
+export const SYNC_HOST_TIMEOUTS = 3
+
 export async function syncSource({ ctx, source }: { ctx: ServiceContext; source: Source }): Promise<SyncResult> {
   const log = ctx.deps.logs.forRequest('scraper', ctx.requestId)
   const [run] = await asService(ctx.deps.sql, (tx) => tx<{ id: string }[]>`insert into public.scrape_runs (source) values (${source.name}) returning id`)
@@ -158,22 +161,39 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
     failure = `listing failed: ${(err as Error).message}`
     log.error({ source: source.name, err: { message: (err as Error).message } }, 'scrape run failed')
   }
+  // a host whose downloads time out SYNC_HOST_TIMEOUTS times in a row is not answering: its other links
+  // are left for the next run (counted in errors), where each would have held the run FETCH_TIMEOUT_MS
+  const timeouts = new Map<string, number>()
+  const skipped = new Map<string, number>()
   for (const link of links) {
+    const host = new URL(link.url).host
+    if ((timeouts.get(host) ?? 0) >= SYNC_HOST_TIMEOUTS) {
+      counts.error++
+      skipped.set(host, (skipped.get(host) ?? 0) + 1)
+      continue
+    }
     try {
       counts[await processLink(ctx, source, runId, link)]++
+      timeouts.set(host, 0)
     } catch (err) {
       counts.error++
       const kind = err instanceof FetchError ? err.kind : 'unexpected'
+      timeouts.set(host, kind === 'timeout' ? (timeouts.get(host) ?? 0) + 1 : 0)
       log.warn({ source: source.name, url: link.url, kind, err: { message: (err as Error).message } }, 'document skipped after an error')
     }
   }
+  for (const [host, n] of skipped) log.warn({ source: source.name, host, skipped: n }, 'links left for the next run: their host did not answer')
   const status = failure ? 'failed' : 'completed'
-  // a run that read some listing pages and not others says which, as a failed run says why
+  // a run that read some listing pages and not others says which, as a failed run says why; and which
+  // hosts it left links of
+  const notes: string[] = []
   if (!failure && unread.length > 0) {
     const named = unread.slice(0, 5).map((f) => `${f.url}: ${f.message}`).join('; ')
-    failure = `${unread.length} listing ${unread.length === 1 ? 'page' : 'pages'} could not be read: ${named}${unread.length > 5 ? '; ...' : ''}`.slice(0, 2000)
+    notes.push(`${unread.length} listing ${unread.length === 1 ? 'page' : 'pages'} could not be read: ${named}${unread.length > 5 ? '; ...' : ''}`)
   }
-  const listingErrors = failure === null ? 0 : Math.max(1, unread.length)
+  for (const [host, n] of skipped) notes.push(`${n} ${n === 1 ? 'link' : 'links'} of ${host} left for the next run after ${SYNC_HOST_TIMEOUTS} downloads in a row timed out`)
+  if (!failure && notes.length > 0) failure = notes.join('; ').slice(0, 2000)
+  const listingErrors = status === 'failed' ? Math.max(1, unread.length) : unread.length
   await asService(ctx.deps.sql, (tx) => tx`
     update public.scrape_runs set status = ${status}, found_count = ${links.length}, new_count = ${counts.new + counts.needs_metadata}, duplicate_count = ${counts.duplicate},
            quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + listingErrors}, error_message = ${failure}, finished_at = now()
