@@ -183,6 +183,14 @@ describe('POST /chat with the offline provider', () => {
     const byLanguage = await (await chat(s, student, { message: 'أركان الإسلام الصلاة والزكاة', document_language: 'ar' })).json()
     expect(byLanguage.sources.length).toBeGreaterThan(0)
     expect(byLanguage.sources.every((x: { document_id: string }) => x.document_id === docs['education-islamique']!.id)).toBe(true)
+    // a grade, subject or document language sent with the textbook does not filter its pages out
+    await db.sql`select * from public.top_up(${student.id}, 100, 0, 'MRU', 'cash', null, 'test')`
+    for (const other of [{ grade: '4AS' }, { subject: 'mathematiques' }, { document_language: 'ar' }]) {
+      const picked = await (await chat(s, student, { message: 'les ondes et les équations', textbook_id: docs.physique!.id, ...other })).json()
+      expect(picked).toMatchObject({ reason: 'textbook_given', subject: 'physique', grade: '5AS', outcome: 'answered' })
+      expect(picked.sources.length).toBeGreaterThan(0)
+      expect(picked.sources.every((x: { document_id: string }) => x.document_id === docs.physique!.id)).toBe(true)
+    }
     const unknown = await chat(s, student, { message: 'les ondes', textbook_id: crypto.randomUUID() })
     expect(unknown.status).toBe(404)
   })

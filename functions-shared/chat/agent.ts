@@ -177,7 +177,8 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       return outcome
     }
 
-    retrieval = await retrieveStep(ctx, decision, hold, input.message, input.document_language ?? null)
+    // a textbook is searched whatever document_language says (it is in its own language)
+    retrieval = await retrieveStep(ctx, decision, hold, input.message, decision.fileId ? null : (input.document_language ?? null))
     const retrievalInfo = { query: retrieval.query, translated: retrieval.translated, translation_failed: retrieval.translation_failed, cross_lingual: retrieval.cross_lingual, candidates: retrieval.candidates, rerank: retrieval.rerank }
     // the sources go out with the answer's first text, not before it: a turn that ends before any text
     // (the client left, the model failed) is charged nothing, so it hands out none of the curriculum's

@@ -28,8 +28,10 @@ export async function decidePath(ctx: TurnContext, input: ChatInput): Promise<De
     if (input.textbook_id) {
       const [doc] = await asService(ctx.deps.sql, (tx) => tx<Pick<DocumentRow, 'id' | 'grade' | 'subject' | 'status'>[]>`select id, grade, subject, status from public.documents where id = ${input.textbook_id!}`)
       if (!doc || doc.status !== 'ready') throw new DomainError('not_found', `Textbook ${input.textbook_id} is unknown or not ready`)
-      subject ??= doc.subject
-      grade ??= doc.grade
+      // the textbook's own grade and subject apply: a grade or subject sent with it that differs would
+      // filter out every page of the book the student picked
+      subject = doc.subject ?? subject
+      grade = doc.grade ?? grade
       reason = 'textbook_given'
     } else if (!subject && isSmallTalk(input.message)) {
       reason = 'small_talk'
