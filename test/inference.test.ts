@@ -230,6 +230,18 @@ describe('POST /chat infers the subject from the catalogue (offline provider)', 
     expect(ar.answer).toContain('التربية الإسلامية')
   })
 
+  it('reads a word with an invisible character inside (a zero-width joiner or non-joiner, a soft hyphen, a bidi mark) as the word', async () => {
+    for (const [plain, marked] of [
+      ['ما هو نصاب الفضة والذهب في الزكاة؟', 'ما هو ن\u200Cصاب الفض\u200Dة والذهب في الز\u200Cكاة؟'],
+      ['À quelle saison le fleuve déborde-t-il sur les terres ?', 'À quelle sai\u00ADson le fleu\u2060ve dé\u00ADborde-t-il sur les ter\u200Fres ?'],
+    ]) {
+      const expected = await ask(s, token, { message: plain })
+      const got = await ask(s, token, { message: marked })
+      expect(got).toMatchObject({ path: 'answer', reason: 'subject_inferred_from_catalogue', subject: expected.subject, answer: expected.answer })
+      expect(got.sources.map((x: { chunk_id: string; excerpt: string }) => [x.chunk_id, x.excerpt])).toEqual(expected.sources.map((x: { chunk_id: string; excerpt: string }) => [x.chunk_id, x.excerpt]))
+    }
+  })
+
   it('says in the metadata that cross-lingual retrieval was not possible', async () => {
     const body = await ask(s, token, { message: 'la bataille de Zallaqa', grade: '7D', subject: 'tarikh' })
     expect(body.retrieval.cross_lingual).toEqual({ status: 'not_possible', language: 'ar', query: null })

@@ -4,14 +4,23 @@
 // whole and cut into words after: cutting first would break a vowelled Arabic word at each of its
 // marks (a haraka is not a letter), and "كَتَبَ" would be three one-letter words.
 
+// format characters (Unicode Cf): the zero-width joiner and non-joiner, the soft hyphen, the bidi marks,
+// embeddings and isolates, the word joiner, the BOM. Invisible, and written inside words by keyboards and
+// copied text (الإس‌لام, équa­tion): a word holding one is the word without it, not two pieces. The
+// zero-width space (U+200B) stays: it parts words, as a space does.
+const FORMAT_CHARACTERS = /(?!\u200B)\p{Cf}/gu
+
+/** The text without its format characters (invisible): as the search reads a question. */
+export const withoutFormatCharacters = (text: string): string => text.replace(FORMAT_CHARACTERS, '')
+
 /**
- * Lower case; Latin accents, Arabic diacritics (harakat, tanwin, shadda, sukun, the dagger alef, the
+ * Format characters (zero-width joiners, soft hyphens, bidi controls) removed; lower case; Latin accents, Arabic diacritics (harakat, tanwin, shadda, sukun, the dagger alef, the
  * hamza NFKD splits off its seat) and tatweel removed; alef forms, taa marbuta (as ha) and alef maqsura
  * (as ya) folded; the Hassaniya gaf as qaf; the Persian forms of yeh, kaf and heh that some Arabic
  * typesetting emits as the Arabic letters; Arabic-Indic digits as ASCII.
  */
 export function foldText(text: string): string {
-  return text
+  return withoutFormatCharacters(text)
     .normalize('NFKD')
     .replace(/[\u0300-\u036f\u064B-\u065F\u0670\u0640]/g, '')
     .replace(/[\u0622\u0623\u0625\u0671]/g, '\u0627')
