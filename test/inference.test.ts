@@ -111,6 +111,15 @@ describe('public.hybrid_search', () => {
     expect(await lexemes('التي الذي')).toBe('')
   })
 
+  it('reads a word with a format character inside it (a zero-width joiner, a soft hyphen, a bidi mark) as the word', async () => {
+    const lexemes = async (text: string) => (await db.sql<{ v: string }[]>`select private.search_vector(${text})::text as v`)[0]!.v
+    // a text layer or a keyboard wrote them inside the word; the form cut it in two there
+    for (const [plain, marked] of [['الإسلام', 'الإس\u200Cلام'], ['الإسلام', 'ال\u200Dإسلام'], ['équation', 'équa\u00ADtion'], ['équation', '\u200Féquation\u200E'], ['النصاب', 'الن\u2060صاب\uFEFF']])
+      expect(await lexemes(marked!), JSON.stringify(marked)).toBe(await lexemes(plain!))
+    // the zero-width space parts words, as a space does
+    expect(await lexemes('équation\u200Binconnue')).toBe(await lexemes('équation inconnue'))
+  })
+
   it('reads the Persian yeh and keheh that some typesetting writes for Arabic letters as those letters', async () => {
     // "المساكين" as a Persian-locale tool writes it: keheh (U+06A9) for kaf, farsi yeh (U+06CC) for yeh
     const rows = await hybrid('الفقراء والمسا\u06A9\u06CCن')
