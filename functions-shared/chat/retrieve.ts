@@ -11,7 +11,6 @@ import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import type { TtlCache } from '../lib/ttl-cache.ts'
 import { namespaceFor } from '../catalogue/namespace.ts'
-import { withoutFormatCharacters } from '../lib/fold.ts'
 
 export interface RetrievalFilters {
   grade?: string | null
@@ -104,15 +103,15 @@ export interface SearchOptions {
 /**
  * Hybrid search (public.hybrid_search): the dense branch above and PostgreSQL full-text search over the
  * chunk text, under the same prefilters, fused by reciprocal rank fusion, in one statement. The query
- * text is folded and stemmed in SQL exactly as the chunks were (private.search_vector), its format
- * characters (a zero-width joiner or a soft hyphen inside a word) taken out first, as foldText does.
+ * text is folded and stemmed in SQL exactly as the chunks were (private.search_vector, which also takes
+ * out format characters: a zero-width joiner or a soft hyphen inside a word).
  */
 export async function hybridSearch(deps: Deps, vector: readonly number[], queryText: string, k: number, filters: RetrievalFilters, options: SearchOptions = {}): Promise<Candidate[]> {
   const { config } = deps
   const { namespace, grade, subject, language, file } = filterArgs(filters)
   const depth = (factor: number) => Math.ceil(k * factor)
   const rows = await deps.sql<HybridRow[]>`
-    select * from public.hybrid_search(${config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${withoutFormatCharacters(queryText)}, ${k},
+    select * from public.hybrid_search(${config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${queryText}, ${k},
                                        ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
                                        ${depth(config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(config.RETRIEVAL_TEXT_DEPTH_FACTOR)}, ${config.RETRIEVAL_RRF_K},
                                        ${config.RETRIEVAL_DENSE_WEIGHT}, ${config.RETRIEVAL_TEXT_WEIGHT},

@@ -10,9 +10,6 @@
 // zero-width space (U+200B) stays: it parts words, as a space does.
 const FORMAT_CHARACTERS = /(?!\u200B)\p{Cf}/gu
 
-/** The text without its format characters (invisible): as the search reads a question. */
-export const withoutFormatCharacters = (text: string): string => text.replace(FORMAT_CHARACTERS, '')
-
 /**
  * Format characters (zero-width joiners, soft hyphens, bidi controls) removed; lower case; Latin accents, Arabic diacritics (harakat, tanwin, shadda, sukun, the dagger alef, the
  * hamza NFKD splits off its seat) and tatweel removed; alef forms, taa marbuta (as ha) and alef maqsura
@@ -20,7 +17,8 @@ export const withoutFormatCharacters = (text: string): string => text.replace(FO
  * typesetting emits as the Arabic letters; Arabic-Indic digits as ASCII.
  */
 export function foldText(text: string): string {
-  return withoutFormatCharacters(text)
+  return text
+    .replace(FORMAT_CHARACTERS, '')
     .normalize('NFKD')
     .replace(/[\u0300-\u036f\u064B-\u065F\u0670\u0640]/g, '')
     .replace(/[\u0622\u0623\u0625\u0671]/g, '\u0627')
