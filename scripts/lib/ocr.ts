@@ -162,7 +162,8 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
               await slot.worker.setParameters({ user_defined_dpi: String(dpi) })
               slot.dpi = dpi
             }
-            if (performance.now() > deadlineAt) throw new Deadline()
+            // out of time before the recognizer took the page: it is free (a Deadline would have it replaced)
+            if (performance.now() > deadlineAt) throw new RenderDeadline()
             const left = Math.max(1, deadlineAt - performance.now())
             const late = new Promise<never>((_, reject) => {
               timer = setTimeout(() => reject(new Deadline()), left)
