@@ -8,6 +8,7 @@ const E2E = [
   'test/functions.e2e.test.ts',
   'test/ocr.test.ts',
   'test/ocr.e2e.test.ts',
+  'test/process-worker.test.ts',
   'test/scan-render.test.ts',
   'test/deno.test.ts',
   'test/typecheck.test.ts',

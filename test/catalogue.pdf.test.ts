@@ -9,6 +9,7 @@ import { tokens } from '../functions-shared/catalogue/simhash.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
 import { readPdf } from '../functions-shared/ingestion/read-pdf.ts'
 import { rawPdf } from './helpers/raw-pdf.ts'
+import { threadHosts } from './helpers/hosts.ts'
 
 const stream = (dict: string, data: string) => `<< ${dict} /Length ${data.length} >>\nstream\n${data}\nendstream`
 
@@ -163,6 +164,21 @@ describe('text layers read in a worker thread (Node)', () => {
       await expect(reader(new TextEncoder().encode('%PDF-1.4 broken'), { deadlineMs: 10_000 })).rejects.toThrow(PdfError)
     } finally {
       clearInterval(ticks)
+      await reader.close()
+    }
+  }, 30_000)
+
+  it('a reading whose process ends under it (as V8 ends one whose thread ran out of heap in one step) fails as unreadable, and the caller goes on', async () => {
+    const reader = createIsolatedExtractor()
+    try {
+      const reading = reader(chain(30), { deadlineMs: 60_000 })
+      const [host] = threadHosts()
+      expect(host).toBeGreaterThan(0)
+      process.kill(host!, 'SIGABRT')
+      await expect(reading).rejects.toThrow(new PdfError('unreadable PDF: the reader stopped'))
+      const lesson = await makePdf(['Leçon 2 : les fonctions affines.'])
+      expect((await reader(lesson, { deadlineMs: 10_000 })).pages[0]!.text).toBe('Leçon 2 : les fonctions affines.')
+    } finally {
       await reader.close()
     }
   }, 30_000)

@@ -13,6 +13,7 @@ import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
 import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { characterErrorRate, reverseLamAlef, SCAN_AR, SCAN_FR, splitWords } from './helpers/scans.ts'
 import { rawPdf } from './helpers/raw-pdf.ts'
+import { threadHost } from './helpers/hosts.ts'
 
 const CLEAN_AR =
   'تعد الزكاة الركن الثالث من أركان الإسلام، وهي حق معلوم في أموال الأغنياء يعطى للفقراء والمساكين. وتجب الزكاة في الذهب والفضة والأنعام والزروع إذا بلغت النصاب. ومن حكمها تطهير النفس من البخل وتحقيق التكافل بين أفراد المجتمع.'
@@ -334,6 +335,21 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   }, 60_000)
 
+  it('a drawing whose process ends under it (as V8 ends one whose thread ran out of heap in one step) fails that page, and the next page is drawn', async () => {
+    // page 1 draws for seconds (a Type3 glyph of 2,000 strokes shown 20,000 times), page 2 at once
+    const renderer = createPageRenderer(type3Storm(20_000, 2_000, true))
+    try {
+      const drawing = renderer.render(1, 200, performance.now() + 30_000)
+      const host = await threadHost()
+      expect(host).toBeGreaterThan(0)
+      process.kill(host!, 'SIGABRT')
+      await expect(drawing).rejects.toThrow('the page renderer stopped')
+      expect((await renderer.render(2, 72, performance.now() + 30_000)).png.length).toBeGreaterThan(0)
+    } finally {
+      await renderer.close()
+    }
+  })
+
   it('gives up a page past its deadline, stops that recognizer and goes on with a new one', async () => {
     const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 1, idleMs: 0 })
     try {
@@ -353,16 +369,17 @@ describe('the recognizer on scanned and damaged PDFs', () => {
 
 const streamObject = (data: string) => `<< /Length ${data.length} >>\nstream\n${data}\nendstream`
 
-/** A one-page PDF whose Type3 glyph, `segments` strokes long, is shown `shows` times in one string. */
-function type3Storm(shows: number, segments: number): Uint8Array {
+/** A one-page PDF whose Type3 glyph, `segments` strokes long, is shown `shows` times in one string; with a second page of one line if `plain`. */
+function type3Storm(shows: number, segments: number, plain = false): Uint8Array {
   const glyph = `1000 0 d0\n0 0 m\n${Array.from({ length: segments }, (_, i) => `${(i * 37) % 1000} ${(i * 91) % 1000} l`).join('\n')}\nS`
   const content = `BT /F1 12 Tf 20 700 Td (${'a'.repeat(shows)}) Tj ET`
   return rawPdf([
     '<< /Type /Catalog /Pages 2 0 R >>',
-    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    plain ? '<< /Type /Pages /Kids [3 0 R 7 0 R] /Count 2 >>' : '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
     '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>',
     '<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] /FontMatrix [0.001 0 0 0.001 0 0] /CharProcs << /g1 6 0 R >> /Encoding << /Type /Encoding /Differences [97 /g1] >> /FirstChar 97 /LastChar 97 /Widths [1] >>',
     `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
     `<< /Length ${glyph.length} >>\nstream\n${glyph}\nendstream`,
+    ...(plain ? ['<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 8 0 R >>', streamObject('0 0 m 100 100 l S')] : []),
   ])
 }

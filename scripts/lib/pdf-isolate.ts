@@ -2,9 +2,9 @@
 // pdf.js works through one page as a chain of promises that never gives the event loop a turn: a page of
 // 15 million path operators (a 400 KB PDF) or of form XObjects drawing each other twice, 30 deep (6 KB),
 // held the server's thread past any timer and grew it to the heap limit, which ended the process. Here
-// the page text is read in a worker thread of bounded heap, stopped at the extraction's deadline: the
-// PDF fails, the server goes on.
-import { Worker } from 'node:worker_threads'
+// the page text is read in a worker thread of bounded heap, in a child process of its own
+// (process-worker.ts), stopped at the extraction's deadline: the PDF fails, the server goes on.
+import { ProcessWorker as Worker } from './process-worker.ts'
 import { PdfError, type ExtractedPdf, type PdfExtractor } from '../../functions-shared/catalogue/extract-pdf.ts'
 
 /** The heap of a reading thread: a 100 MB PDF of text reads in well under it. */
@@ -60,10 +60,8 @@ export function createIsolatedExtractor(options: { heapMb?: number; maxIdle?: nu
       const onExit = () => done(() => reject(new PdfError('unreadable PDF: the reader stopped')), false)
       const timer = setTimeout(() => done(() => reject(new PdfError(`PDF parsing took longer than ${extractOptions.deadlineMs} ms`)), false), extractOptions.deadlineMs + GRACE_MS)
       reader.worker.on('message', onMessage).on('error', onError).on('exit', onExit)
-      // the caller keeps its bytes (the recognizer reads them next): the thread gets a copy
-      // (a copy of its own: a Node Buffer's slice() is a view of the same memory, which the transfer would take away)
-      const copy = new Uint8Array(bytes)
-      reader.worker.postMessage({ id, bytes: copy, options: extractOptions }, [copy.buffer])
+      // the thread's process gets a copy: the caller keeps its bytes (the recognizer reads them next)
+      reader.worker.postMessage({ id, bytes, options: extractOptions })
     })
   }
   return Object.assign(extract, {

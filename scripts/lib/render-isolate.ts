@@ -1,9 +1,10 @@
-// The pages of one PDF rendered for the recognizer in a worker thread (render-isolate-worker.ts). pdf.js
+// The pages of one PDF rendered for the recognizer in a worker thread (render-isolate-worker.ts), in a
+// child process of its own (process-worker.ts). pdf.js
 // draws a page in one piece that gives no timer a turn: a 1 KB PDF whose Type3 glyph draws 2,000 lines,
 // shown 20,000 times, held the thread of the process that rendered it for minutes, past the page's
 // deadline and every request. Here a page that is not rendered by its deadline has its thread stopped
 // (a new one opens the PDF for the next page), and the process that asked goes on meanwhile.
-import { Worker } from 'node:worker_threads'
+import { ProcessWorker as Worker } from './process-worker.ts'
 import { RENDER_CANVAS_MB, type Turn } from './render-page.ts'
 
 /** A page not rendered by its deadline. */
@@ -41,9 +42,9 @@ export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; 
   let queue: Promise<unknown> = Promise.resolve()
 
   const open = () => {
-    // the thread gets its own copy of the file: the caller keeps its bytes
-    // with a heap of its own: past it the thread ends with ERR_WORKER_OUT_OF_MEMORY, not the process
-    worker ??= new Worker(new URL('./render-isolate-worker.ts', import.meta.url), { workerData: { pdf: new Uint8Array(pdf), canvasMb }, resourceLimits: { maxOldGenerationSizeMb: heapMb } })
+    // the thread gets its own copy of the file, and a heap of its own: past it the thread ends with
+    // ERR_WORKER_OUT_OF_MEMORY, and at the worst its own process (process-worker.ts), never the caller's
+    worker ??= new Worker(new URL('./render-isolate-worker.ts', import.meta.url), { workerData: { pdf, canvasMb }, resourceLimits: { maxOldGenerationSizeMb: heapMb } })
     return worker
   }
   const stop = (w: Worker) => {
