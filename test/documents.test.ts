@@ -67,6 +67,17 @@ describe('POST /admin/upload-curriculum', () => {
     expect(pages[1]!.content).toContain(PHYSICS_LESSON.slice(0, 40))
   })
 
+  it('puts back whole the words a typesetter broke at a line end, and keeps the hyphen of a compound', async () => {
+    const pdf = await makePdf([`Les équa-\ntions horaires d'un mobile donnent sa posi-\ntion à chaque instant, c'est-à-\ndire l'état de son mouvement. Comment détermine-t-\non sa vitesse ? ${PHYSICS_LESSON}`])
+    const res = await upload(form({ grade: '7C', subject: 'physique', language: 'fr' }, { bytes: pdf, name: 'coupures.pdf' }))
+    expect(res.status, JSON.stringify(res.body)).toBe(201)
+    const [page] = await db.sql<{ content: string }[]>`select string_agg(content, ' ' order by chunk_index) as content from public.document_chunks where file_id = ${res.body.document_id}`
+    expect(page!.content).toContain("Les équations horaires d'un mobile donnent sa position à chaque instant, c'est-à-dire l'état de son mouvement. Comment détermine-t-on sa vitesse ?")
+    // and the search finds the whole word
+    const [hit] = await db.sql`select bool_or(pg_catalog.tsvector_to_array(private.search_vector('position')) <@ pg_catalog.tsvector_to_array(search_tsv)) as found from public.document_chunks where file_id = ${res.body.document_id}`
+    expect(hit!.found).toBe(true)
+  })
+
   it('refuses a file that is not a PDF (415), missing fields (400) and an oversized body (413)', async () => {
     const html = new TextEncoder().encode('<html>not a pdf</html>')
     expect((await upload(form({ grade: '4AS', subject: 'maths', language: 'fr' }, { bytes: html, name: 'x.pdf' }))).status).toBe(415)

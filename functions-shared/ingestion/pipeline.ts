@@ -10,6 +10,7 @@ import { FetchError, safeFetch } from '../net/safe-fetch.ts'
 import { PdfError } from '../catalogue/extract-pdf.ts'
 import { arabicShare, canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { withoutRunningLines } from '../catalogue/running-lines.ts'
+import { joinHyphenatedWords } from '../catalogue/hyphenation.ts'
 import { checkQuality } from '../catalogue/quality.ts'
 import { readPdf, readPdfSettings, type ReadPdf } from './read-pdf.ts'
 import { allowedHosts, globalAllowlist } from '../catalogue/sources.ts'
@@ -147,10 +148,10 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     })
     countOcr(m, extracted.ocr)
     if (extracted.needsOcr.length > 0) return await deferForOcr(deps, job, extracted)
-    // the text as written (chunks are quoted to students) but for its running heads and feet; the folded
-    // form only measures content
+    // the text as written (chunks are quoted to students) but for its running heads and feet and the
+    // hyphens of words the layout broke at a line's end; the folded form only measures content
     const options = source ? { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers } : {}
-    const pages = withoutRunningLines(extracted.pages)
+    const pages = joinHyphenatedWords(withoutRunningLines(extracted.pages))
       .map((p) => ({ number: p.number, text: canonicalize(p.text, options), source: p.source, confidence: p.confidence }))
       .filter((p) => matchingForm(p.text, options).length >= config.QUALITY_MIN_PAGE_CHARS)
     if (pages.length === 0) {

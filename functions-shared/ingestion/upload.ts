@@ -9,6 +9,7 @@ import { readPdf, readPdfSettings } from './read-pdf.ts'
 import { countOcr } from './metrics.ts'
 import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { withoutRunningLines } from '../catalogue/running-lines.ts'
+import { joinHyphenatedWords } from '../catalogue/hyphenation.ts'
 import { charWindows, chunkId, chunkPages } from './chunk.ts'
 import { namespaceFor } from '../catalogue/namespace.ts'
 
@@ -35,7 +36,7 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
     throw err
   }
   countOcr(deps.metrics.ingestion, extracted.ocr)
-  const pages = withoutRunningLines(extracted.pages)
+  const pages = joinHyphenatedWords(withoutRunningLines(extracted.pages))
     .map((p) => ({ number: p.number, text: canonicalize(p.text), source: p.source, confidence: p.confidence }))
     .filter((p) => matchingForm(p.text).length >= config.QUALITY_MIN_PAGE_CHARS)
   if (pages.length === 0) {
