@@ -7,6 +7,7 @@ import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
 import { canonicalize, kashidaCodes, repairArabicLayer } from '../functions-shared/catalogue/canonicalize.ts'
 import { readability } from '../functions-shared/catalogue/readability.ts'
 import { orderAgreement, repairLamAlef } from '../functions-shared/catalogue/lam-alef.ts'
+import { joinHyphenatedWords } from '../functions-shared/catalogue/hyphenation.ts'
 
 const fixture = (name: string) => new URL(`./fixtures/typeset/${name}`, import.meta.url)
 const source = { ar: readFileSync(fixture('ar.txt'), 'utf8'), fr: readFileSync(fixture('fr.txt'), 'utf8') }
@@ -92,6 +93,21 @@ describe('Arabic text layers of other typesetters', () => {
       expect(fr!.readability.readable, name).toBe(true)
       expect(kept(source.fr, fr!.canonical).bare, name).toBeGreaterThanOrEqual(0.93)
     }
+  })
+})
+
+describe('French typeset in two hyphenated columns', () => {
+  it('XeLaTeX: read a column after the other, and every word whole once the breaks at line ends are joined', async () => {
+    // fr.txt twice, in two columns 4.7 cm wide: TeX broke "ob-jectifs", "réflé-chit", "com-pare", "véri-fie",
+    // "syn-thèse" and "offi-ciel" at their lines' ends
+    const pdf = await extractPdf(new Uint8Array(readFileSync(fixture('xelatex-twocolumn-fr.pdf'))), { deadlineMs: 20_000 })
+    const asRead = canonicalize(pdf.pages[0]!.text)
+    expect(kept(source.fr, asRead).exact).toBeLessThan(0.95)
+    const joined = canonicalize(joinHyphenatedWords(pdf.pages)[0]!.text)
+    expect(kept(source.fr, joined).exact).toBe(1)
+    // the first column, then the second: fr.txt as written, twice
+    const written = source.fr.trim().replace(/\s+/g, ' ').replace(/'/g, '’')
+    expect(joined).toBe(`${written} ${written}`)
   })
 })
 
