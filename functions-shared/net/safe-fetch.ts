@@ -217,7 +217,8 @@ export async function safeFetch(raw: string, options: SafeFetchOptions): Promise
       }
       if (res.status >= 300 && res.status < 400 && res.headers.get('location')) {
         await res.body?.cancel().catch(() => {})
-        if (hop >= maxRedirects) throw new FetchError('blocked', `too many redirects (more than ${maxRedirects})`)
+        // a loop or a chain too long is the server's answer, not a destination refused here
+        if (hop >= maxRedirects) throw new FetchError('http', `too many redirects (more than ${maxRedirects}) from ${url.host}`, { status: res.status })
         current = new URL(res.headers.get('location')!, url).toString()
         continue
       }
