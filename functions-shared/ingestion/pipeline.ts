@@ -193,7 +193,9 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     // 5-7. embeddings batch by batch, each batch staged as soon as it is embedded (chunk text and vector),
     // so memory holds one batch of vectors, not the whole book. Every staged write first checks that this
     // attempt is still the job's and the job still the reference's current one: a cancelled, reclaimed or
-    // superseded run stops at its next write and cannot touch what is served.
+    // superseded run stops at its next write and cannot touch what is served. Each staged batch is the
+    // job's progress too (its lock refreshed, as each page read refreshes it): a book whose embedding
+    // takes longer than JOB_STALE_SECONDS in all is not reclaimed as a dead worker's while it advances.
     stage.next('embed')
     const ids = await Promise.all(chunks.map((c) => chunkId(fileId, c.page_number, c.chunk_index)))
     const ingestionTs = new Date(deps.clock.now()).toISOString()
@@ -215,7 +217,7 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
         throw new PipelineError(`the embedder returned ${vectors.length} vectors for ${batch.length} chunks, or vectors not of dimension ${config.VECTOR_DIMENSION}`)
       }
       await asService(deps.sql, async (tx) => {
-        await tx`select public.check_job_attempt(${job.id}, ${job.attempt})`
+        await tx`select public.report_job_progress(${job.id}, ${job.attempt}, ${extracted.pageCount}, ${extracted.pageCount}, ${null})`
         const rows = batch.map((c: TextChunk, k) => ({
           job_id: job.id,
           id: ids[i + k]!,
