@@ -89,6 +89,25 @@ describe('POST /admin/upload-curriculum', () => {
     const small = createTestApp({ sql: db.sql, env: { UPLOAD_MAX_BYTES: String(lesson.byteLength - 1) } })
     expect((await upload(form({ grade: '4AS', subject: 'maths', language: 'fr' }, { bytes: lesson, name: 'x.pdf' }), small)).status).toBe(413)
   })
+
+  it('refuses, storing nothing, a namespace other than grade-{grade}-{subject}, and a grade or subject no question can name', async () => {
+    const count = async () => Number((await db.sql`select count(*) from public.documents`)[0]!.count)
+    const before = await count()
+    for (const [fields, field] of [
+      [{ grade: '7C', subject: 'physique', language: 'fr', namespace: 'custom-ns' }, 'namespace'],
+      [{ grade: '7C', subject: 'physique', language: 'fr', namespace: 'grade-7c-chimie' }, 'namespace'],
+      [{ grade: '!!!', subject: 'physique', language: 'fr' }, 'grade'],
+      [{ grade: '7C', subject: 'التربية الإسلامية', language: 'ar' }, 'subject'],
+    ] as const) {
+      const res = await upload(form(fields, { bytes: lesson, name: 'x.pdf' }))
+      expect(res.status, JSON.stringify(res.body)).toBe(400)
+      expect(res.body).toMatchObject({ error: 'validation_failed', request_id: expect.any(String) })
+      expect(res.body.fields.map((f: { field: string }) => f.field)).toEqual([field])
+    }
+    expect(await count()).toBe(before)
+    // the namespace the grade and subject make is accepted, in any case
+    expect((await upload(form({ grade: '7C', subject: 'physique', language: 'fr', namespace: 'Grade-7C-Physique', pdf_source: 'https://portal.example.mr/p.pdf' }, { bytes: lesson, name: 'x.pdf' }))).body.namespace).toBe('grade-7c-physique')
+  })
 })
 
 describe('documents', () => {
@@ -132,5 +151,30 @@ describe('GET /admin/stats', () => {
       jobs: { queued: 0, running: 0, completed: 0, failed: 0 },
       wallet: { total_tokens_in_circulation: 50 },
     })
+  })
+})
+
+// after the statistics, which count the users this one makes
+describe('an uploaded document, for students', () => {
+  it('stores the grade and subject as questions name them, so a student who names them, or picks the textbook, finds it', async () => {
+    const res = await upload(form({ grade: '6 C', subject: 'Sciences Physiques', language: 'fr' }, { bytes: lesson, name: 'sp.pdf' }))
+    expect(res.status, JSON.stringify(res.body)).toBe(201)
+    expect(res.body.namespace).toBe('grade-6-c-sciences-physiques')
+    const [doc] = await db.sql`select grade, subject from public.documents where id = ${res.body.document_id}`
+    expect(doc).toEqual({ grade: '6-C', subject: 'sciences-physiques' })
+    const [v] = await db.sql`select namespace, metadata->>'grade' as grade, metadata->>'subject' as subject from public.vectors where file_id = ${res.body.document_id} limit 1`
+    expect(v).toEqual({ namespace: 'grade-6-c-sciences-physiques', grade: '6-C', subject: 'sciences-physiques' })
+    expect((await json(await t.request('/curriculum/subjects'))).subjects).toContain('sciences-physiques')
+    const student = await createUser(db.sql)
+    const ask = async (body: Record<string, unknown>) => {
+      const r = await t.request('/chat', { method: 'POST', headers: { ...bearer(student.token), 'content-type': 'application/json' }, body: JSON.stringify({ stream: false, message: 'la célérité des ondes mécaniques', ...body }) })
+      return json(r)
+    }
+    for (const named of [{ grade: '6-C', subject: 'sciences-physiques' }, { textbook_id: res.body.document_id }]) {
+      const answer = await ask(named)
+      expect(answer.outcome, JSON.stringify(named)).toBe('answered')
+      expect(answer.sources.length).toBeGreaterThan(0)
+      expect(answer.sources.every((x: { document_id: string }) => x.document_id === res.body.document_id)).toBe(true)
+    }
   })
 })

@@ -18,3 +18,15 @@ export function namespaceFor(grade: string, subject: string): string {
 export function hasNamespace(grade: unknown, subject: unknown): boolean {
   return typeof grade === 'string' && typeof subject === 'string' && namespaceSlug(grade) !== '' && namespaceSlug(subject) !== ''
 }
+
+/**
+ * A grade and a subject as a question filters on them (chat takes a grade of letters, digits and dashes,
+ * compared without case, and a subject slug compared as is): `6 C` → `6-C`, `Sciences Physiques` →
+ * `sciences-physiques`. Null when nothing of the value is left in that form (a value in Arabic script or
+ * of punctuation alone), which no question can name.
+ */
+export function filterForms(grade: string, subject: string): { grade: string | null; subject: string | null } {
+  const g = grade.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^A-Za-z0-9]+/g, '-').replace(/^-+|-+$/g, '')
+  const s = namespaceSlug(subject)
+  return { grade: g !== '' ? g : null, subject: /^[a-z0-9]+(?:-[a-z0-9]+)*$/.test(s) ? s : null }
+}

@@ -11,7 +11,7 @@ import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { withoutRunningLines } from '../catalogue/running-lines.ts'
 import { joinHyphenatedWords } from '../catalogue/hyphenation.ts'
 import { charWindows, chunkId, chunkPages } from './chunk.ts'
-import { namespaceFor } from '../catalogue/namespace.ts'
+import { filterForms, namespaceFor } from '../catalogue/namespace.ts'
 
 export interface UploadInput {
   bytes: Uint8Array
@@ -24,8 +24,28 @@ export interface UploadInput {
 
 const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => x.toFixed(7)).join(',')}]`
 
+const refused = (field: string, message: string) => new ApiError(ErrorCode.VALIDATION_FAILED, `Invalid form: ${field}: ${message}`, { details: { fields: [{ field, message }] } })
+
+/**
+ * The grade, subject and namespace an upload is stored under: the grade and subject in the form a
+ * question filters on, and the namespace theirs (spec §2.2). A document stored otherwise would be listed
+ * in the catalogue and never found by a question naming its grade and subject, nor by its own textbook
+ * pick; such a form is refused rather than stored.
+ */
+export function uploadPlacement(input: Pick<UploadInput, 'grade' | 'subject' | 'namespace'>): { grade: string; subject: string; namespace: string } {
+  const { grade, subject } = filterForms(input.grade, input.subject)
+  if (!grade) throw refused('grade', 'letters A-Z and digits, words joined by dashes (e.g. 4AS)')
+  if (!subject) throw refused('subject', 'a subject in Latin letters and digits (e.g. mathematiques, sciences-naturelles)')
+  const namespace = namespaceFor(grade, subject)
+  if (input.namespace !== undefined && input.namespace.toLowerCase() !== namespace) {
+    throw refused('namespace', `must be ${namespace} (grade-{grade}-{subject}), the namespace questions on this grade and subject search`)
+  }
+  return { grade, subject, namespace }
+}
+
 export async function uploadCurriculum(deps: Deps, input: UploadInput) {
   const { config } = deps
+  const placement = uploadPlacement(input)
   if (!isPdf(input.bytes)) throw new ApiError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'The file is not a PDF (it does not start with %PDF-)')
   let extracted
   try {
@@ -52,13 +72,13 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
   const chunks = chunkPages(pages, (text) => charWindows(text, config.CHUNK_CHARS, config.CHUNK_CHAR_OVERLAP).map((t) => ({ text: t })))
   const vectors: number[][] = []
   for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) vectors.push(...(await deps.embedder.embed(chunks.slice(i, i + config.EMBED_BATCH_SIZE).map((c) => c.text))))
-  const namespace = input.namespace ?? namespaceFor(input.grade, input.subject)
+  const { grade, subject, namespace } = placement
   const documentId = crypto.randomUUID()
   const ids = await Promise.all(chunks.map((c) => chunkId(documentId, c.page_number, c.chunk_index)))
   const ingestionTs = new Date(deps.clock.now()).toISOString()
   await asService(deps.sql, async (tx) => {
     await tx`insert into public.documents (id, grade, subject, language, status, origin, vectordb_index, vectordb_namespace, vectordb_vector_count, page_count, chunk_count, ingestion_ts)
-             values (${documentId}, ${input.grade}, ${input.subject}, ${input.language}, 'ready', 'upload', ${config.VECTOR_INDEX_NAME}, ${namespace}, ${chunks.length},
+             values (${documentId}, ${grade}, ${subject}, ${input.language}, 'ready', 'upload', ${config.VECTOR_INDEX_NAME}, ${namespace}, ${chunks.length},
                      ${extracted.pageCount}, ${chunks.length}, now())`
     for (let i = 0; i < chunks.length; i += config.VECTOR_UPSERT_BATCH_SIZE) {
       const slice = chunks.slice(i, i + config.VECTOR_UPSERT_BATCH_SIZE)
@@ -71,7 +91,7 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
           file_id: documentId,
           embedding: vectorLiteral(vectors[i + k]!),
           metadata: {
-            chunk_id: ids[i + k], file_id: documentId, language: input.language, grade: input.grade, subject: input.subject,
+            chunk_id: ids[i + k], file_id: documentId, language: input.language, grade, subject,
             source_url: input.pdf_source ?? null, page_number: c.page_number, ingestion_ts: ingestionTs, text: c.text,
             text_source: sourceOf.get(c.page_number)?.source ?? 'pdf',
             ...(sourceOf.get(c.page_number)?.source === 'ocr' ? { ocr_confidence: Math.round(sourceOf.get(c.page_number)!.confidence! * 1000) / 1000 } : {}),
