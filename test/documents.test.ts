@@ -90,7 +90,7 @@ describe('POST /admin/upload-curriculum', () => {
     expect((await upload(form({ grade: '4AS', subject: 'maths', language: 'fr' }, { bytes: lesson, name: 'x.pdf' }), small)).status).toBe(413)
   })
 
-  it('refuses, storing nothing, a namespace other than grade-{grade}-{subject}, and a grade or subject no question can name', async () => {
+  it('refuses, storing nothing, a namespace other than grade-{grade}-{subject}, a grade or subject no question can name, and a pdf_source that is not http(s)', async () => {
     const count = async () => Number((await db.sql`select count(*) from public.documents`)[0]!.count)
     const before = await count()
     for (const [fields, field] of [
@@ -98,6 +98,8 @@ describe('POST /admin/upload-curriculum', () => {
       [{ grade: '7C', subject: 'physique', language: 'fr', namespace: 'grade-7c-chimie' }, 'namespace'],
       [{ grade: '!!!', subject: 'physique', language: 'fr' }, 'grade'],
       [{ grade: '7C', subject: 'التربية الإسلامية', language: 'ar' }, 'subject'],
+      [{ grade: '7C', subject: 'physique', language: 'fr', pdf_source: 'javascript:alert(document.cookie)//' }, 'pdf_source'],
+      [{ grade: '7C', subject: 'physique', language: 'fr', pdf_source: 'data:text/html,<script>alert(1)</script>' }, 'pdf_source'],
     ] as const) {
       const res = await upload(form(fields, { bytes: lesson, name: 'x.pdf' }))
       expect(res.status, JSON.stringify(res.body)).toBe(400)

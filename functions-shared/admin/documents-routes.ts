@@ -35,7 +35,7 @@ const UploadForm = z.object({
   subject: z.string().trim().min(1).max(128),
   language: z.enum(['fr', 'ar', 'hassaniya']),
   namespace: z.string().trim().min(1).max(200).optional().openapi({ description: 'grade-{grade}-{subject} (the default); another namespace is 400' }),
-  pdf_source: z.url().optional(),
+  pdf_source: z.url({ protocol: /^https?$/ }).optional().openapi({ description: 'the PDF\'s http(s) address: the link students get with each source' }),
 })
 const err = (d: string) => jsonContent(ErrorSchema, d)
 const DocumentId = z.object({ document_id: z.uuid() })
@@ -44,7 +44,7 @@ export function adminDocumentsRouter(deps: Deps) {
   const { limit } = guards(deps)
   const upload = createRoute({
     method: 'post', path: '/upload-curriculum', tags: ['documents'], summary: 'Upload a curriculum PDF (processed in the request)', security: adminSecurity,
-    description: 'multipart/form-data: file, grade, subject, language required; namespace (grade-{grade}-{subject}, the only one allowed) and pdf_source optional. The grade and subject are stored as questions filter on them: the grade\'s words joined by dashes (6 C: 6-C), the subject a lower-case slug (Sciences Physiques: sciences-physiques). Character chunks of 1000 with 150 overlap; the chunk text is also in the vector metadata. 30 per minute per admin.',
+    description: 'multipart/form-data: file, grade, subject, language required; namespace (grade-{grade}-{subject}, the only one allowed) and pdf_source (http or https) optional. The grade and subject are stored as questions filter on them: the grade\'s words joined by dashes (6 C: 6-C), the subject a lower-case slug (Sciences Physiques: sciences-physiques). Character chunks of 1000 with 150 overlap; the chunk text is also in the vector metadata. 30 per minute per admin.',
     request: { body: { content: { 'multipart/form-data': { schema: UploadForm } }, required: true } },
     responses: {
       201: jsonContent(z.object({ status: z.literal('ready'), document_id: z.uuid(), namespace: z.string(), pages: count, content_pages: count, chunks: count, vectors: count, ocr_pages: count.describe('Pages whose text was recognized from their image (OCR)') }).openapi('UploadResult'), 'The ready document'),
