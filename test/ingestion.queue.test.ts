@@ -95,3 +95,41 @@ describe('a job whose worker is alive', () => {
     expect(audit.map((a) => a.to_status)).toEqual(['queued', 'parsing', 'tokenizing', 'embedding_request_sent', 'embedding_upserted', 'ready'])
   })
 })
+
+describe('a document deleted while its job waits', () => {
+  const state = async (ref: string) => ({
+    reference: (await db.sql`select status from public.curriculum_references where id = ${ref}`)[0]!.status as string,
+    jobs: (await db.sql`select status, error_message from public.ingestion_jobs where reference_id = ${ref} order by seq`).map((j) => `${j.status}${j.error_message ? `: ${j.error_message}` : ''}`),
+    documents: (await db.sql`select status from public.documents where reference_id = ${ref}`).map((d) => d.status as string),
+  })
+  const deleteDocumentOf = async (ref: string) => {
+    const [doc] = await db.sql`select id from public.documents where reference_id = ${ref}`
+    const res = await t.request(`/admin/documents/${doc!.id}`, { method: 'DELETE', headers: admin })
+    expect(res.status).toBe(200)
+  }
+  const runQueue = async () => {
+    while ((await post('/admin/jobs/dispatch')).body.status !== 'idle') await t.deps.background.idle()
+  }
+
+  it('takes the job with it: the reference, discovered again, can be ingested again at once', async () => {
+    const ref = await newReference()
+    expect((await post(`/admin/ingest/${ref}`)).status).toBe(202)
+    await deleteDocumentOf(ref)
+    expect(await state(ref)).toEqual({ reference: 'discovered', jobs: ['failed: cancelled: its document was deleted'], documents: [] })
+    expect((await post(`/admin/ingest/${ref}`)).status).toBe(202)
+    await runQueue()
+    expect(await state(ref)).toEqual({ reference: 'ready', jobs: ['failed: cancelled: its document was deleted', 'ready'], documents: ['ready'] })
+  })
+
+  it('and a requeue of that job ingests the reference again, on a new document', async () => {
+    const ref = await newReference()
+    const jobId = (await post(`/admin/ingest/${ref}`)).body.job_id as string
+    await deleteDocumentOf(ref)
+    await runQueue()
+    const requeued = await post(`/admin/jobs/${jobId}/requeue`)
+    expect(requeued.status).toBe(200)
+    expect(requeued.body).toMatchObject({ status: 'queued', retry_count: 1 })
+    await runQueue()
+    expect(await state(ref)).toEqual({ reference: 'ready', jobs: ['ready'], documents: ['ready'] })
+  })
+})

@@ -130,6 +130,6 @@ export async function getJob(deps: Deps, jobId: string) {
 }
 
 export async function requeueJob(deps: Deps, jobId: string) {
-  await rpc(deps, (tx) => tx`select id from public.transition_job(${jobId}, 'queued', ${null}, ${null}, ${tx.json({ trigger: 'requeue' })})`)
+  await rpc(deps, (tx) => tx`select id from public.requeue_job(${jobId})`)
   return (await getJob(deps, jobId))!
 }
