@@ -1,5 +1,6 @@
 // The job queue against the clock and the operator: a job that is making progress is never taken for one
-// whose worker died, whatever stage the progress is made in.
+// whose worker died, whatever stage the progress is made in; a deleted document takes its job in flight
+// with it; an admin's edit of a document survives the next publication of its reference.
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -131,5 +132,25 @@ describe('a document deleted while its job waits', () => {
     expect(requeued.body).toMatchObject({ status: 'queued', retry_count: 1 })
     await runQueue()
     expect(await state(ref)).toEqual({ reference: 'ready', jobs: ['ready'], documents: ['ready'] })
+  })
+})
+
+describe('a document an admin edits', () => {
+  it('keeps the edit through a re-ingestion of its reference, which its document mirrors', async () => {
+    const ref = await newReference()
+    expect((await post(`/admin/ingest/${ref}`)).status).toBe(202)
+    while ((await post('/admin/jobs/dispatch')).body.status !== 'idle') await t.deps.background.idle()
+    const [doc] = await db.sql`select id from public.documents where reference_id = ${ref}`
+    const edit = { title: 'Équations du premier degré', major: 'sciences', weight: 7, category: 'manuel' }
+    const res = await t.request(`/admin/documents/${doc!.id}`, { method: 'PATCH', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify(edit) })
+    expect(await json(res)).toMatchObject(edit)
+    const [audit] = await db.sql`select details from public.ingestion_audit where reference_id = ${ref} and details->>'trigger' = 'reference update'`
+    expect(audit!.details.changes).toEqual({ title: { from: 'Maths 4AS', to: edit.title }, major: { from: null, to: edit.major }, weight: { from: 0, to: 7 }, category: { from: null, to: edit.category } })
+    expect((await post(`/admin/ingest/${ref}?force=true`)).status).toBe(202)
+    while ((await post('/admin/jobs/dispatch')).body.status !== 'idle') await t.deps.background.idle()
+    const [after] = await db.sql`select status, title, major, weight, category from public.documents where id = ${doc!.id}`
+    expect(after).toEqual({ status: 'ready', ...edit })
+    const [reference] = await db.sql`select title, major, weight, category from public.curriculum_references where id = ${ref}`
+    expect(reference).toEqual(edit)
   })
 })

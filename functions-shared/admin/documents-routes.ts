@@ -81,7 +81,7 @@ export function adminDocumentsRouter(deps: Deps) {
       return c.json(await uploadCurriculum(deps, { bytes, grade: form.grade, subject: form.subject, language: form.language, namespace: form.namespace, pdf_source: form.pdf_source }), 201)
     })
     .openapi(patch, async (c) => {
-      const doc = await updateDocument(deps, c.req.valid('param').document_id, c.req.valid('json'))
+      const doc = await updateDocument(deps, c.req.valid('param').document_id, c.req.valid('json'), { principal: c.get('principal'), requestId: c.get('requestId') })
       if (!doc) throw new ApiError(ErrorCode.NOT_FOUND, 'Unknown document')
       return c.json(doc, 200)
     })

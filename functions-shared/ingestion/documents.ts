@@ -4,6 +4,9 @@ import { asService } from '../db/tx.ts'
 import { iso } from '../lib/time.ts'
 import type { DOCUMENT_ORIGINS, DOCUMENT_STATUSES } from '../domain/enums.ts'
 import { metadataJson, type MetadataColumns } from '../catalogue/listings.ts'
+import { updateReference } from '../catalogue/references.ts'
+import type { UpdateReferenceRequest } from '../catalogue/schemas.ts'
+import type { Principal } from '../http/auth.ts'
 
 /** A row of public.documents (`select *`), as postgres.js reads it. */
 export interface DocumentRow extends MetadataColumns {
@@ -39,7 +42,23 @@ export function documentJson(r: DocumentRow) {
   }
 }
 
-export async function updateDocument(deps: Deps, id: string, patch: { title?: string | undefined; major?: string | undefined; weight?: number | undefined; category?: string | undefined }) {
+type DocumentPatch = { title?: string | undefined; major?: string | undefined; weight?: number | undefined; category?: string | undefined }
+
+/**
+ * An admin's edit of a document. A document of a reference mirrors it (every publication copies these
+ * fields from the reference over the document), so there the edit is made on the reference, which
+ * carries it to its document and audits it as PATCH /admin/references does; made on the document
+ * alone, the next re-ingestion put the reference's values back.
+ */
+export async function updateDocument(deps: Deps, id: string, patch: DocumentPatch, by: { principal: Principal; requestId: string }) {
+  const [doc] = await asService(deps.sql, (tx) => tx<Pick<DocumentRow, 'reference_id'>[]>`select reference_id from public.documents where id = ${id}`)
+  if (!doc) return null
+  if (doc.reference_id) {
+    const fields = Object.fromEntries((['title', 'major', 'weight', 'category'] as const).filter((f) => patch[f] !== undefined).map((f) => [f, patch[f]]))
+    await updateReference(deps, { id: doc.reference_id, patch: fields as UpdateReferenceRequest, principal: by.principal, requestId: by.requestId })
+    const [row] = await asService(deps.sql, (tx) => tx<DocumentRow[]>`select * from public.documents where id = ${id}`)
+    return row ? documentJson(row) : null
+  }
   const rows = await asService(deps.sql, (tx) => tx<DocumentRow[]>`
     update public.documents set
       title = case when ${patch.title !== undefined} then ${patch.title ?? null} else title end,
