@@ -27,7 +27,7 @@ let beforeBatch: ((n: number) => Promise<void>) | null = null
 beforeAll(async () => {
   db = await createTestDatabase()
   const pdf = await makePdf([FR_LESSON, PHYSICS_LESSON, `${FR_LESSON} ${PHYSICS_LESSON}`, PHYSICS_LESSON])
-  server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/pdf' }).end(pdf))
+  server = createServer((req, res) => (req.url!.startsWith('/gone/') ? res.writeHead(404).end() : res.writeHead(200, { 'content-type': 'application/pdf' }).end(pdf)))
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const offline = createOfflineEmbedder()
@@ -61,8 +61,8 @@ const post = async (path: string) => {
   return { status: res.status, body: await json(res) }
 }
 
-async function newReference(): Promise<string> {
-  const url = `${base}/${crypto.randomUUID()}.pdf`
+async function newReference(dir = ''): Promise<string> {
+  const url = `${base}/${dir}${crypto.randomUUID()}.pdf`
   const [row] = await db.sql`insert into public.curriculum_references (source, pdf_source, source_url, title, grade, subject, language, status)
     values ('queue', ${url}, ${url}, 'Maths 4AS', '4AS', 'mathematiques', 'fr', 'discovered') returning id`
   return row!.id as string
@@ -152,5 +152,18 @@ describe('a document an admin edits', () => {
     expect(after).toEqual({ status: 'ready', ...edit })
     const [reference] = await db.sql`select title, major, weight, category from public.curriculum_references where id = ${ref}`
     expect(reference).toEqual(edit)
+  })
+})
+
+describe('the legacy POST /admin/vector-embedding', () => {
+  it('puts a reference\'s failed job back in the queue, retry_count + 1, rather than starting a new job', async () => {
+    const ref = await newReference('gone/')
+    const first = (await post(`/admin/ingest/${ref}`)).body.job_id as string
+    while ((await post('/admin/jobs/dispatch')).body.status !== 'idle') await t.deps.background.idle()
+    const res = await t.request('/admin/vector-embedding', { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ reference_id: ref }) })
+    expect(res.status).toBe(202)
+    expect(await json(res)).toEqual({ status: 'queued', job_id: first, reference_id: ref })
+    const jobs = await db.sql`select id, status, retry_count from public.ingestion_jobs where reference_id = ${ref}`
+    expect(jobs).toEqual([{ id: first, status: 'queued', retry_count: 1 }])
   })
 })

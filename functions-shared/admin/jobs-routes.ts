@@ -5,7 +5,7 @@ import { adminSecurity, createRouter } from '../http/router.ts'
 import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { listQuery } from '../http/list.ts'
-import { dispatchNext, getJob, listJobs, requestIngestion, requeueJob } from '../ingestion/service.ts'
+import { dispatchNext, getJob, legacyIngestion, listJobs, requestIngestion, requeueJob } from '../ingestion/service.ts'
 import { JOB_STATUSES } from '../domain/enums.ts'
 
 const JobStatus = z.enum(JOB_STATUSES)
@@ -47,6 +47,7 @@ export function adminJobsRouter(deps: Deps) {
   })
   const legacy = createRoute({
     method: 'post', path: '/vector-embedding', tags: ['ingestion'], summary: 'Legacy: queue the ingestion of a reference', security: adminSecurity, deprecated: true,
+    description: 'As POST /admin/ingest/{reference_id}, but a reference whose newest job failed has that job requeued (retry_count + 1).',
     request: { body: { content: { 'application/json': { schema: z.object({ reference_id: z.uuid(), force: z.boolean().default(false) }) } }, required: true } },
     responses: { 202: jsonContent(Queued, 'Queued (as POST /admin/ingest/{reference_id})'), 404: err('Unknown reference'), 409: err('Conflict'), ...errorResponses.protected },
   })
@@ -79,7 +80,7 @@ export function adminJobsRouter(deps: Deps) {
     .openapi(legacy, async (c) => {
       c.header('Deprecation', 'true')
       c.header('Link', '</admin/ingest/{reference_id}>; rel="successor-version"')
-      return c.json(await requestIngestion(deps, c.req.valid('json')), 202)
+      return c.json(await legacyIngestion(deps, c.req.valid('json')), 202)
     })
     .openapi(dispatch, async (c) => c.json(await dispatchNext(deps, c.get('requestId')), 200))
     .openapi(list, async (c) => c.json(await listJobs(deps, c.req.valid('query')), 200))

@@ -92,6 +92,24 @@ export async function requestIngestion(deps: Deps, input: { reference_id: string
   return { status: 'queued' as const, job_id: job!.id, reference_id: input.reference_id }
 }
 
+/**
+ * POST /admin/vector-embedding. A reference whose newest job failed has that job put back in the queue,
+ * retry_count + 1, as spec §3.1 has it (failed → queued by requeue or by this call); any other is
+ * queued as POST /admin/ingest queues it.
+ */
+export async function legacyIngestion(deps: Deps, input: { reference_id: string; force: boolean }) {
+  const requeued = await rpc(deps, async (tx) => {
+    const [ref] = await tx<Pick<ReferenceRow, 'status' | 'grade' | 'subject'>[]>`select status, grade, subject from public.curriculum_references where id = ${input.reference_id} for update`
+    if (!ref) return null
+    const [newest] = await tx<Pick<JobRow, 'id' | 'status'>[]>`select id, status from public.ingestion_jobs where reference_id = ${input.reference_id} order by seq desc limit 1`
+    if (newest?.status !== 'failed') return null
+    if (!hasNamespace(ref.grade, ref.subject)) throw noNamespaceError(input.reference_id, ref.grade, ref.subject)
+    const [job] = await tx<Pick<JobRow, 'id'>[]>`select id from public.requeue_job(${newest.id})`
+    return job!
+  })
+  return requeued ? { status: 'queued' as const, job_id: requeued.id, reference_id: input.reference_id } : requestIngestion(deps, input)
+}
+
 /** Claims the oldest queued job and starts it in the background; `idle` when nothing is queued. */
 export async function dispatchNext(deps: Deps, requestId: string) {
   await rpc(deps, (tx) => tx`select public.reclaim_stale_jobs(${deps.config.JOB_STALE_SECONDS})`)
