@@ -80,7 +80,7 @@ async function client(): Promise<ApiClient> {
     if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') throw new UsageError(`${url} is not local: give --token (an admin access token or the service-role key) or --admin-key`)
     token = await apiKey(config.JWT_SECRET, 'service_role')
   }
-  return new ApiClient({ url, token, adminKey })
+  return new ApiClient({ url, token, adminKey, onRateLimited: ({ seconds, method, path }) => process.stderr.write(`rate limited on ${method} ${path.split('?')[0]}: waiting ${seconds} s\n`) })
 }
 
 function table(rows: Record<string, unknown>[], columns: string[]): void {
@@ -178,8 +178,15 @@ async function main(): Promise<void> {
       // listed for the operator to fix instead of stopping the batch
       const blank = (v: string | null) => v === null || v.trim() === ''
       const skipped = refs.filter((r) => blank(r.grade) || blank(r.subject))
+      // the jobs a sync queued are read in one listing, and only a reference without one is asked for:
+      // an ingest request each spent the admin's rate limit (60 a minute by default) before a dispatch
+      const queuedJobs = new Map(((await api.get('/admin/jobs?status=queued&limit=200')).items as { id: string; reference_id: string }[]).map((j) => [j.reference_id, j.id]))
       const jobs: Record<string, any>[] = []
-      for (const ref of refs) if (!skipped.includes(ref)) jobs.push(await api.post(`/admin/ingest/${ref.id}`))
+      for (const ref of refs) {
+        if (skipped.includes(ref)) continue
+        const queued = queuedJobs.get(ref.id)
+        jobs.push(queued ? { status: 'queued', job_id: queued, reference_id: ref.id } : await api.post(`/admin/ingest/${ref.id}`))
+      }
       return print({ queued: jobs, needs_metadata: skipped.map((r) => r.id) }, () => {
         out(`${jobs.length} reference(s) queued${jobs.length ? '; run `dispatch --all` or `watch --dispatch`' : ''}`)
         if (skipped.length > 0) {

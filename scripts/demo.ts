@@ -45,7 +45,7 @@ async function main(): Promise<void> {
 }
 
 async function run(url: string, serviceKey: string): Promise<void> {
-  const service = new ApiClient({ url, token: serviceKey })
+  const service = new ApiClient({ url, token: serviceKey, onRateLimited: ({ seconds, method, path }) => out(`rate limit   ${method} ${path.split('?')[0]}: waiting ${seconds} s`) })
   out(`\n== curriculum-tutor demo on ${url}`)
 
   // 1. accounts: the same two on every run against a stack, with a password derived from its service key

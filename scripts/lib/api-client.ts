@@ -21,6 +21,8 @@ export interface ApiClientOptions {
   adminKey?: string | undefined
   /** the anon key, sent as `apikey` (the Supabase API gateway wants one) */
   apikey?: string | undefined
+  /** told before each wait a 429 `rate_limited` imposes, so that a long one is not a silent pause */
+  onRateLimited?: ((wait: { seconds: number; method: string; path: string }) => void) | undefined
 }
 
 export type SseEvent = { event: string; data: any }
@@ -60,7 +62,9 @@ export class ApiClient {
         return await this.#once<T>(method, path, body, headers)
       } catch (err) {
         if (!(err instanceof ApiCallError && err.status === 429 && err.body.error === 'rate_limited' && attempt < 5)) throw err
-        await new Promise((r) => setTimeout(r, Number(err.body.retry_after ?? 1) * 1000))
+        const seconds = Number(err.body.retry_after ?? 1)
+        this.#o.onRateLimited?.({ seconds, method, path })
+        await new Promise((r) => setTimeout(r, seconds * 1000))
       }
     }
   }

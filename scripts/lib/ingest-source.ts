@@ -3,6 +3,10 @@
 import type { ApiClient } from './api-client.ts'
 import type { SyncResult } from '../../functions-shared/catalogue/sync.ts'
 
+/** How often the jobs are listed for progress, and how often a queued job a dispatch left is asked about again. */
+const LIST_EVERY_MS = 1000
+const REDISPATCH_MS = 5000
+
 export async function syncAndIngest(
   admin: ApiClient,
   source: string,
@@ -12,15 +16,34 @@ export async function syncAndIngest(
   options.onSync?.(sync)
   if (sync.status !== 'completed') throw new Error('the sync did not complete')
   const refs = (await admin.get(`/scraping/${source}/references?status=discovered&limit=200`)).items as { id: string; grade: string | null; subject: string | null }[]
+  // Admin requests are rate limited (RATE_LIMIT_ADMIN_PER_MINUTE, 60 by default): spent freely (an ingest
+  // request per reference, a listing after every dispatch) they ran out within the demo, which then
+  // waited most of a minute for the next window. The jobs the sync queued are read in one listing; only a
+  // reference it could not queue is asked for; the jobs are listed once a second, or when nothing is
+  // left to dispatch.
+  const queued = new Map(((await admin.get('/admin/jobs?status=queued&limit=200')).items as { id: string; reference_id: string }[]).map((j) => [j.reference_id, j.id]))
   const jobIds: string[] = []
   // a reference without a grade or subject cannot be ingested (409) until an operator sets them
-  for (const ref of refs.filter((r) => r.grade && r.subject)) jobIds.push((await admin.post(`/admin/ingest/${ref.id}`)).job_id)
+  for (const ref of refs.filter((r) => r.grade && r.subject)) jobIds.push(queued.get(ref.id) ?? (await admin.post(`/admin/ingest/${ref.id}`)).job_id)
   options.onQueued?.(jobIds.length)
   const terminal = new Set(['ready', 'failed'])
   let last = ''
+  let dispatching = true
+  let listed = 0
+  let dispatched = 0
   while (jobIds.length > 0) {
     if (Date.now() > options.deadline) throw new Error('ingestion did not finish in time')
-    const dispatched = await admin.post('/admin/jobs/dispatch')
+    // a queued job that a dispatch leaves (a scan waits for the Node worker, which claims it itself) is
+    // asked about again every few seconds, not at every look
+    if (dispatching || Date.now() - dispatched >= REDISPATCH_MS) {
+      dispatched = Date.now()
+      dispatching = (await admin.post<{ status: string }>('/admin/jobs/dispatch')).status !== 'idle'
+    }
+    if (dispatching && Date.now() - listed < LIST_EVERY_MS) {
+      await new Promise((r) => setTimeout(r, 50))
+      continue
+    }
+    listed = Date.now()
     const jobs = ((await admin.get('/admin/jobs?limit=200')).items as { id: string; status: string }[]).filter((j) => jobIds.includes(j.id))
     const counts = new Map<string, number>()
     for (const j of jobs) counts.set(j.status, (counts.get(j.status) ?? 0) + 1)
@@ -29,8 +52,8 @@ export async function syncAndIngest(
     const line = `jobs         [${bar}] ${done}/${jobIds.length} done  ${[...counts].map(([s, n]) => `${s} ${n}`).join(', ')}`
     if (line !== last) options.onProgress?.(line)
     last = line
-    if (done === jobIds.length && dispatched.status === 'idle') break
-    await new Promise((r) => setTimeout(r, dispatched.status === 'idle' ? 400 : 50))
+    if (done === jobIds.length) break
+    if (!dispatching) await new Promise((r) => setTimeout(r, LIST_EVERY_MS))
   }
   const failed = ((await admin.get('/admin/jobs?status=failed&limit=200')).items as { id: string; error_message: string | null }[]).filter((j) => jobIds.includes(j.id))
   if (failed.length > 0) throw new Error(`ingestion failed: ${failed.map((j) => j.error_message).join('; ')}`)
