@@ -1,6 +1,6 @@
 // A generated 200-page French PDF through the whole ingestion pipeline with the offline embedder:
 // pages per second end to end and the share of each stage; then its text layer read alone, in this
-// thread (as the run above and Edge Functions read it) and in the worker thread that npm start and npm
+// thread (as the run above and Edge Functions read it) and in the worker thread, in a process of its own, that npm start and npm
 // run worker read it in (scripts/lib/pdf-isolate.ts), the first the baseline of the second; and the
 // SimHash of a book of ten million characters (the largest text a PDF may hold), which a sync computes in
 // the thread that serves requests, against hashing every token occurrence (the baseline). Tokenizer
@@ -52,7 +52,7 @@ if (outcome.status !== 'ready') console.log(`the job did not finish: ${outcome.e
 console.log(`outcome ${outcome.status}: ${outcome.pages} pages, ${outcome.chunks} chunks in ${seconds.toFixed(2)} s = ${(PAGES / seconds).toFixed(1)} pages/s end to end\n`)
 for (const [name, s] of sums) console.log(`  ${name.padEnd(9)} ${s.toFixed(3).padStart(8)} s  ${((s / seconds) * 100).toFixed(1).padStart(5)} %`)
 
-// the text layer alone: in this thread, then in a worker thread (its first read starts the thread)
+// the text layer alone: in this thread, then in a worker thread in a process of its own (its first read starts both)
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
 const time = async (read: () => Promise<unknown>) => {
   const t = performance.now()
@@ -68,7 +68,7 @@ for (let i = 0; i < 5; i++) {
   inWorker.push(await time(() => isolated(pdf, { deadlineMs: 60_000 })))
 }
 await isolated.close()
-console.log(`\ntext layer of the ${PAGES} pages, median of 5: in this thread ${median(inThread).toFixed(0)} ms (baseline); in the worker thread ${median(inWorker).toFixed(0)} ms (${(median(inWorker) / median(inThread)).toFixed(2)}×); the worker's first read, its start included, ${first.toFixed(0)} ms`)
+console.log(`\ntext layer of the ${PAGES} pages, median of 5: in this thread ${median(inThread).toFixed(0)} ms (baseline); in the reading process's worker thread ${median(inWorker).toFixed(0)} ms (${(median(inWorker) / median(inThread)).toFixed(2)}×); its first read, the process's and the thread's start included, ${first.toFixed(0)} ms`)
 
 // the SimHash: every occurrence hashed (the baseline) against each distinct token hashed once
 function simhashEveryOccurrence(text: string): bigint {
