@@ -118,6 +118,8 @@ describe('sync → dispatch → ready', () => {
     const fourth = await get('/curriculum/textbooks?grade=4AS', {})
     expect(fourth.body.levels).toEqual(['4AS'])
     expect(fourth.body.textbooks).toHaveLength(2)
+    // the grade as a student types it: chat takes it without case, and so does the catalogue
+    expect((await get('/curriculum/textbooks?grade=4as', {})).body).toEqual(fourth.body)
     const all = await get('/curriculum/textbooks', {})
     expect(all.body.levels).toEqual(['4AS', '5AS'])
     const physics = all.body.textbooks.find((b: { subject: string }) => b.subject === 'physique')

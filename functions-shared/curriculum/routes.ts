@@ -77,7 +77,7 @@ export function curriculumRouter(deps: Deps) {
       const [grade, subject, language] = [q.grade ?? null, q.subject ?? null, q.language ?? null]
       const rows = await asService(deps.sql, (tx) => tx<DocumentRow[]>`
         select * from public.documents
-         where status = 'ready' and (${grade}::text is null or grade = ${grade}) and (${subject}::text is null or subject = ${subject})
+         where status = 'ready' and (${grade}::text is null or lower(grade) = lower(${grade})) and (${subject}::text is null or subject = ${subject})
            and (${language}::text is null or language = ${language})
          order by grade, subject, weight desc, title`)
       const levels = [...new Set(rows.map((r) => r.grade).filter((g): g is string => !!g))].sort()
