@@ -97,6 +97,8 @@ describe('POST /admin/upload-curriculum', () => {
       [{ grade: '7C', subject: 'physique', language: 'fr', namespace: 'custom-ns' }, 'namespace'],
       [{ grade: '7C', subject: 'physique', language: 'fr', namespace: 'grade-7c-chimie' }, 'namespace'],
       [{ grade: '!!!', subject: 'physique', language: 'fr' }, 'grade'],
+      // longer than the 32 characters a question's grade may have
+      [{ grade: 'seconde annee du secondaire serie C', subject: 'physique', language: 'fr' }, 'grade'],
       [{ grade: '7C', subject: 'التربية الإسلامية', language: 'ar' }, 'subject'],
       [{ grade: '7C', subject: 'physique', language: 'fr', pdf_source: 'javascript:alert(document.cookie)//' }, 'pdf_source'],
       [{ grade: '7C', subject: 'physique', language: 'fr', pdf_source: 'data:text/html,<script>alert(1)</script>' }, 'pdf_source'],

@@ -25,8 +25,11 @@ export function hasNamespace(grade: unknown, subject: unknown): boolean {
  * `sciences-physiques`. Null when nothing of the value is left in that form (a value in Arabic script or
  * of punctuation alone), which no question can name.
  */
+/** The longest grade a reference, an upload or a question may name (chat's filter and the catalogue's forms agree). */
+export const MAX_GRADE_CHARS = 32
+
 export function filterForms(grade: string, subject: string): { grade: string | null; subject: string | null } {
   const g = grade.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^A-Za-z0-9]+/g, '-').replace(/^-+|-+$/g, '')
   const s = namespaceSlug(subject)
-  return { grade: g !== '' ? g : null, subject: /^[a-z0-9]+(?:-[a-z0-9]+)*$/.test(s) ? s : null }
+  return { grade: g !== '' && g.length <= MAX_GRADE_CHARS ? g : null, subject: /^[a-z0-9]+(?:-[a-z0-9]+)*$/.test(s) ? s : null }
 }

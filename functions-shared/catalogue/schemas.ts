@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi'
 import { REFERENCE_STATUSES, SCRAPE_RUN_STATUSES } from '../domain/enums.ts'
+import { MAX_GRADE_CHARS } from './namespace.ts'
 
 export const ReferenceStatus = z.enum(REFERENCE_STATUSES)
 
@@ -55,7 +56,7 @@ export const page = <T extends z.ZodType>(item: T, name: string) =>
 export const UpdateReferenceRequest = z
   .strictObject({
     title: z.string().trim().min(1).max(300).optional(),
-    grade: z.string().trim().max(32).regex(/^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$/, 'letters and digits, words joined by single dashes (e.g. 4AS)').optional(),
+    grade: z.string().trim().max(MAX_GRADE_CHARS).regex(/^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$/, 'letters and digits, words joined by single dashes (e.g. 4AS)').optional(),
     subject: z.string().trim().max(64).regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'a lower-case slug: a-z and 0-9, words joined by single dashes (e.g. education-islamique)').optional(),
     language: z.enum(['fr', 'ar', 'hassaniya']).optional(),
     category: z.string().trim().min(1).max(100).optional(),

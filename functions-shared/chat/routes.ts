@@ -11,6 +11,7 @@ import { completeTurn, prepareTurn } from './agent.ts'
 import { UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type TurnSink } from './turn.ts'
 import { sseResponse } from './sse.ts'
 import { TIERS } from '../domain/enums.ts'
+import { MAX_GRADE_CHARS } from '../catalogue/namespace.ts'
 
 const SourceSchema = z
   .object({
@@ -80,7 +81,7 @@ export function chatRequestSchema(deps: Deps) {
     .object({
       message: z.string().trim().min(1).max(config.CHAT_MESSAGE_MAX_CHARS).openapi({ description: `the question, at most ${config.CHAT_MESSAGE_MAX_CHARS} characters` }),
       language: z.enum(['fr', 'ar', 'hassaniya']).optional().openapi({ description: 'language of the question and the answer; detected from the script when absent' }),
-      grade: z.string().trim().regex(/^[0-9A-Za-z-]{1,16}$/, 'a grade such as 7C or 4AS').optional(),
+      grade: z.string().trim().min(1).max(MAX_GRADE_CHARS).regex(/^[0-9A-Za-z-]+$/, 'a grade such as 7C or 4AS').optional(),
       subject: z
         .string()
         .trim()

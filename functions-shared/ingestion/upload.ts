@@ -11,7 +11,7 @@ import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { withoutRunningLines } from '../catalogue/running-lines.ts'
 import { joinHyphenatedWords } from '../catalogue/hyphenation.ts'
 import { charWindows, chunkId, chunkPages } from './chunk.ts'
-import { filterForms, namespaceFor } from '../catalogue/namespace.ts'
+import { filterForms, MAX_GRADE_CHARS, namespaceFor } from '../catalogue/namespace.ts'
 
 export interface UploadInput {
   bytes: Uint8Array
@@ -34,7 +34,7 @@ const refused = (field: string, message: string) => new ApiError(ErrorCode.VALID
  */
 export function uploadPlacement(input: Pick<UploadInput, 'grade' | 'subject' | 'namespace'>): { grade: string; subject: string; namespace: string } {
   const { grade, subject } = filterForms(input.grade, input.subject)
-  if (!grade) throw refused('grade', 'letters A-Z and digits, words joined by dashes (e.g. 4AS)')
+  if (!grade) throw refused('grade', `letters A-Z and digits, words joined by dashes (e.g. 4AS), ${MAX_GRADE_CHARS} characters at most`)
   if (!subject) throw refused('subject', 'a subject in Latin letters and digits (e.g. mathematiques, sciences-naturelles)')
   const namespace = namespaceFor(grade, subject)
   if (input.namespace !== undefined && input.namespace.toLowerCase() !== namespace) {
