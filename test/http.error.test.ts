@@ -96,6 +96,15 @@ describe('error bodies', () => {
     expect(await json(server)).toMatchObject({ error: 'internal_error', message: 'Internal server error' })
   })
 
+  it('answers a transaction PostgreSQL rolled back for a concurrent one (deadlock, serialization failure) with a 409 to send again, not a 500', async () => {
+    for (const code of ['40P01', '40001']) {
+      const res = await app.request(`/t/pg/${code}`)
+      expect(res.status, code).toBe(409)
+      expect(res.headers.get('retry-after')).toBe('1')
+      expect(await json(res)).toMatchObject({ error: 'conflict', message: expect.stringMatching(/concurrent change .* send it again/), request_id: res.headers.get('x-request-id') })
+    }
+  })
+
   it('maps a domain error to its status with its details', async () => {
     const res = await app.request('/t/conflict')
     expect(res.status).toBe(409)

@@ -114,6 +114,13 @@ export function handleError(raw: Error, c: Context): Response {
     c.get('log')?.warn({ err: { code: err.code, message: err.message } }, 'input refused by the database')
     return c.json(errorBody(c, ErrorCode.VALIDATION_FAILED, 'A value in the request cannot be stored'), 400)
   }
+  if (isRolledBack(err)) {
+    // PostgreSQL ended the request's transaction for a concurrent one (a deadlock, or a serialization
+    // failure): nothing of it was kept, and the same request can simply be sent again
+    c.get('log')?.warn({ err: { code: err.code, message: err.message } }, 'transaction rolled back by a concurrent one')
+    c.header('Retry-After', '1')
+    return c.json(errorBody(c, ErrorCode.CONFLICT, 'The request met a concurrent change to the same data and nothing of it was kept; send it again'), 409)
+  }
   if (err instanceof HTTPException) {
     const status = err.status
     const code =
@@ -128,6 +135,12 @@ export function handleError(raw: Error, c: Context): Response {
   }
   c.get('log')?.error({ err: { name: err.name, message: err.message, stack: err.stack } }, 'unexpected error')
   return c.json(errorBody(c, ErrorCode.INTERNAL_ERROR, 'Internal server error'), 500)
+}
+
+/** PostgreSQL's class 40 (transaction rollback): 40001 serialization failure, 40P01 deadlock detected. */
+function isRolledBack(err: Error): err is Error & { code: string } {
+  const code = (err as { code?: unknown }).code
+  return (code === '40001' || code === '40P01') && err.name === 'PostgresError'
 }
 
 /**
