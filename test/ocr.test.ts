@@ -212,12 +212,14 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     // a Type3 glyph of 2,000 strokes shown 60,000 times (60 KB): its drawing took 11 s for 20,000 shows,
     // run to its end whatever the page's deadline
     const storm = type3Storm(60_000, 2_000)
-    const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 3_000, idleMs: 0 })
+    // a deadline that the next document's page, drawn by a new process beside the rest of the suite on
+    // two cores, still meets (3 s was missed under that load)
+    const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 6_000, idleMs: 0 })
     try {
       const started = performance.now()
-      expect(await hasty.recognize(storm, [1], ['fra'])).toEqual([{ number: 1, error: 'recognition took longer than 3000 ms' }])
-      // the deadline plus the start of a recognizer and of the drawing thread, far from the drawing's own time
-      expect(performance.now() - started).toBeLessThan(10_000)
+      expect(await hasty.recognize(storm, [1], ['fra'])).toEqual([{ number: 1, error: 'recognition took longer than 6000 ms' }])
+      // the deadline plus the start of a recognizer and of the drawing process, far from the drawing's own 33 s
+      expect(performance.now() - started).toBeLessThan(15_000)
       // the recognizer was not the late one: it reads the next document
       expect((await hasty.recognize(scanFr, [1], ['fra']))[0]).toMatchObject({ number: 1, text: expect.stringMatching(/\S/) })
     } finally {
