@@ -7,6 +7,7 @@ import { loadConfigOrExit } from './lib/load-config.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { ApiCallError, ApiClient } from './lib/api-client.ts'
 import { jobProgress, watchPause } from './lib/job-progress.ts'
+import { queueIngestion } from './lib/ingest-source.ts'
 
 const USAGE = `usage: npm run admin -- <command> [arguments] [--url URL] [--token TOKEN | --admin-key KEY] [--json]
 
@@ -178,15 +179,7 @@ async function main(): Promise<void> {
       // listed for the operator to fix instead of stopping the batch
       const blank = (v: string | null) => v === null || v.trim() === ''
       const skipped = refs.filter((r) => blank(r.grade) || blank(r.subject))
-      // the jobs a sync queued are read in one listing, and only a reference without one is asked for:
-      // an ingest request each spent the admin's rate limit (60 a minute by default) before a dispatch
-      const queuedJobs = new Map(((await api.get('/admin/jobs?status=queued&limit=200')).items as { id: string; reference_id: string }[]).map((j) => [j.reference_id, j.id]))
-      const jobs: Record<string, any>[] = []
-      for (const ref of refs) {
-        if (skipped.includes(ref)) continue
-        const queued = queuedJobs.get(ref.id)
-        jobs.push(queued ? { status: 'queued', job_id: queued, reference_id: ref.id } : await api.post(`/admin/ingest/${ref.id}`))
-      }
+      const jobs = await queueIngestion(api, refs.filter((r) => !skipped.includes(r)).map((r) => r.id))
       return print({ queued: jobs, needs_metadata: skipped.map((r) => r.id) }, () => {
         out(`${jobs.length} reference(s) queued${jobs.length ? '; run `dispatch --all` or `watch --dispatch`' : ''}`)
         if (skipped.length > 0) {
