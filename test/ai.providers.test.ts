@@ -138,6 +138,17 @@ describe('the offline provider', () => {
     expect(passageKeys('Une seule phrase sans point')).toHaveLength(1)
   })
 
+  it('counts the whole text\'s share beside its best passage\'s: a page that holds every key outranks one whose passage holds one more', async () => {
+    const question = 'vitesse moyenne du cycliste, distance, durée et pente ?'
+    // four of the six keys in one sentence, and nothing more
+    const narrow = 'La vitesse moyenne du cycliste se mesure sur la distance.'
+    // three in its first sentence, the other three in its last: every key of the question on the page
+    const broad = 'La vitesse moyenne du cycliste est connue. Le marché ouvre le matin. Les élèves rangent la classe. Le vent souffle du nord. On compte la distance, la durée et la pente.'
+    expect(passageCoverage(question, [narrow, broad])).toEqual([4 / 6, 3 / 6])
+    expect(keyCoverage(question, [narrow, broad])).toEqual([4 / 6, 1])
+    expect(await offline.rerank(question, [narrow, broad], 2, undefined, [0.9, 0.1])).toEqual([1, 0])
+  })
+
   it('translates as the identity', async () => {
     expect(await offline.translate('ما هي أركان الإسلام؟', 'ar', 'fr')).toBe('ما هي أركان الإسلام؟')
   })

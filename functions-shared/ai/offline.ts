@@ -1,6 +1,6 @@
 // The offline provider: no network, deterministic. Embeddings are hashed lexical features; rerank is the
 // share of the question's lightly stemmed content words that each candidate's best passage (three
-// sentences in a row) holds, then the whole candidate's share (equal shares ordered by the embeddings'
+// sentences in a row) holds plus the whole candidate's share (equal scores ordered by the embeddings'
 // cosine, then the search's order);
 // translation is the identity (it cannot translate); the "answer" is extractive: the sentences of
 // the snippets that hold most of the question's keys, each with its citation number, and the result says so.
@@ -212,12 +212,14 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
       const vocabulary = new Set<string>()
       for (const t of texts) for (const k of t.keys) vocabulary.add(k)
       const q = questionKeys(query, vocabulary)
-      // the best passage's share first, then the whole text's: measured on the evaluation's pages, and
-      // on the same pages lengthened with paragraphs of other lessons (as a long page holds them), where
-      // it kept 1 to 3.5 points of page@1 more than the whole text's share alone
+      // the best passage's share plus the whole text's: measured on the evaluation's pages, and on the
+      // same pages lengthened with paragraphs of other lessons (as a long page holds them). The passage
+      // alone kept 1 to 3.5 points of page@1 more than the whole text's share alone; the sum keeps 1 more
+      // on each, since a page that holds every key of the question in two places answers it too
       const passage = texts.map((t) => bestPassage(q, t.passages))
       const whole = coverageOf(q, texts.map((t) => t.keys))
-      const cmp = (a: number, b: number) => passage[b]! - passage[a]! || whole[b]! - whole[a]!
+      const score = texts.map((_, i) => passage[i]! + whole[i]!)
+      const cmp = (a: number, b: number) => score[b]! - score[a]!
       // equal shares (frequent: a question holds four to eight keys) go to the text nearer the question
       // as the embedding sees it: its character trigrams meet the forms of a word that the five-letter
       // and light-stem keys miss. The search measured it already (the same embedding); without the
