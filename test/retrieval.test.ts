@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, type TestApp } from './helpers/app.ts'
 import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
-import { chunkTexts, denseSearch, search } from '../functions-shared/chat/retrieve.ts'
+import { chunkTexts, denseSearch, search, type ChunkText } from '../functions-shared/chat/retrieve.ts'
 import { TtlCache } from '../functions-shared/lib/ttl-cache.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
@@ -117,7 +117,7 @@ describe('match_chunks', () => {
 
 describe('chunkTexts', () => {
   it('reads the text once, then from the cache; a new ingestion timestamp misses it', async () => {
-    const cache = new TtlCache<{ text: string; title: string | null }>({ ttlMs: 3_600_000, max: 1000, clock: t.clock })
+    const cache = new TtlCache<ChunkText>({ ttlMs: 3_600_000, max: 1000, clock: t.clock })
     const hits = await denseSearch(t.deps, offlineVector('résoudre une équation', 1536), 3, { subject: 'mathematiques' })
     const first = await chunkTexts(t.deps, hits, cache)
     expect(first.map((c) => c.title)).toEqual(['maths', 'maths', 'maths'])
@@ -134,7 +134,7 @@ describe('chunkTexts', () => {
   })
 
   it('drops chunks of documents that are not ready', async () => {
-    const cache = new TtlCache<{ text: string; title: string | null }>({ ttlMs: 60_000, max: 10, clock: t.clock })
+    const cache = new TtlCache<ChunkText>({ ttlMs: 60_000, max: 10, clock: t.clock })
     const hits = await denseSearch(t.deps, offlineVector('ondes', 1536), 3, { subject: 'physique' })
     await db.sql`update public.documents set status = 'processing' where id = ${docs.physique!}`
     try {
@@ -211,6 +211,25 @@ describe('retrieveAndRerank', () => {
     const slow = await pending
     expect(slow.rerank).toBe('fallback_timeout')
     expect(slow.snippets).toHaveLength(3)
+  })
+})
+
+describe('a page cut into two chunks', () => {
+  it('is reranked as one text: the page that holds the whole question comes before a shorter page that holds more of it than either chunk', async () => {
+    // page 1 is two windows that overlap by a sentence, each holding four of the question's seven keys;
+    // page 2 is one chunk holding five of them
+    const half1 = 'Leçon 2. La vitesse moyenne d\'un cycliste se calcule en divisant la distance par la durée. Le cycliste part du haut de la côte.'
+    const half2 = 'Le cycliste part du haut de la côte. Sur une piste en pente, on mesure la durée au chronomètre.'
+    const other = 'La vitesse moyenne d\'un cycliste se calcule aussi sur une piste plate.'
+    const doc = await seedDocument(db.sql, { name: 'cyclisme', grade: '3AS', subject: 'physique', language: 'fr', texts: [half1, half2, other], pages: [1, 1, 2] })
+    const caches = (): RetrievalCaches => ({ chunks: new TtlCache({ ttlMs: 3_600_000, max: 1000, clock: t.clock }), rerank: new TtlCache({ ttlMs: 900_000, max: 1000, clock: t.clock }) })
+    const question = 'Comment calculer la vitesse moyenne d\'un cycliste sur une piste en pente avec le chronomètre ?'
+    for (const tier of ['free', 'standard'] as const) {
+      const r = await retrieveAndRerank(t.deps, { message: question, language: 'fr', filters: { grade: '3AS', subject: 'physique' }, tier }, caches())
+      expect(r.snippets.map((s) => s.file_id)).toEqual([doc.id, doc.id, doc.id])
+      // one chunk of each page first, then the page's other chunk
+      expect(r.snippets.map((s) => s.page_number), tier).toEqual([1, 2, 1])
+    }
   })
 })
 

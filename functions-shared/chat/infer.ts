@@ -20,6 +20,7 @@ import type { DocumentRow } from '../ingestion/documents.ts'
 import type { Candidate } from './retrieve.ts'
 import { searchQuestion, type PreparedQuery } from './query.ts'
 import { chunkTexts } from './retrieve.ts'
+import { rerankByPage } from './pages.ts'
 import type { RetrievalCaches } from './runtime.ts'
 import { namedSubjects, subjectKey, subjectScores } from './subjects.ts'
 
@@ -120,7 +121,7 @@ async function rerankedHits(deps: Deps, query: PreparedQuery, hits: Candidate[],
     const texts = await chunkTexts(deps, hits, chunks)
     const rerankQuery = query.language !== 'fr' && query.translation !== null ? query.translation : query.message
     const order = await Promise.race([
-      deps.ai.rerank(rerankQuery, texts.map((c) => c.text), texts.length, controller.signal, texts.map((c) => 1 - c.distance)),
+      rerankByPage(deps.ai, rerankQuery, texts, texts.length, controller.signal),
       new Promise<never>((_, reject) => (cancel = deps.clock.setTimer(deps.config.RERANK_TIMEOUT_MS, () => reject(new Error('rerank timeout'))))),
     ])
     const ranked = order.map((i) => texts[i]).filter((c): c is (typeof texts)[number] => c !== undefined)

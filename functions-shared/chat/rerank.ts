@@ -1,7 +1,7 @@
 // retrieve_and_rerank (spec §1, chat turn): the question and, when the provider translates, its
 // translation into the other curriculum language (query.ts), each searched (hybrid or dense top-K of the
-// tier) and fused, chunk text, then rerank to the tier's N by the provider, falling back to the search's
-// order on error or after RERANK_TIMEOUT_MS. The rerank reads the question in French when it has it (an
+// tier) and fused, chunk text, then rerank to the tier's N by the provider, which reads the candidates
+// page by page (pages.ts), falling back to the search's order on error or after RERANK_TIMEOUT_MS. The rerank reads the question in French when it has it (an
 // Arabic or Hassaniya question's translation), else as written. Rerank results are cached under
 // sha256(query + namespace + tier) for RERANK_CACHE_TTL_SECONDS, as chunk ids.
 import { sha256 } from '@noble/hashes/sha2.js'
@@ -13,6 +13,7 @@ import type { RetrievalCaches } from './runtime.ts'
 import { namespaceFor } from '../catalogue/namespace.ts'
 import { chunkTexts, type RetrievalFilters, type RetrievedChunk } from './retrieve.ts'
 import { withoutCopies } from './copies.ts'
+import { rerankByPage } from './pages.ts'
 import { prepareQuery, searchQuestion, translationUseful, type CrossLingualStatus, type PreparedQuery } from './query.ts'
 
 
@@ -101,7 +102,7 @@ export async function retrieveAndRerank(
   const started = performance.now()
   try {
     const order = await Promise.race([
-      deps.ai.rerank(query, chunks.map((c) => c.text), limits.rerankN, controller.signal, chunks.map((c) => 1 - c.distance)),
+      rerankByPage(deps.ai, query, chunks, limits.rerankN, controller.signal),
       new Promise<never>((_, reject) => (cancelTimer = deps.clock.setTimer(deps.config.RERANK_TIMEOUT_MS, () => reject(new RerankTimeout())))),
     ])
     const ranked = order.map((i) => chunks[i]).filter((c): c is RetrievedChunk => c !== undefined).slice(0, limits.rerankN)

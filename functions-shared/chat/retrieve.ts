@@ -39,6 +39,15 @@ export interface Candidate {
 export interface RetrievedChunk extends Candidate {
   text: string
   title: string | null
+  /** the chunk's place in its document: the order of a page's windows */
+  chunk_index: number
+}
+
+/** What chunkTexts reads of a chunk, and caches. */
+export interface ChunkText {
+  text: string
+  title: string | null
+  chunk_index: number
 }
 
 const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => x.toFixed(7)).join(',')}]`
@@ -132,9 +141,9 @@ export function search(deps: Deps, vector: readonly number[], queryText: string,
 }
 
 /** Chunk text by id, through the cache; chunks of documents that are not ready are dropped. */
-export async function chunkTexts(deps: Deps, candidates: readonly Candidate[], cache: TtlCache<{ text: string; title: string | null }>): Promise<RetrievedChunk[]> {
+export async function chunkTexts(deps: Deps, candidates: readonly Candidate[], cache: TtlCache<ChunkText>): Promise<RetrievedChunk[]> {
   const key = (c: Candidate) => `${c.chunk_id}@${c.ingestion_ts ?? ''}`
-  const found = new Map<string, { text: string; title: string | null }>()
+  const found = new Map<string, ChunkText>()
   const missing: Candidate[] = []
   for (const c of candidates) {
     const hit = cache.get(key(c))
@@ -142,11 +151,11 @@ export async function chunkTexts(deps: Deps, candidates: readonly Candidate[], c
     else missing.push(c)
   }
   if (missing.length > 0) {
-    const rows = await asService(deps.sql, (tx) => tx<{ id: string; content: string; title: string | null }[]>`
-      select c.id, c.content, d.title from public.document_chunks c join public.documents d on d.id = c.file_id
+    const rows = await asService(deps.sql, (tx) => tx<{ id: string; content: string; title: string | null; chunk_index: number }[]>`
+      select c.id, c.content, d.title, c.chunk_index from public.document_chunks c join public.documents d on d.id = c.file_id
        where c.id = any(${missing.map((m) => m.chunk_id)}) and d.status = 'ready'`)
     for (const r of rows) {
-      const entry = { text: r.content, title: r.title }
+      const entry = { text: r.content, title: r.title, chunk_index: Number(r.chunk_index) }
       found.set(r.id, entry)
       const candidate = missing.find((m) => m.chunk_id === r.id)!
       cache.set(key(candidate), entry)

@@ -7,10 +7,11 @@ import type { ChatMetrics } from '../http/metrics.ts'
 import { TtlCache } from '../lib/ttl-cache.ts'
 import { CircuitBreaker } from '../lib/circuit-breaker.ts'
 import { refusedByModel } from '../ai/provider.ts'
+import type { ChunkText } from './retrieve.ts'
 
 /** chunk text by chunk id and ingestion timestamp; a ranking (chunk ids) by question, scope and tier */
 export interface RetrievalCaches {
-  chunks: TtlCache<{ text: string; title: string | null }>
+  chunks: TtlCache<ChunkText>
   rerank: TtlCache<string[]>
 }
 

@@ -12,8 +12,8 @@ export interface SeededDocument {
   chunkIds: string[]
 }
 
-/** One ready document whose i-th text is chunk `${name}-${i}` on page i+1. */
-export async function seedDocument(sql: Sql, d: { name: string; grade: string; subject: string; language: string; texts: string[] }): Promise<SeededDocument> {
+/** One ready document whose i-th text is chunk `${name}-${i}` (chunk_index i) on page i+1, or on page `pages[i]`. */
+export async function seedDocument(sql: Sql, d: { name: string; grade: string; subject: string; language: string; texts: string[]; pages?: number[] }): Promise<SeededDocument> {
   const namespace = namespaceFor(d.grade, d.subject)
   const [doc] = await sql`insert into public.documents (title, grade, subject, language, status, ingestion_ts, vectordb_namespace)
     values (${d.name}, ${d.grade}, ${d.subject}, ${d.language}, 'ready', now(), ${namespace}) returning id, ingestion_ts`
@@ -23,10 +23,11 @@ export async function seedDocument(sql: Sql, d: { name: string; grade: string; s
   for (const [i, text] of d.texts.entries()) {
     const chunk = `${d.name}-${i}`
     chunkIds.push(chunk)
-    await sql`insert into public.document_chunks (id, file_id, page_number, chunk_index, content) values (${chunk}, ${id}, ${i + 1}, 0, ${text})`
+    const page = d.pages?.[i] ?? i + 1
+    await sql`insert into public.document_chunks (id, file_id, page_number, chunk_index, content) values (${chunk}, ${id}, ${page}, ${i}, ${text})`
     await sql`insert into public.vectors (index_name, namespace, id, file_id, embedding, metadata)
       values ('curriculum-1536', ${namespace}, ${chunk}, ${id}, ${vectorLiteral(text)}::extensions.vector,
-              ${sql.json({ chunk_id: chunk, file_id: id, language: d.language, grade: d.grade, subject: d.subject, source_url: `http://p.test/${d.name}.pdf`, page_number: i + 1, ingestion_ts: ts })})`
+              ${sql.json({ chunk_id: chunk, file_id: id, language: d.language, grade: d.grade, subject: d.subject, source_url: `http://p.test/${d.name}.pdf`, page_number: page, ingestion_ts: ts })})`
   }
   return { id, ingestionTs: ts, chunkIds }
 }
