@@ -2,8 +2,8 @@
 // the candidates, as they are with the grade and subject given. Pages of the demo are short (one to five
 // sentences); a textbook's are longer and hold paragraphs about other things, so the same pages are
 // also lengthened with paragraphs of other lessons in the same language (picked by a fixed seed). The
-// best passage's share must find the right page about as often as the whole page's share (within 1 %), and
-// at least as often, and more often, on the long pages. RERANK_PAGES_PRINT=1 prints the figures (docs/teacher.md quotes them).
+// rerank (the best passage's share plus the whole page's) must find the right page about as often as the
+// whole page's share alone (within 1 %), and at least as often, and more often, on the long pages. RERANK_PAGES_PRINT=1 prints the figures (docs/teacher.md quotes them).
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { createOfflineProvider, keyCoverage } from '../functions-shared/ai/offline.ts'
