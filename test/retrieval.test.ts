@@ -187,6 +187,22 @@ describe('retrieveAndRerank', () => {
     expect(second.snippets.map((s) => s.chunk_id)).toEqual(first.snippets.map((s) => s.chunk_id))
   })
 
+  it('shows the model a page cut into two windows as one passage, the overlap once and the second window\'s end too', async () => {
+    fresh()
+    const sentence = (i: number) => `La phrase ${i} de la leçon sur les marées décrit la Lune et la mer.`
+    const first = Array.from({ length: 14 }, (_, i) => sentence(i)).join(' ')
+    const overlap = Array.from({ length: 2 }, (_, i) => sentence(12 + i)).join(' ')
+    const second = `${overlap} ${Array.from({ length: 12 }, (_, i) => sentence(14 + i)).join(' ')} Fin de la page des marées.`
+    await seedDocument(db.sql, { name: 'marees', grade: '2AS', subject: 'physique', language: 'fr', texts: [first, second, 'Les marées ont deux pleines mers par jour.'], pages: [1, 1, 2] })
+    server.chat = () => ({ content: '{"ranking": [0, 1]}' })
+    const r = await retrieveAndRerank(app.deps, { message: 'les marées et la Lune', language: 'fr', filters: { grade: '2AS', subject: 'physique' }, tier: 'free' }, caches)
+    expect(r.rerank).toBe('model')
+    const prompt = server.calls.findLast((c) => c.body.model === 'rerank-model')!.body.messages[1].content as string
+    expect(prompt).toContain('Fin de la page des marées.')
+    expect(prompt.split(sentence(13)).length - 1).toBe(1)
+    expect(r.snippets.map((s) => s.page_number)).toEqual([1, 2, 1])
+  })
+
   it('falls back to the search\'s order when the rerank fails or is too slow, and searches the original text when translation fails', async () => {
     fresh()
     server.chat = (body) => (body.model === 'translate-model' ? { status: 500 } : { status: 400 })

@@ -5,6 +5,10 @@
 import type OpenAI from 'openai'
 import { ProviderError, type AiProvider } from './provider.ts'
 
+// what the model reads of each text it ranks: a candidate is a page, up to two windows of a page that
+// is cut in several (chat/pages.ts), about 2,000 characters each for French; the rest is left out
+const RERANK_DOCUMENT_CHARS = 4000
+
 export interface OpenAiSettings {
   apiKey: string
   baseUrl?: string | undefined
@@ -125,7 +129,7 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
       }
     },
     async rerank(query, documents, topN, signal) {
-      const list = documents.map((d, i) => `${i}: ${d.slice(0, 1500)}`).join('\n\n')
+      const list = documents.map((d, i) => `${i}: ${d.slice(0, RERANK_DOCUMENT_CHARS)}`).join('\n\n')
       const d = deadline(s.timeoutMs, signal)
       try {
         const res = await (await client()).chat.completions.create(

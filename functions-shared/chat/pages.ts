@@ -3,9 +3,9 @@
 // each window alone holds only part of what the page says, so a page that answers the question as a
 // whole lost to a shorter page of the same lesson whose one chunk held more of the question's words.
 // The candidates of one page (same document, same page number) are read as one text, in their order on
-// the page with the windows' overlap written once; the provider ranks those texts, and each page then
-// gives back its chunks, in the search's order, where the page stands. A page with one chunk among the
-// candidates is read as it is: nothing changes for short pages.
+// the page with the windows' overlap written once; the provider ranks those texts, and the pages give
+// back their chunks (rerankByPage). A page with one chunk among the candidates is read as it is:
+// nothing changes for short pages.
 import type { AiProvider } from '../ai/provider.ts'
 
 export interface PagedChunk {
@@ -75,6 +75,6 @@ export function candidatePages(chunks: readonly PagedChunk[]): CandidatePage[] {
 export async function rerankByPage(ai: AiProvider, query: string, chunks: readonly PagedChunk[], topN: number, signal?: AbortSignal): Promise<number[]> {
   const pages = candidatePages(chunks)
   const order = await ai.rerank(query, pages.map((p) => p.text), topN, signal, pages.map((p) => p.similarity))
-  const ranked = order.map((i) => pages[i]).filter((p): p is CandidatePage => p !== undefined)
+  const ranked = [...new Set(order)].map((i) => pages[i]).filter((p): p is CandidatePage => p !== undefined)
   return [...ranked.map((p) => p.members[0]!), ...ranked.flatMap((p) => p.members.slice(1))]
 }
