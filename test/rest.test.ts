@@ -201,6 +201,23 @@ describe('anon, errors and the edges of the subset', () => {
     expect(await otherSchema.json()).toMatchObject({ code: 'PGRST106', message: 'The schema must be one of the following: public' })
   })
 
+  it('refuses a select that names a column twice (400): a row is never sent more than once per request', async () => {
+    const [{ rows }] = await db.sql<[{ rows: number }]>`select count(*)::int as rows from public.reservations where user_id = ${me.id}`
+    expect(rows).toBeGreaterThan(0)
+    const get = (select: string) => fetch(`${gateway.url}/rest/v1/reservations?select=${select}`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
+    // each mention was a copy of the column in every row the database built and the service parsed
+    for (const select of [Array(1600).fill('status').join(','), 'id,status,id', '*,*', Array(1000).fill('*').join(',')]) {
+      const res = await get(select)
+      expect(res.status, select.slice(0, 30)).toBe(400)
+      expect(await res.json()).toMatchObject({ code: 'PGRST100', message: expect.stringMatching(/^select names "(status|id|\*)" more than once$/) })
+    }
+    // each column once, with or without *, as supabase-js sends it
+    expect((await as(me).from('reservations').select('id, status')).status).toBe(200)
+    expect((await as(me).from('reservations').select('*, id')).status).toBe(200)
+    const written = await as(me).from('profiles').update({ full_name: 'Aïcha Mint Ahmed' }).eq('id', me.id).select('id, id')
+    expect(written.status).toBe(400)
+  })
+
   it('refuses a body nested deeper than 512 levels with 400 PGRST102, never 500', async () => {
     const nest = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`
     const send = (method: string, path: string, body: string) =>

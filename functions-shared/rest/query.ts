@@ -36,13 +36,20 @@ function column(r: Relation, name: string): string {
   return name
 }
 
-/** select=: `*` or a list of columns (no embedding, aliases or casts). */
+/**
+ * select=: `*` or a list of columns (no embedding, aliases or casts), each named once: a column (or `*`)
+ * repeated is sent once per mention, so a query string of 16 KB made every row a thousand times its size
+ * (gigabytes built by the database and parsed by the service for one request).
+ */
 export function selectList(r: Relation, select: string | null): string {
   if (select === null || select.trim() === '' || select.trim() === '*') return '*'
   const names = select.split(',').map((s) => s.trim())
+  const seen = new Set<string>()
   for (const name of names) {
     if (name.includes('(')) throw outsideSubset(`Embedding ("${name}")`)
     if (name.includes(':')) throw outsideSubset(`An alias or cast in select ("${name}")`)
+    if (seen.has(name)) throw badRequest(`select names "${name}" more than once`)
+    seen.add(name)
     if (name === '*') continue
     column(r, name)
   }
