@@ -213,6 +213,19 @@ export function loadConfig(env: Record<string, string | undefined> = readEnv()):
   return config
 }
 
+/**
+ * Why an Edge Function served by Supabase (not behind the local gateway) must not start with these
+ * settings, or null. The default JWT_SECRET is the Supabase CLI's, published: a function verifying tokens
+ * with it (they run with verify_jwt = false) would take a service_role token that anyone can sign, and
+ * with it every admin route (top-ups included). Locally the gateway keeps its own rule (scripts/lib/stack.ts).
+ */
+export function edgeFunctionRefusal(config: Config): string | null {
+  if (config.JWT_SECRET === LOCAL_JWT_SECRET) {
+    return 'JWT_SECRET is the published local-development secret: set it to the project\'s JWT secret (supabase secrets set JWT_SECRET=...) before serving this function'
+  }
+  return null
+}
+
 /** The gateway's own base URL, as printed at start and used as SUPABASE_URL by default. */
 export function publicUrl(config: Config): string {
   return (config.PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`).replace(/\/$/, '')

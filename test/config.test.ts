@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { parse as parseToml } from 'smol-toml'
-import { loadConfig, settings, tierLimits, ConfigError } from '../functions-shared/config.ts'
+import { edgeFunctionRefusal, loadConfig, settings, tierLimits, ConfigError } from '../functions-shared/config.ts'
 import { envExample, withSettingsTable } from '../scripts/env-example.ts'
 import { ROUTER_NAMES } from '../functions-shared/app.ts'
 
@@ -22,6 +22,14 @@ describe('settings', () => {
       CHUNK_CHARS: 1000, CHUNK_CHAR_OVERLAP: 150, CHUNK_TOKENS_FR: 512, CHUNK_TOKEN_OVERLAP_FR: 64, CHUNK_TOKENS_AR: 384, CHUNK_TOKEN_OVERLAP_AR: 48,
       LIST_DEFAULT_LIMIT: 50, LIST_MAX_LIMIT: 200,
     })
+  })
+
+  it('keep an Edge Function on Supabase from serving with the published JWT secret, whose service_role tokens anyone can sign', () => {
+    expect(edgeFunctionRefusal(loadConfig({}))).toMatch(/^JWT_SECRET is the published local-development secret/)
+    expect(edgeFunctionRefusal(loadConfig({ JWT_JWKS_URL: 'https://ref.supabase.co/auth/v1/.well-known/jwks.json' }))).toMatch(/^JWT_SECRET is the published/)
+    expect(edgeFunctionRefusal(loadConfig({ JWT_SECRET: 'a-project-secret-of-its-own-32-characters-long' }))).toBeNull()
+    // the Deno entry of every function refuses to serve on it (FUNCTION_PORT is set only behind the local gateway)
+    expect(read('supabase/functions/_shared/serve.ts')).toMatch(/const refusal = port \? null : edgeFunctionRefusal\(config\)\n\s+if \(refusal\) throw new Error\(refusal\)/)
   })
 
   it('give the tiers of spec §2.10', () => {

@@ -6,7 +6,7 @@
 import { getConnInfo } from 'hono/deno'
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { createFunctionApp } from '../../../functions-shared/http/shell.ts'
-import { loadConfig, type Config } from '../../../functions-shared/config.ts'
+import { edgeFunctionRefusal, loadConfig, type Config } from '../../../functions-shared/config.ts'
 import { createDb } from '../../../functions-shared/db/client.ts'
 import { createDeps, type AssetReader, type Deps, type SupabaseClients } from '../../../functions-shared/deps.ts'
 import { parseSources } from '../../../functions-shared/sources-file.ts'
@@ -31,6 +31,10 @@ export interface FunctionParts {
 /** Serves one router at /<name>: each entry passes its own (and its parts), so a function loads only its own code. */
 export async function serveFunction(name: string, router: (deps: Deps) => OpenAPIHono, parts: FunctionParts = {}): Promise<void> {
   const config = loadConfig()
+  const port = Deno.env.get('FUNCTION_PORT')
+  // on Supabase (no FUNCTION_PORT: not behind the local gateway), a published secret serves no request
+  const refusal = port ? null : edgeFunctionRefusal(config)
+  if (refusal) throw new Error(refusal)
   if (!config.DATABASE_URL) throw new Error('SUPABASE_DB_URL (or DATABASE_URL) must be set for Edge Functions')
   const sql = createDb(config.DATABASE_URL, {
     max: config.DB_POOL_MAX,
@@ -59,7 +63,6 @@ export async function serveFunction(name: string, router: (deps: Deps) => OpenAP
     },
   })
   const app = createFunctionApp(deps, name, router)
-  const port = Deno.env.get('FUNCTION_PORT')
   if (port) Deno.serve({ port: Number(port), hostname: '127.0.0.1' }, app.fetch)
   else Deno.serve(app.fetch)
 }
