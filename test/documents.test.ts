@@ -34,6 +34,23 @@ const upload = async (body: FormData, app = t) => {
   return { status: res.status, body: await json(res) }
 }
 
+/** A multipart body written by hand, for what FormData never writes: the boundary chosen, a part without a filename. */
+function multipart(boundary: string, parts: { name: string; filename?: string; type?: string; body: Uint8Array | string }[]): Uint8Array {
+  const chunks: Uint8Array[] = []
+  for (const p of parts) {
+    const disposition = `form-data; name="${p.name}"${p.filename === undefined ? '' : `; filename="${p.filename}"`}`
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${p.type ? `Content-Type: ${p.type}\r\n` : ''}\r\n`))
+    chunks.push(typeof p.body === 'string' ? Buffer.from(p.body) : p.body)
+    chunks.push(Buffer.from('\r\n'))
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`))
+  return Buffer.concat(chunks)
+}
+const uploadRaw = async (contentType: string, body: Uint8Array) => {
+  const res = await t.request('/admin/upload-curriculum', { method: 'POST', headers: { ...service, 'content-type': contentType }, body: Buffer.from(body) })
+  return { status: res.status, body: await json(res), requestId: res.headers.get('x-request-id') }
+}
+
 describe('POST /admin/upload-curriculum', () => {
   it('turns a PDF into a ready document with 1000/150 character chunks and the text in vector metadata', async () => {
     const res = await upload(form({ grade: '4AS', subject: 'Mathématiques', language: 'fr', pdf_source: 'https://portal.example.mr/maths.pdf' }, { bytes: lesson, name: 'lecon.pdf' }))
@@ -88,6 +105,35 @@ describe('POST /admin/upload-curriculum', () => {
     expect((await upload(form({ grade: '4AS', subject: 'maths', language: 'fr' }))).status).toBe(400)
     const small = createTestApp({ sql: db.sql, env: { UPLOAD_MAX_BYTES: String(lesson.byteLength - 1) } })
     expect((await upload(form({ grade: '4AS', subject: 'maths', language: 'fr' }, { bytes: lesson, name: 'x.pdf' }), small)).status).toBe(413)
+  })
+
+  it('reads a body whatever boundary RFC 2046 allows: quoted, holding a space, beside other parameters', async () => {
+    const fields = (boundary: string, withFile = true) =>
+      multipart(boundary, [
+        { name: 'grade', body: '4AS' },
+        { name: 'subject', body: 'maths' },
+        { name: 'language', body: 'fr' },
+        ...(withFile ? [{ name: 'file', filename: 'lecon.pdf', type: 'application/pdf', body: lesson }] : []),
+      ])
+    const spaced = await uploadRaw('multipart/form-data; boundary="a b"', fields('a b'))
+    expect(spaced.status, JSON.stringify(spaced.body)).toBe(201)
+    expect(spaced.body).toMatchObject({ status: 'ready', namespace: 'grade-4as-maths' })
+    // every character a boundary may hold, its parameter after another and in another case: read (the
+    // missing file proves it), not refused as a type the route does not take
+    const odd = "'()+_,-./:=? x"
+    const other = await uploadRaw(`Multipart/Form-Data; charset=UTF-8;  BOUNDARY="${odd}"`, fields(odd, false))
+    expect(other.status, JSON.stringify(other.body)).toBe(400)
+    expect(other.body.fields.map((f: { field: string }) => f.field)).toEqual(['file'])
+    // a boundary RFC 2046 does not allow (past 70 characters, ending in a space), or none, is a 400
+    for (const type of [`multipart/form-data; boundary="${'b'.repeat(71)}"`, 'multipart/form-data; boundary="a "', 'multipart/form-data', 'multipart/form-data; boundary="a b']) {
+      const res = await uploadRaw(type, fields('a b'))
+      expect(res.status, `${type}: ${JSON.stringify(res.body)}`).toBe(400)
+      expect(res.body, type).toMatchObject({ error: 'bad_request', message: expect.stringContaining('boundary'), request_id: res.requestId })
+    }
+    // a body that does not follow the boundary it declares
+    const broken = await uploadRaw('multipart/form-data; boundary="a b"', fields('other'))
+    expect(broken.status, JSON.stringify(broken.body)).toBe(400)
+    expect(broken.body).toMatchObject({ error: 'bad_request', request_id: broken.requestId })
   })
 
   it('refuses, storing nothing, a namespace other than grade-{grade}-{subject}, a grade or subject no question can name, and a pdf_source that is not http(s)', async () => {

@@ -2,7 +2,7 @@
 // Input that passed its schema is also checked for text PostgreSQL cannot store (NUL, unpaired
 // surrogates) in any string of any target (body, query, path, form), so that every route refuses it with
 // a 400 naming the field instead of failing later in the database.
-import { OpenAPIHono } from '@hono/zod-openapi'
+import { OpenAPIHono, type z } from '@hono/zod-openapi'
 import type { Hook } from '@hono/zod-openapi'
 import { ApiError, ErrorCode } from './errors.ts'
 import { findUnstorable, type UnstorableField } from '../lib/text.ts'
@@ -13,11 +13,12 @@ function invalid(target: string, fields: UnstorableField[]): ApiError {
   })
 }
 
-export const validationHook: Hook<unknown, any, any, unknown> = (result) => {
+/** A schema's verdict on a request's input: its data when it passed and holds only storable text, else our 400. */
+export function validated<T>(target: string, result: { success: true; data: T } | { success: false; error: z.ZodError }): T {
   if (result.success) {
     const bad = findUnstorable(result.data)
-    if (bad) throw invalid(result.target, [bad])
-    return
+    if (bad) throw invalid(target, [bad])
+    return result.data
   }
   const fields = result.error.issues.flatMap((issue) => {
     const at = issue.path.map(String).join('.')
@@ -25,7 +26,11 @@ export const validationHook: Hook<unknown, any, any, unknown> = (result) => {
     if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => ({ field: at ? `${at}.${k}` : k, message: 'is not allowed' }))
     return [{ field: at || '(body)', message: issue.message }]
   })
-  throw invalid(result.target, fields)
+  throw invalid(target, fields)
+}
+
+export const validationHook: Hook<unknown, any, any, unknown> = (result) => {
+  validated(result.target, result)
 }
 
 export function createRouter(): OpenAPIHono {
