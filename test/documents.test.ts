@@ -107,6 +107,25 @@ describe('POST /admin/upload-curriculum', () => {
     expect((await upload(form({ grade: '4AS', subject: 'maths', language: 'fr' }, { bytes: lesson, name: 'x.pdf' }), small)).status).toBe(413)
   })
 
+  it('refuses a file part without a filename with a 400 that names the part and says its filename is missing', async () => {
+    const count = async () => Number((await db.sql`select count(*) from public.documents`)[0]!.count)
+    const before = await count()
+    // the PDF's bytes hold NULs: read as a text field, they were refused as text the database cannot store
+    expect(lesson.includes(0)).toBe(true)
+    const res = await uploadRaw('multipart/form-data; boundary=x-boundary', multipart('x-boundary', [
+      { name: 'grade', body: '4AS' },
+      { name: 'subject', body: 'maths' },
+      { name: 'language', body: 'fr' },
+      { name: 'file', type: 'application/pdf', body: lesson },
+    ]))
+    expect(res.status, JSON.stringify(res.body)).toBe(400)
+    expect(res.body).toMatchObject({ error: 'validation_failed', request_id: res.requestId })
+    expect(res.body.fields).toEqual([{ field: 'file', message: expect.stringContaining('no filename') }])
+    expect(res.body.message).toMatch(/file.*no filename/)
+    expect(res.body.message).not.toMatch(/NUL/i)
+    expect(await count()).toBe(before)
+  })
+
   it('reads a body whatever boundary RFC 2046 allows: quoted, holding a space, beside other parameters', async () => {
     const fields = (boundary: string, withFile = true) =>
       multipart(boundary, [

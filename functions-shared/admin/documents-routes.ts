@@ -30,8 +30,15 @@ const StatsSchema = z
     wallet: z.object({ total_tokens_in_circulation: count }),
   })
   .openapi('DashboardStats')
+/** The PDF, as a file part: a part without a filename is a text field to every multipart reader, and is refused as what it lacks. */
+const FilePart = z.custom<File>((v) => v instanceof File, {
+  error: (issue) =>
+    typeof issue.input === 'string' ? 'the part "file" has no filename: send the PDF as a file part (Content-Disposition: form-data; name="file"; filename="...")'
+    : Array.isArray(issue.input) ? 'send one file part, not several'
+    : 'a file is required',
+})
 const UploadForm = z.object({
-  file: z.any().openapi({ type: 'string', format: 'binary', description: 'the PDF, at most UPLOAD_MAX_BYTES' }),
+  file: FilePart.openapi({ type: 'string', format: 'binary', description: 'the PDF, at most UPLOAD_MAX_BYTES' }),
   grade: z.string().trim().min(1).max(64),
   subject: z.string().trim().min(1).max(128),
   language: z.enum(['fr', 'ar', 'hassaniya']),
@@ -78,9 +85,7 @@ export function adminDocumentsRouter(deps: Deps) {
   router.openAPIRegistry.registerPath(upload)
   router.post('/upload-curriculum', async (c) => {
     const form = validated('form', UploadForm.safeParse(await readMultipart(c)))
-    const file = form.file as unknown
-    if (!(file instanceof File)) throw new ApiError(ErrorCode.VALIDATION_FAILED, 'file must be a file part', { details: { fields: [{ field: 'file', message: 'a file is required' }] } })
-    const bytes = new Uint8Array(await file.arrayBuffer())
+    const bytes = new Uint8Array(await form.file.arrayBuffer())
     return c.json(await uploadCurriculum(deps, { bytes, grade: form.grade, subject: form.subject, language: form.language, namespace: form.namespace, pdf_source: form.pdf_source }), 201)
   })
   return router
