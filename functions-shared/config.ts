@@ -122,6 +122,10 @@ export const settings = {
   JOB_BACKOFF_BASE_MS: [int(1000), 'Base delay of the exponential backoff (full jitter)'],
   JOB_BACKOFF_MAX_MS: [int(30000), 'Largest backoff delay'],
   JOB_STALE_SECONDS: [int(900, 1), 'A job running this long without progress is reclaimed as failed (its worker died)'],
+  SCRAPE_RUN_STALE_SECONDS: [
+    int(900, 1),
+    'A scrape run this long without progress (a listing page or a link done) is closed as failed (its process died mid-sync) when runs are listed or a sync starts; above the longest one link can take (a download, its reading, its OCR sample)',
+  ],
   EMBED_BATCH_SIZE: [int(64, 1), 'Chunks per embedding request'],
   VECTOR_UPSERT_BATCH_SIZE: [int(200, 1), 'Vectors per upsert statement'],
   CHUNK_CHARS: [int(1000, 1), 'Character chunking: chunk size'],

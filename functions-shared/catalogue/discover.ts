@@ -198,7 +198,13 @@ export interface ListingFailure {
  * `onListingError` and passed over, and the walk goes on with the others; without it, or when no listing
  * page at all could be read, the first failure is thrown.
  */
-export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetchOptions, 'allowedHosts' | 'accept'>, onListingError?: (failure: ListingFailure) => void): Promise<DiscoveredLink[]> {
+export async function discoverLinks(
+  source: Source,
+  fetchOptions: Omit<SafeFetchOptions, 'allowedHosts' | 'accept'>,
+  onListingError?: (failure: ListingFailure) => void,
+  /** awaited between one listing page (read or not) and the next: the walk's progress */
+  onListingPage?: () => Promise<void>,
+): Promise<DiscoveredLink[]> {
   const pdf = new RegExp(source.pdf_pattern, 'iu')
   const seenPages = new Set<string>()
   const seenLinks = new Map<string, DiscoveredLink>()
@@ -208,6 +214,8 @@ export async function discoverLinks(source: Source, fetchOptions: Omit<SafeFetch
   while (queue.length > 0 && seenPages.size < source.max_listing_pages) {
     const pageUrl = queue.shift()!
     if (seenPages.has(pageUrl)) continue
+    // the page before this one is done with
+    if (seenPages.size > 0) await onListingPage?.()
     seenPages.add(pageUrl)
     let html: string
     let page: { url: string }

@@ -2,7 +2,7 @@
 import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { iso } from '../lib/time.ts'
-import type { TotalRow } from '../db/client.ts'
+import type { TotalRow, Tx } from '../db/client.ts'
 import type { REFERENCE_STATUSES, SCRAPE_RUN_STATUSES } from '../domain/enums.ts'
 
 /** A row of public.scrape_runs. */
@@ -18,6 +18,7 @@ export interface ScrapeRunRow {
   error_message: string | null
   started_at: Date
   finished_at: Date | null
+  heartbeat_at: Date
 }
 
 /** The metadata columns a reference and its document share (a document takes its reference's when ingested). */
@@ -75,6 +76,7 @@ function runJson(r: ScrapeRunRow) {
     error_message: r.error_message,
     started_at: iso(r.started_at)!,
     finished_at: iso(r.finished_at),
+    heartbeat_at: iso(r.heartbeat_at)!,
   }
 }
 
@@ -97,8 +99,20 @@ export function referenceJson(r: ReferenceRow) {
   }
 }
 
+/**
+ * Runs whose sync died (no heartbeat for SCRAPE_RUN_STALE_SECONDS) closed as failed; done where runs are
+ * listed and before a sync starts, so no listing shows a dead run as running.
+ */
+export async function closeAbandonedRuns(deps: Deps, tx?: Tx): Promise<number> {
+  const close = (t: Tx) => t<{ n: number }[]>`select public.close_abandoned_scrape_runs(${deps.config.SCRAPE_RUN_STALE_SECONDS}, ${new Date(deps.clock.now())}) as n`
+  const [row] = tx ? await close(tx) : await asService(deps.sql, close)
+  return row!.n
+}
+
 export async function listRuns(deps: Deps, input: { source?: string | undefined; limit: number; offset: number }) {
   return asService(deps.sql, async (tx) => {
+    // a run whose sync died is listed as what it is: failed, not running
+    await closeAbandonedRuns(deps, tx)
     const source = input.source ?? null
     const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.scrape_runs where (${source}::text is null or source = ${source})`
     const rows = await tx<ScrapeRunRow[]>`select * from public.scrape_runs where (${source}::text is null or source = ${source}) order by started_at desc, id limit ${input.limit} offset ${input.offset}`

@@ -17,6 +17,7 @@ export const ScrapeRunSchema = z
     error_message: z.string().nullable(),
     started_at: z.string(),
     finished_at: z.string().nullable(),
+    heartbeat_at: z.string().openapi({ description: 'the run\'s last progress (a listing page or a link done); a running run without progress for SCRAPE_RUN_STALE_SECONDS is closed as failed, its sync having died' }),
   })
   .openapi('ScrapeRun')
 

@@ -14,6 +14,7 @@ import { readPdf, readPdfSettings } from '../ingestion/read-pdf.ts'
 import { countOcr } from '../ingestion/metrics.ts'
 import { simhash, toSigned } from './simhash.ts'
 import { hasNamespace } from './namespace.ts'
+import { closeAbandonedRuns } from './listings.ts'
 
 export interface SyncResult {
   run_id: string
@@ -135,13 +136,29 @@ export const SYNC_HOST_TIMEOUTS = 3
 
 export async function syncSource({ ctx, source }: { ctx: ServiceContext; source: Source }): Promise<SyncResult> {
   const log = ctx.deps.logs.forRequest('scraper', ctx.requestId)
-  const [run] = await asService(ctx.deps.sql, (tx) => tx<{ id: string }[]>`insert into public.scrape_runs (source) values (${source.name}) returning id`)
+  const closed = await closeAbandonedRuns(ctx.deps)
+  if (closed > 0) log.warn({ source: source.name, runs: closed }, 'scrape runs without progress closed as failed (their sync died)')
+  const now = () => new Date(ctx.deps.clock.now())
+  const [run] = await asService(ctx.deps.sql, (tx) => tx<{ id: string }[]>`insert into public.scrape_runs (source, heartbeat_at) values (${source.name}, ${now()}) returning id`)
   const runId = run!.id
   const counts = { new: 0, needs_metadata: 0, duplicate: 0, quality_failed: 0, error: 0, known: 0 }
   let links: DiscoveredLink[] = []
   let failure: string | null = null
   // listing pages that could not be read while others could: the run goes on with the links found
   const unread: ListingFailure[] = []
+  // the run's progress, at each listing page and each link done: a run whose heartbeat stops is one whose
+  // process died (closeAbandonedRuns), and what it had done by then stays in its counts. A heartbeat that
+  // cannot be written is logged, not the end of the run.
+  const heartbeat = async () => {
+    try {
+      await asService(ctx.deps.sql, (tx) => tx`
+        update public.scrape_runs set heartbeat_at = ${now()}, found_count = ${links.length}, new_count = ${counts.new + counts.needs_metadata},
+               duplicate_count = ${counts.duplicate}, quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + unread.length}
+         where id = ${runId} and status = 'running'`)
+    } catch (err) {
+      log.warn({ source: source.name, run_id: runId, err: { message: (err as Error).message } }, 'scrape run heartbeat not written')
+    }
+  }
   try {
     links = await discoverLinks(
       source,
@@ -156,6 +173,7 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
         unread.push(f)
         log.warn({ source: source.name, url: f.url, err: { message: f.message } }, 'listing page skipped after an error')
       },
+      heartbeat,
     )
   } catch (err) {
     failure = `listing failed: ${(err as Error).message}`
@@ -165,6 +183,7 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   // are left for the next run (counted in errors), where each would have held the run FETCH_TIMEOUT_MS
   const timeouts = new Map<string, number>()
   const skipped = new Map<string, number>()
+  await heartbeat()
   for (const link of links) {
     const host = new URL(link.url).host
     if ((timeouts.get(host) ?? 0) >= SYNC_HOST_TIMEOUTS) {
@@ -181,6 +200,7 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
       timeouts.set(host, kind === 'timeout' ? (timeouts.get(host) ?? 0) + 1 : 0)
       log.warn({ source: source.name, url: link.url, kind, err: { message: (err as Error).message } }, 'document skipped after an error')
     }
+    await heartbeat()
   }
   for (const [host, n] of skipped) log.warn({ source: source.name, host, skipped: n }, 'links left for the next run: their host did not answer')
   const status = failure ? 'failed' : 'completed'
@@ -194,9 +214,11 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   for (const [host, n] of skipped) notes.push(`${n} ${n === 1 ? 'link' : 'links'} of ${host} left for the next run after ${SYNC_HOST_TIMEOUTS} downloads in a row timed out`)
   if (!failure && notes.length > 0) failure = notes.join('; ').slice(0, 2000)
   const listingErrors = status === 'failed' ? Math.max(1, unread.length) : unread.length
+  // written whatever the run's status: a run closed as abandoned while it was alive after all gets the
+  // outcome it reached
   await asService(ctx.deps.sql, (tx) => tx`
     update public.scrape_runs set status = ${status}, found_count = ${links.length}, new_count = ${counts.new + counts.needs_metadata}, duplicate_count = ${counts.duplicate},
-           quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + listingErrors}, error_message = ${failure}, finished_at = now()
+           quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + listingErrors}, error_message = ${failure}, finished_at = now(), heartbeat_at = ${now()}
      where id = ${runId}`)
   log.info({ source: source.name, run_id: runId, found: links.length, ...counts, new: counts.new + counts.needs_metadata }, 'scrape run finished')
   return {
