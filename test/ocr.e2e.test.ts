@@ -16,7 +16,7 @@ import { SourceSchema } from '../functions-shared/sources-file.ts'
 import type { OcrEngine } from '../functions-shared/ingestion/read-pdf.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { createNodeOcr } from '../scripts/lib/ocr.ts'
-import { makeScannedPdf } from '../scripts/lib/pdf.ts'
+import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { jobProgress } from '../scripts/lib/job-progress.ts'
 
 let db: TestDatabase
@@ -44,12 +44,16 @@ beforeAll(async () => {
     ['/fichiers/3AS/geographie/nahr-senegal.pdf', await makeScannedPdf(SCAN_AR, { arabic: true })],
   ])
   files.set('/fichiers/3AS/sciences-naturelles/respiration.pdf', await makeScannedPdf([SCAN_FR[1]!, SCAN_FR[0]!]))
+  // a blank page before the lesson: printed on nothing (a typeset PDF), or a white sheet through the scanner
+  files.set('/fichiers/3AS/physique/mesures.pdf', await makePdf(['', BLANK_PAGE_LESSON]))
+  files.set('/fichiers/3AS/physique/mesures-scan.pdf', await makeScannedPdf(['', BLANK_PAGE_SCAN]))
   // the same scan at another address (a mirror the Edge Function's sync finds)
   files.set('/fichiers/3AS/sciences-naturelles/copie.pdf', files.get('/fichiers/3AS/sciences-naturelles/photosynthese.pdf')!)
   const listings: Record<string, string[]> = {
     'scans.html': ['/fichiers/3AS/sciences-naturelles/photosynthese.pdf', '/fichiers/3AS/geographie/nahr-senegal.pdf'],
     'edge.html': ['/fichiers/3AS/sciences-naturelles/copie.pdf'],
     'sample.html': ['/fichiers/3AS/sciences-naturelles/respiration.pdf'],
+    'blank.html': ['/fichiers/3AS/physique/mesures.pdf', '/fichiers/3AS/physique/mesures-scan.pdf'],
   }
   server = createServer((req, res) => {
     const path = new URL(req.url!, 'http://portal').pathname
@@ -209,6 +213,29 @@ describe('a long scan', () => {
     expect(await dispatchAll(sampling)).toEqual(['dispatched', 'idle'])
     expect(await get(sampling, `/admin/jobs/${audit!.job_id}`)).toMatchObject({ status: 'ready', progress: { pages_done: 2, pages_total: 2, pages_ocr: 2 } })
     expect(progress).toEqual(['0/2', '1/2', '2/2'])
+  })
+})
+
+const BLANK_PAGE_LESSON =
+  "Mesures et incertitudes. Toute mesure est entachée d'une incertitude : on écrit le résultat avec un nombre de chiffres significatifs adapté à l'instrument. Une règle graduée au millimètre donne une longueur à un demi-millimètre près ; un chronomètre manuel ajoute le temps de réaction de l'opérateur."
+
+const BLANK_PAGE_SCAN =
+  "La masse volumique. La masse volumique d'un corps est le quotient de sa masse par son volume. Elle s'exprime en kilogrammes par mètre cube. Pour un liquide, on pèse une éprouvette vide puis remplie, et l'on divise la différence des deux pesées par le volume lu sur la graduation."
+
+describe('a blank page', () => {
+  it('is no text missing: a lesson with a blank page, typeset or scanned, passes the quality gate and is ingested', async () => {
+    const blank = createTestApp({
+      sql: db.sql,
+      env: { FETCH_ALLOW_LOOPBACK: 'true', RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000' },
+      deps: { sources: [source('blank', 'blank.html')], resolveHost: resolveHostNode, ocr: engine },
+    })
+    const sync = await post(blank, '/scraping/blank/sync')
+    const rejected = await db.sql`select error_message from public.ingestion_audit where to_status = 'rejected' and details->>'source' = 'blank'`
+    expect(rejected.map((r) => r.error_message)).toEqual([])
+    expect(sync.body).toMatchObject({ found_count: 2, new_count: 2, quality_failed: 0 })
+    expect(await dispatchAll(blank)).toEqual(['dispatched', 'dispatched', 'idle'])
+    const ready = await db.sql`select d.status from public.documents d join public.curriculum_references r on r.id = d.reference_id where r.pdf_source like '%/physique/mesures%'`
+    expect(ready.map((d) => d.status)).toEqual(['ready', 'ready'])
   })
 })
 

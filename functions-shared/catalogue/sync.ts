@@ -97,9 +97,9 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
         {
           sizeBytes: file.bytes.byteLength,
           text,
-          // pages left for the ingestion to recognize are not judged here
-          pageCount: extracted.pageCount - extracted.ocr.skipped,
-          textPages: extracted.pages.filter((p) => p.text.trim() !== '').length,
+          // pages left for the ingestion to recognize are not judged here, nor pages with nothing to read
+          pageCount: extracted.pageCount - extracted.ocr.skipped - extracted.emptyPages.length,
+          textPages: extracted.pages.filter((p) => p.text.trim() !== '' && !extracted.emptyPages.includes(p.number)).length,
           language: language ?? 'ar',
           ocr: {
             chars: ocrText.length,

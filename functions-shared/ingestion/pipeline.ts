@@ -165,7 +165,8 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
         {
           sizeBytes: file.bytes.byteLength,
           text: pages.map((p) => p.text).join('\n'),
-          pageCount: extracted.pageCount,
+          // a blank page has no text missing
+          pageCount: extracted.pageCount - extracted.emptyPages.length,
           textPages: pages.length,
           language: language === 'fr' ? 'fr' : 'ar',
           ocr: { chars: ocrText.join('\n').length, confidence: extracted.ocr.confidence },

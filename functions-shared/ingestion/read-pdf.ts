@@ -61,6 +61,12 @@ export interface ReadPdf {
   }
   /** pages that need the recognizer where none is available (Edge Functions): the job waits for Node */
   needsOcr: number[]
+  /**
+   * pages with nothing to read: too little text and no image (a blank page, a title), or a scanned
+   * image the recognizer read nothing on (a blank sheet fed through the scanner). They are no text
+   * missing, so they do not count against a document's confidence (quality.ts)
+   */
+  emptyPages: number[]
 }
 
 export interface ReadPdfOptions {
@@ -119,7 +125,9 @@ export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promi
   const extracted = await (options.extract ?? extractPdf)(bytes, { deadlineMs: options.deadlineMs, imageCheckBelowChars: options.mode === 'auto' ? options.minPageChars * 4 : undefined })
   const pages: ReadPage[] = extracted.pages.map((p) => ({ number: p.number, text: p.text, source: 'pdf', confidence: null }))
   const wanted = pagesNeedingOcr(extracted.pages, options.mode, options.minPageChars)
-  const result: ReadPdf = { pageCount: extracted.pageCount, pages, ocr: { pages: 0, attempted: 0, failed: 0, repaired: 0, skipped: 0, seconds: 0, confidence: null }, needsOcr: [] }
+  const short = (text: string) => matchingForm(canonicalize(text)).length < options.minPageChars
+  const emptyPages = extracted.pages.filter((p) => short(p.text) && p.images === false).map((p) => p.number)
+  const result: ReadPdf = { pageCount: extracted.pageCount, pages, ocr: { pages: 0, attempted: 0, failed: 0, repaired: 0, skipped: 0, seconds: 0, confidence: null }, needsOcr: [], emptyPages }
   if (wanted.length === 0) return result
   if (!options.engine) return { ...result, needsOcr: wanted }
   const chosen = wanted.slice(0, options.maxOcrPages)
@@ -141,7 +149,10 @@ export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promi
     const text = separateRunOnWords(reading.text)
     const layer = canonicalize(page.text)
     const recognized = canonicalize(text)
-    if (matchingForm(recognized).length < options.minPageChars) continue
+    if (matchingForm(recognized).length < options.minPageChars) {
+      if (short(page.text)) emptyPages.push(reading.number)
+      continue
+    }
     const language = options.language === 'fr' || (options.language == null && !/[\u0621-\u064A]/.test(recognized)) ? 'fr' : 'ar'
     // the better reading: no usable layer, or a layer that fails the check while the recognizer is
     // confident and reads cleaner (mode always: a confident reading replaces the layer)
@@ -170,5 +181,6 @@ export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promi
     chars += recognized.length
   }
   result.ocr.confidence = chars > 0 ? weighted / chars : null
+  emptyPages.sort((a, b) => a - b)
   return result
 }
