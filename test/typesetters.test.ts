@@ -153,6 +153,34 @@ describe('readability of vowelled Arabic', () => {
   })
 })
 
+describe('readability of a layer that reads lam-alef backwards', () => {
+  // a long page with few words where lam-alef follows the article
+  const page =
+    'تقع الواحات في قلب الصحراء حيث تتجمع المياه الجوفية قرب سطح الأرض، فيحفر السكان الآبار ويغرسون النخيل في صفوف منتظمة. ' +
+    'ويسقي المزارعون حقولهم في الصباح الباكر قبل أن تشتد الحرارة، ويزرعون تحت ظل النخيل الخضروات والحبوب والبرسيم الذي تأكله المواشي. ' +
+    'وفي موسم الحصاد يجتمع أهل القرية لجني التمور وتجفيفها وتخزينها في أماكن جافة، ثم يحملون جزءا منها إلى الأسواق البعيدة على ظهور الجمال. ' +
+    'ويحرص الجميع على صيانة السواقي وتنظيف الآبار من الرمال التي تحملها الرياح، لأن حياة الواحة كلها تقوم على حسن استعمال الماء. ' +
+    'ويتعلم الأطفال من آبائهم كيف يتسلقون النخلة وكيف يقدرون نضج الثمار من لونها ورائحتها، وتنتقل هذه المعارف من جيل إلى جيل منذ قرون طويلة. ' +
+    'ومن أشهر الواحات في البلاد واحات أدرار وتكانت والعصابة، وهي مقصد للزوار في موسم القيطنة حين ينضج التمر ويطيب الهواء.'
+  // lam-alef turned round as some fonts leave it: "الاستعمال" → "االستعمال", "الأطفال" → "األطفال"
+  const turned = (text: string) => text.replace(/\u0644([\u0627\u0623\u0625\u0622])/g, '$1\u0644')
+
+  it('sends a page whose article reads backwards in two words to the recognizer, however long the page', () => {
+    expect(readability(page).readable).toBe(true)
+    const layer = turned(page)
+    const r = readability(layer)
+    expect(r.problems.reversedLamAlef).toBeGreaterThanOrEqual(2)
+    expect(r.score).toBeLessThan(0.04)
+    expect(r.readable).toBe(false)
+    // "اال": the article before a bare alef is as sure a sign as before a hamza-carrying one
+    expect(readability(`${page} اال${'ستعمال'} باال${'ستعمال'}`).problems.reversedLamAlef).toBe(2)
+  })
+
+  it('takes one such word in a long page for a typo', () => {
+    expect(readability(`${page} األطفال`).readable).toBe(true)
+  })
+})
+
 describe('lam-alef read backwards, put right by the recognizer\'s reading (repairLamAlef)', () => {
   it('turns round the alef-lam pairs of a word into the form the reading holds, and no other', () => {
     const layer = 'يتعلم التالميذ مبادئ اإلسالم، قال المعلم: ال تنس المثال.'

@@ -29,8 +29,12 @@ const MISPLACED_MARK = new RegExp(`[^${AR_LETTER}${AR_MARK}\\u25CC\\s][${AR_MARK
 const SIGN_IN_WORD = /[\u0621-\u064A][\u061D\u061E{}[\]|\\<>^~][\u0621-\u064A]/g
 // letters that never start a word (taa marbuta, alef maqsura, the hamza on a seat below or on waw)
 const NEVER_INITIAL = /^[\u0629\u0649\u0624]/
-// the article before a hamza-carrying alef, in visual order: "اإل", "األ", "اآل" (with a proclitic)
-const REVERSED_ARTICLE = /^[\u0648\u0641\u0628\u0643\u0644]?\u0627[\u0623\u0625\u0622]\u0644/
+// the article before an alef, in visual order: "اإل", "األ", "اآل", "اال" (with a proclitic; no word
+// begins with two alefs)
+const REVERSED_ARTICLE = /^[\u0648\u0641\u0628\u0643\u0644]?\u0627[\u0627\u0623\u0625\u0622]\u0644/
+// a layer whose lam-alef reads backwards shows it in every word that has one; the article's form is sure
+// (no typo writes it), so this many such words are a font's doing however long the page
+const MIN_REVERSED_ARTICLES = 2
 // one-letter words that Arabic writes on their own: letters used as symbols and numbering (أ ب ج د,
 // س ص in equations, م for the common era, هـ for the hijri year)
 const SINGLE_LETTERS = new Set(Array.from('أبجدهوزحطيسصعمنكلقرشتثخذضظغف'))
@@ -68,7 +72,7 @@ export function readability(raw: string): Readability {
   const problems = { unmapped, presentationForms, reversedLamAlef, brokenWords, mojibake, strange }
   const count = unmapped + presentationForms + reversedLamAlef + brokenWords + mojibake + strange
   const score = count / words
-  return { readable: count < MIN_PROBLEMS || score < MAX_PROBLEM_SHARE, score, problems, words }
+  return { readable: (count < MIN_PROBLEMS || score < MAX_PROBLEM_SHARE) && reversedLamAlef < MIN_REVERSED_ARTICLES, score, problems, words }
 }
 
 /** Whether a page's text is mostly Arabic script (for the choice of recognizer languages). */
