@@ -53,6 +53,25 @@ describe('token windows', () => {
     )
   })
 
+  it('starts and ends each window between two words, and loses no word', () => {
+    const isWord = (c: string | undefined) => c !== undefined && /[\p{L}\p{M}\p{N}]/u.test(c)
+    for (const [text, size, overlap] of [[Array.from({ length: 6 }, () => FR_LESSON).join(' '), 64, 12], [Array.from({ length: 6 }, () => AR_LESSON).join(' '), 48, 8]] as const) {
+      const windows = tokenWindows(text, defaultTokenizer, size, overlap)
+      let at = 0
+      const cut: string[] = []
+      for (const w of windows) {
+        const i = text.indexOf(w.text, Math.max(0, at - w.text.length))
+        expect(i).toBeGreaterThanOrEqual(0)
+        if (isWord(text[i - 1]) && isWord(w.text[0])) cut.push(`starts inside a word: ${w.text.slice(0, 20)}`)
+        if (isWord(text[i + w.text.length]) && isWord(w.text.at(-1))) cut.push(`ends inside a word: ${w.text.slice(-20)}`)
+        at = i + w.text.length
+      }
+      expect(cut).toEqual([])
+      const held = new Set(windows.flatMap((w) => w.text.split(/\s+/)))
+      for (const word of text.split(/\s+/)) expect(held.has(word), word).toBe(true)
+    }
+  })
+
   it('returns nothing for empty text and refuses an overlap as large as the size', () => {
     expect(tokenWindows('   ', defaultTokenizer, 10, 2)).toEqual([])
     expect(() => tokenWindows('x', defaultTokenizer, 10, 10)).toThrow()
