@@ -120,6 +120,14 @@ describe('repairArabicLayer', () => {
     expect(readability(`${'حركة '.repeat(20)}يتع\u0000ّم معر\u0000فة ال\u0000كتاب`).problems.unmapped).toBe(3)
   })
 
+  it('takes out the asterisks that a font maps its kashida glyph to (LibreOffice with KacstBook), only between two letters of a word', () => {
+    const layer = 'وأخوات كان هي أمس*ى وص**ار، وتدل على التح**ول من ح**ال إلى ح**ال في الز*من الماض**ي'
+    expect(repairArabicLayer(layer)).toBe('وأخوات كان هي أمسى وصار، وتدل على التحول من حال إلى حال في الزمن الماضي')
+    expect(readability(`${'حركة '.repeat(20)}${layer}`).readable).toBe(true)
+    // an asterisk that a text writes (a footnote's call, emphasis, a multiplication) stays
+    expect(repairArabicLayer('انظر الهامش* و **تنبيه** *ملاحظة 3*4')).toBe('انظر الهامش* و **تنبيه** *ملاحظة 3*4')
+  })
+
   it('puts a mark read after a space back on its letter, and drops one with no letter before it', () => {
     expect(repairArabicLayer('أن ّ القراءة')).toBe('أنّ  القراءة')
     expect(repairArabicLayer('الدَّرْس ُالأوّل')).toBe('الدَّرْسُ الأوّل')
