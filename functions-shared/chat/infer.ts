@@ -20,6 +20,7 @@ import type { DocumentRow } from '../ingestion/documents.ts'
 import type { Candidate } from './retrieve.ts'
 import { searchQuestion, type PreparedQuery } from './query.ts'
 import { chunkTexts } from './retrieve.ts'
+import { withoutCopies } from './copies.ts'
 import { rerankByPage } from './pages.ts'
 import type { RetrievalCaches } from './runtime.ts'
 import { namedSubjects, subjectKey, subjectScores } from './subjects.ts'
@@ -114,11 +115,14 @@ export const infersWithRerank = (deps: Deps): boolean =>
  * it), within RERANK_TIMEOUT_MS; the search's order when the rerank is off, fails or is late.
  */
 async function rerankedHits(deps: Deps, query: PreparedQuery, hits: Candidate[], chunks: RetrievalCaches['chunks']): Promise<Candidate[]> {
-  if (!infersWithRerank(deps) || hits.length < 2) return hits
+  if (hits.length < 2) return hits
   let cancel = () => {}
   const controller = new AbortController()
   try {
-    const texts = await chunkTexts(deps, hits, chunks)
+    // a lesson published twice votes once, as its pages are the turn's sources once (copies.ts): the
+    // pages of a copy that the duplicate check let through doubled its subject's weight
+    const texts = withoutCopies(await chunkTexts(deps, hits, chunks))
+    if (!infersWithRerank(deps)) return texts
     const rerankQuery = query.language !== 'fr' && query.translation !== null ? query.translation : query.message
     const order = await Promise.race([
       rerankByPage(deps.ai, rerankQuery, texts, texts.length, controller.signal),
