@@ -69,6 +69,12 @@ export interface ReadPdf {
   emptyPages: number[]
 }
 
+/**
+ * The pages judged blank, or none when every page would be: a document with nothing but such pages is
+ * judged on what it holds (its text too short, or no text layer), not let through as all blank.
+ */
+const blankAmong = (empty: number[], pageCount: number): number[] => (empty.length >= pageCount ? [] : empty.sort((a, b) => a - b))
+
 export interface ReadPdfOptions {
   deadlineMs: number
   mode: OcrMode
@@ -127,7 +133,7 @@ export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promi
   const wanted = pagesNeedingOcr(extracted.pages, options.mode, options.minPageChars)
   const short = (text: string) => matchingForm(canonicalize(text)).length < options.minPageChars
   const emptyPages = extracted.pages.filter((p) => short(p.text) && p.images === false).map((p) => p.number)
-  const result: ReadPdf = { pageCount: extracted.pageCount, pages, ocr: { pages: 0, attempted: 0, failed: 0, repaired: 0, skipped: 0, seconds: 0, confidence: null }, needsOcr: [], emptyPages }
+  const result: ReadPdf = { pageCount: extracted.pageCount, pages, ocr: { pages: 0, attempted: 0, failed: 0, repaired: 0, skipped: 0, seconds: 0, confidence: null }, needsOcr: [], emptyPages: blankAmong(emptyPages, extracted.pageCount) }
   if (wanted.length === 0) return result
   if (!options.engine) return { ...result, needsOcr: wanted }
   const chosen = wanted.slice(0, options.maxOcrPages)
@@ -181,6 +187,6 @@ export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promi
     chars += recognized.length
   }
   result.ocr.confidence = chars > 0 ? weighted / chars : null
-  emptyPages.sort((a, b) => a - b)
+  result.emptyPages = blankAmong(emptyPages, extracted.pageCount)
   return result
 }
