@@ -183,6 +183,8 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   // are left for the next run (counted in errors), where each would have held the run FETCH_TIMEOUT_MS
   const timeouts = new Map<string, number>()
   const skipped = new Map<string, number>()
+  // links whose download or reading failed: named in the run's message, as unread listing pages are
+  const failedLinks: { url: string; message: string }[] = []
   await heartbeat()
   for (const link of links) {
     const host = new URL(link.url).host
@@ -196,6 +198,7 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
       timeouts.set(host, 0)
     } catch (err) {
       counts.error++
+      failedLinks.push({ url: link.url, message: (err as Error).message })
       const kind = err instanceof FetchError ? err.kind : 'unexpected'
       timeouts.set(host, kind === 'timeout' ? (timeouts.get(host) ?? 0) + 1 : 0)
       log.warn({ source: source.name, url: link.url, kind, err: { message: (err as Error).message } }, 'document skipped after an error')
@@ -204,12 +207,16 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   }
   for (const [host, n] of skipped) log.warn({ source: source.name, host, skipped: n }, 'links left for the next run: their host did not answer')
   const status = failure ? 'failed' : 'completed'
-  // a run that read some listing pages and not others says which, as a failed run says why; and which
-  // hosts it left links of
+  // a run that read some listing pages and not others says which, as a failed run says why; which links
+  // it could not download or read (the first five); and which hosts it left links of
   const notes: string[] = []
   if (!failure && unread.length > 0) {
     const named = unread.slice(0, 5).map((f) => `${f.url}: ${f.message}`).join('; ')
     notes.push(`${unread.length} listing ${unread.length === 1 ? 'page' : 'pages'} could not be read: ${named}${unread.length > 5 ? '; ...' : ''}`)
+  }
+  if (!failure && failedLinks.length > 0) {
+    const named = failedLinks.slice(0, 5).map((f) => `${f.url}: ${f.message}`).join('; ')
+    notes.push(`${failedLinks.length} ${failedLinks.length === 1 ? 'link' : 'links'} could not be downloaded or read: ${named}${failedLinks.length > 5 ? '; ...' : ''}`)
   }
   for (const [host, n] of skipped) notes.push(`${n} ${n === 1 ? 'link' : 'links'} of ${host} left for the next run after ${SYNC_HOST_TIMEOUTS} downloads in a row timed out`)
   if (!failure && notes.length > 0) failure = notes.join('; ').slice(0, 2000)
