@@ -149,6 +149,19 @@ describe('the offline provider', () => {
     expect(await offline.rerank(question, [narrow, broad], 2, undefined, [0.9, 0.1])).toEqual([1, 0])
   })
 
+  it('leaves out a text of the other script that holds none of the question\'s words, unless no text holds any', async () => {
+    const question = 'Comment calculer la vitesse moyenne ?'
+    const held = 'La vitesse moyenne est la distance divisée par la durée.'
+    const sameScript = 'Le fleuve traverse la vallée.'
+    const otherScript = 'الصوم ركن من أركان الإسلام.'
+    // the Arabic text is left out; the French one without the question's words stays, after the one with them
+    expect(await offline.rerank(question, [otherScript, held, sameScript], 3, undefined, [0.9, 0.5, 0.1])).toEqual([1, 2])
+    // an Arabic text that holds one of them (a formula, a unit) stays
+    expect(await offline.rerank('que vaut v quand t = 2 ?', ['السرعة v = 3 t', 'Le fleuve.'], 2)).toEqual([0, 1])
+    // nothing holds any word of the question: everything stays, the other language's lesson included
+    expect((await offline.rerank('Qui était Cheikh Sidiya ?', [otherScript, sameScript], 2)).sort()).toEqual([0, 1])
+  })
+
   it('translates as the identity', async () => {
     expect(await offline.translate('ما هي أركان الإسلام؟', 'ar', 'fr')).toBe('ما هي أركان الإسلام؟')
   })

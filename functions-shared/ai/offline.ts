@@ -235,8 +235,16 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
             similarity.set(i, searchSimilarity?.[i] ?? featureCosine((queryFeatures ??= offlineFeatures(query, dimension)), features(texts[i]!, documents[i]!)))
         start = end
       }
+      // a text in the other script that holds none of the question's keys cannot answer it here (no
+      // translation, no shared trigrams): it is left out when another text holds some, so a French
+      // question's later sources are not Arabic pages it shares nothing with. When none holds any, all
+      // stay: the other language's lesson is then the best there is (cross-lingual questions).
+      const arabic = (t: string) => (t.match(/\p{Script=Arabic}/gu)?.length ?? 0) > (t.match(/\p{Script=Latin}/gu)?.length ?? 0)
+      const questionArabic = arabic(query)
+      const anyHeld = byScore.some((i) => score[i]! > 0)
       return byScore
         .sort((a, b) => cmp(a, b) || (similarity.get(b) ?? 0) - (similarity.get(a) ?? 0) || a - b)
+        .filter((i) => !anyHeld || score[i]! > 0 || arabic(documents[i]!) === questionArabic)
         .slice(0, topN)
     },
     translates: false,
