@@ -1,8 +1,8 @@
 // The offline provider: no network, deterministic. Embeddings are hashed lexical features; rerank is the
 // share of the question's lightly stemmed content words that each candidate's best passage (three
 // sentences in a row) holds plus the whole candidate's share (equal scores ordered by the embeddings'
-// cosine, then the search's order);
-// translation is the identity (it cannot translate); the "answer" is extractive: the sentences of
+// cosine, then the search's order; a candidate in the other script holding none of them left out when
+// another holds some); translation is the identity (it cannot translate); the "answer" is extractive: the sentences of
 // the snippets that hold most of the question's keys, each with its citation number, and the result says so.
 import type { AiProvider, ChatRequest, ChatResult } from './provider.ts'
 import { LRUCache } from 'lru-cache'
