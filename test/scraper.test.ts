@@ -90,7 +90,7 @@ describe('POST /scraping/{source}/sync', () => {
     const rows = await db.sql`select source_url, error_message from public.ingestion_audit where to_status = 'rejected' order by source_url`
     expect(rows.map((r) => [new URL(r.source_url as string).pathname, r.error_message])).toEqual([
       ['/fichiers/court.pdf', expect.stringMatching(/^text too short \(\d+ chars below 200 minimum\)$/)],
-      ['/fichiers/page-html.pdf', 'not a PDF (text/html)'],
+      ['/fichiers/page-html.pdf', 'not a PDF (served as text/html; the body does not start with %PDF-)'],
     ])
     const [n] = await db.sql`select count(*)::int as n from public.curriculum_references where source_url like '%court.pdf' or source_url like '%page-html.pdf'`
     expect(n!.n).toBe(0)

@@ -61,7 +61,8 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
   })
   if (file.url !== link.url && (await touchIfKnown(ctx, [file.url]))) return 'known'
   if (!isPdf(file.bytes)) {
-    await rejectForQuality(ctx, source, link, `not a PDF (${file.contentType || 'unknown type'})`)
+    // the body decides, not the type the server gave it: a portal can serve an error page as application/pdf
+    await rejectForQuality(ctx, source, link, `not a PDF (served as ${file.contentType || 'no content type'}; the body does not start with %PDF-)`)
     return 'quality_failed'
   }
   const meta = linkMetadata(source, link)
