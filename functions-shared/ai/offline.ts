@@ -2,8 +2,9 @@
 // share of the question's lightly stemmed content words that each candidate's best passage (three
 // sentences in a row) holds plus the whole candidate's share (equal scores ordered by the embeddings'
 // cosine, then the search's order; a candidate in the other script holding none of them left out when
-// another holds some); translation is the identity (it cannot translate); the "answer" is extractive: the sentences of
-// the snippets that hold most of the question's keys, each with its citation number, and the result says so.
+// another holds some); translation is the identity (it cannot translate); the "answer" is extractive:
+// the sentences of the snippets that hold most of the question's keys, each with its citation number,
+// and the result says so.
 import type { AiProvider, ChatRequest, ChatResult } from './provider.ts'
 import { LRUCache } from 'lru-cache'
 import { featureCosine, offlineFeatures, offlineVector } from './offline-embedder.ts'
@@ -185,8 +186,13 @@ function bestPassage(q: ReadonlySet<string>, passages: readonly ReadonlySet<stri
   return best
 }
 
+/** Whether a text is written mostly in Arabic letters rather than Latin ones. */
+const arabicScript = (t: string) => (t.match(/\p{Script=Arabic}/gu)?.length ?? 0) > (t.match(/\p{Script=Latin}/gu)?.length ?? 0)
+
 interface TextForms {
   keys: Set<string>
+  /** arabicScript, read when a text holding none of the question's keys is weighed */
+  arabic?: boolean
   /** the keys of each passage (passageKeys) */
   passages: Set<string>[]
   /** the sparse embedding, made when a tie first needs it */
@@ -239,12 +245,11 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
       // translation, no shared trigrams): it is left out when another text holds some, so a French
       // question's later sources are not Arabic pages it shares nothing with. When none holds any, all
       // stay: the other language's lesson is then the best there is (cross-lingual questions).
-      const arabic = (t: string) => (t.match(/\p{Script=Arabic}/gu)?.length ?? 0) > (t.match(/\p{Script=Latin}/gu)?.length ?? 0)
-      const questionArabic = arabic(query)
       const anyHeld = byScore.some((i) => score[i]! > 0)
+      const questionArabic = anyHeld && arabicScript(query)
       return byScore
         .sort((a, b) => cmp(a, b) || (similarity.get(b) ?? 0) - (similarity.get(a) ?? 0) || a - b)
-        .filter((i) => !anyHeld || score[i]! > 0 || arabic(documents[i]!) === questionArabic)
+        .filter((i) => !anyHeld || score[i]! > 0 || (texts[i]!.arabic ??= arabicScript(documents[i]!)) === questionArabic)
         .slice(0, topN)
     },
     translates: false,

@@ -1,8 +1,9 @@
 // retrieve_and_rerank (spec §1, chat turn): the question and, when the provider translates, its
 // translation into the other curriculum language (query.ts), each searched (hybrid or dense top-K of the
 // tier) and fused, chunk text, then rerank to the tier's N by the provider, which reads the candidates
-// page by page (pages.ts), falling back to the search's order on error or after RERANK_TIMEOUT_MS. The rerank reads the question in French when it has it (an
-// Arabic or Hassaniya question's translation), else as written. Rerank results are cached under
+// page by page (pages.ts), falling back to the search's order on error or after RERANK_TIMEOUT_MS. The
+// rerank reads the question in French when it has it (an Arabic or Hassaniya question's translation),
+// else as written. Rerank results are cached under
 // sha256(query + namespace + tier) for RERANK_CACHE_TTL_SECONDS, as chunk ids.
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'

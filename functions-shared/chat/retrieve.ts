@@ -36,19 +36,15 @@ export interface Candidate {
   text_coverage?: number
 }
 
-export interface RetrievedChunk extends Candidate {
+/** What chunkTexts reads of a chunk, and caches. */
+export interface ChunkText {
   text: string
   title: string | null
   /** the chunk's place in its document: the order of a page's windows */
   chunk_index: number
 }
 
-/** What chunkTexts reads of a chunk, and caches. */
-export interface ChunkText {
-  text: string
-  title: string | null
-  chunk_index: number
-}
+export interface RetrievedChunk extends Candidate, ChunkText {}
 
 const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => x.toFixed(7)).join(',')}]`
 
