@@ -50,7 +50,7 @@ beforeAll(async () => {
   t = createTestApp({
     sql: db.sql,
     env: { FETCH_ALLOW_LOOPBACK: 'true', SCRAPE_RUN_STALE_SECONDS: String(STALE_SECONDS), RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000', LOG_LEVEL: 'silent' },
-    deps: { sources: [source('killed'), source('restarted'), source('alive', 3)], resolveHost: resolveHostNode, connectGuard: connectGuardNode },
+    deps: { sources: [source('killed'), source('restarted'), source('alive', 3), source('busy'), source('other'), source('held')], resolveHost: resolveHostNode, connectGuard: connectGuardNode },
   })
   service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
 })
@@ -155,5 +155,50 @@ describe('a run that is alive', () => {
     expect(seen).toEqual(Array(6).fill('running'))
     const [run] = await runs('alive')
     expect(run).toMatchObject({ status: 'completed', error_message: null, found_count: 3 })
+  })
+})
+
+describe('a source with a run that is running', () => {
+  it('refuses a second sync of that source with 409 naming the running run, holds no other source, and syncs again once the run has ended', async () => {
+    let second: Response | undefined
+    let other: Response | undefined
+    // while the first sync reads its listing page, the same source and another one are synced
+    beforeServe = async (path) => {
+      if (path !== '/busy/page1.html' || second) return
+      second = await t.request('/scraping/busy/sync', { method: 'POST', headers: service })
+      other = await t.request('/scraping/other/sync', { method: 'POST', headers: service })
+    }
+    let first: Response
+    try {
+      first = await t.request('/scraping/busy/sync', { method: 'POST', headers: service })
+    } finally {
+      beforeServe = null
+    }
+    expect(first.status).toBe(200)
+    const firstRun = (await json(first)) as Record<string, any>
+    expect(firstRun).toMatchObject({ status: 'completed', found_count: 3 })
+    expect(second!.status).toBe(409)
+    const refusal = (await json(second!)) as Record<string, any>
+    expect(refusal).toMatchObject({ error: 'conflict', run_id: firstRun.run_id, request_id: expect.any(String) })
+    expect(refusal.message).toMatch(new RegExp(`^A sync of busy is already running \\(run ${firstRun.run_id}, started `))
+    expect(other!.status).toBe(200)
+    expect(await json(other!)).toMatchObject({ source: 'other', status: 'completed' })
+    // one run of the source was recorded, and the next sync starts one of its own
+    expect((await runs('busy')).map((r) => r.id)).toEqual([firstRun.run_id])
+    const next = await t.request('/scraping/busy/sync', { method: 'POST', headers: service })
+    expect(next.status).toBe(200)
+    expect(await json(next)).toMatchObject({ status: 'completed', known: 3 })
+  })
+
+  it('is not held by a run whose process died: the dead run is closed and the sync runs', async () => {
+    const dead = await killedSync('held')
+    const held = await t.request('/scraping/held/sync', { method: 'POST', headers: service })
+    expect(held.status).toBe(409)
+    expect(await json(held)).toMatchObject({ run_id: dead })
+    t.clock.advance((STALE_SECONDS + 1) * 1000)
+    const next = await t.request('/scraping/held/sync', { method: 'POST', headers: service })
+    expect(next.status).toBe(200)
+    const [closed] = await db.sql`select status from public.scrape_runs where id = ${dead}`
+    expect(closed!.status).toBe('failed')
   })
 })

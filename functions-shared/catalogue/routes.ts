@@ -33,6 +33,7 @@ export function scrapingRouter(deps: Deps) {
     responses: {
       200: jsonContent(z.object({ run_id: z.uuid(), source: z.string(), status: z.enum(['completed', 'failed']), found_count: z.number().int(), new_count: z.number().int(), duplicates: z.number().int(), quality_failed: z.number().int(), errors: z.number().int(), known: z.number().int(), needs_metadata: z.number().int().openapi({ description: 'of new_count: references without a grade or subject, registered but not queued (set them with PATCH /admin/references/{reference_id}, then ingest)' }) }).openapi('SyncResult'), 'The run'),
       ...unknown,
+      409: jsonContent(ErrorSchema, 'A run of the source is running (its id in run_id): one sync of a source at a time'),
       ...errorResponses.protected,
     },
   })

@@ -2,7 +2,8 @@
 // canonicalize, check quality, fingerprint, compare, insert. Per-document failures are counted and
 // logged; they never abort the run.
 import type { ServiceContext } from '../deps.ts'
-import { asService } from '../db/tx.ts'
+import { asService, isPgError } from '../db/tx.ts'
+import { DomainError } from '../domain/errors.ts'
 import { FetchError, safeFetch } from '../net/safe-fetch.ts'
 import { discoverLinks, type DiscoveredLink, type ListingFailure } from './discover.ts'
 import { allowedHosts, linkMetadata } from './sources.ts'
@@ -135,13 +136,36 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
 /** Downloads in a row from one host that time out before the run leaves that host's other links for the next. */
 export const SYNC_HOST_TIMEOUTS = 3
 
+/**
+ * A new running run of the source; a conflict naming the run already running, as a source has one at a
+ * time (scrape_runs_one_running_idx): a second sync would download, read and register the same links.
+ */
+async function startRun(ctx: ServiceContext, source: string, at: Date, again = true): Promise<string> {
+  try {
+    const [run] = await asService(ctx.deps.sql, (tx) => tx<{ id: string }[]>`insert into public.scrape_runs (source, heartbeat_at) values (${source}, ${at}) returning id`)
+    return run!.id
+  } catch (err) {
+    if (!isPgError(err, '23505')) throw err
+    const [running] = await asService(ctx.deps.sql, (tx) => tx<{ id: string; started_at: Date; heartbeat_at: Date }[]>`
+      select id, started_at, heartbeat_at from public.scrape_runs where source = ${source} and status = 'running'`)
+    // the run ended between the insert and this look: the source is free again
+    if (!running && again) return startRun(ctx, source, at, false)
+    throw new DomainError(
+      'conflict',
+      running
+        ? `A sync of ${source} is already running (run ${running.id}, started ${running.started_at.toISOString()}, last progress ${running.heartbeat_at.toISOString()}): wait for it to end (GET /scraping/${source}/runs)`
+        : `A sync of ${source} is already running: wait for it to end (GET /scraping/${source}/runs)`,
+      running ? { run_id: running.id } : {},
+    )
+  }
+}
+
 export async function syncSource({ ctx, source }: { ctx: ServiceContext; source: Source }): Promise<SyncResult> {
   const log = ctx.deps.logs.forRequest('scraper', ctx.requestId)
   const closed = await closeAbandonedRuns(ctx.deps)
   if (closed > 0) log.warn({ source: source.name, runs: closed }, 'scrape runs without progress closed as failed (their sync died)')
   const now = () => new Date(ctx.deps.clock.now())
-  const [run] = await asService(ctx.deps.sql, (tx) => tx<{ id: string }[]>`insert into public.scrape_runs (source, heartbeat_at) values (${source.name}, ${now()}) returning id`)
-  const runId = run!.id
+  const runId = await startRun(ctx, source.name, now())
   const counts = { new: 0, needs_metadata: 0, duplicate: 0, quality_failed: 0, error: 0, known: 0 }
   let links: DiscoveredLink[] = []
   let failure: string | null = null

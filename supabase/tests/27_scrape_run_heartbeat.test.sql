@@ -5,12 +5,12 @@ set local search_path = public, extensions;
 select plan(10);
 
 select col_not_null('public', 'scrape_runs', 'heartbeat_at', 'every run has a heartbeat');
-insert into scrape_runs (id, source) values ('e2700000-0000-4000-8000-000000000001', 'portal');
+insert into scrape_runs (id, source) values ('e2700000-0000-4000-8000-000000000001', 'portal-a');
 select ok((select heartbeat_at = now() from scrape_runs where id = 'e2700000-0000-4000-8000-000000000001'), 'a new run''s heartbeat is its start');
 
 insert into scrape_runs (id, source, status, found_count, new_count, error_count, heartbeat_at) values
-  ('e2700000-0000-4000-8000-000000000002', 'portal', 'running', 9, 4, 0, now() - interval '61 seconds'),
-  ('e2700000-0000-4000-8000-000000000003', 'portal', 'running', 2, 0, 0, now() - interval '59 seconds'),
+  ('e2700000-0000-4000-8000-000000000002', 'portal-b', 'running', 9, 4, 0, now() - interval '61 seconds'),
+  ('e2700000-0000-4000-8000-000000000003', 'portal-c', 'running', 2, 0, 0, now() - interval '59 seconds'),
   ('e2700000-0000-4000-8000-000000000004', 'portal', 'completed', 9, 9, 0, now() - interval '1 day');
 
 select is(close_abandoned_scrape_runs(60), 1, 'one run is closed: the running one without progress for more than 60 s');
