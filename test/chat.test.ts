@@ -176,6 +176,15 @@ describe('POST /chat with the offline provider', () => {
     const bySubject = await (await chat(s, student, { message: 'la propagation et la célérité', grade: '4as', subject: 'Mathematiques' })).json()
     expect(bySubject.subject).toBe('mathematiques')
     expect(bySubject.sources.every((x: { document_id: string }) => x.document_id === docs.mathematiques!.id)).toBe(true)
+    // a subject written as a portal or a person writes it is read as its slug
+    const reader = await createUser(db.sql)
+    for (const subject of ['Mathématiques', ' MATHEMATIQUES ', 'mathématiques']) {
+      const res = await chat(s, reader, { message: 'la propagation et la célérité', grade: '4AS', subject })
+      expect(res.status, subject).toBe(200)
+      const named = await res.json()
+      expect(named).toMatchObject({ subject: 'mathematiques', reason: 'subject_given' })
+      expect(named.sources.every((x: { document_id: string }) => x.document_id === docs.mathematiques!.id)).toBe(true)
+    }
     const byTextbook = await (await chat(s, student, { message: 'les ondes et les équations', textbook_id: docs.physique!.id })).json()
     expect(byTextbook).toMatchObject({ reason: 'textbook_given', subject: 'physique', grade: '5AS' })
     expect(byTextbook.sources.length).toBeGreaterThan(0)
@@ -203,6 +212,8 @@ describe('POST /chat with the offline provider', () => {
       [{ message: 'x'.repeat(2001) }, 'message'],
       [{ message: 'ok', language: 'en' }, 'language'],
       [{ message: 'ok', grade: '7C; drop table' }, 'grade'],
+      [{ message: 'ok', subject: 'التربية الإسلامية' }, 'subject'],
+      [{ message: 'ok', subject: '--' }, 'subject'],
       // longer than the 32 characters a reference or an upload may give a grade
       [{ message: 'ok', grade: 'x'.repeat(33) }, 'grade'],
       [{ message: 'ok', textbook_id: 'nope' }, 'textbook_id'],

@@ -110,20 +110,28 @@ describe('scraper rules over markup', () => {
     expect(linkMetadata(source(), { url: 'http://p/a.pdf', text: 'Leçon' })).toMatchObject({ grade: null, subject: null, title: 'Leçon' })
   })
 
-  it('reads a URL whose escapes are not UTF-8 (a legacy portal\'s %E9, a bare %) as written, instead of failing the link', () => {
+  it('reads a URL whose escapes are not UTF-8 (a legacy portal\'s %E9) as windows-1252 and a bare % as written, instead of failing the link', () => {
     const byUrl = SourceSchema.parse({ name: 'legacy-urls', index_urls: ['http://p/'], rules: [
       { field: 'grade', from: 'url', pattern: '/(\\d+AS)/' },
       { field: 'subject', from: 'url', pattern: '/\\d+AS/([^/]+)/' },
     ] })
     // decodeURIComponent threw "URI malformed" on these: the sync counted each such PDF as an error, every run
     expect(linkMetadata(byUrl, { url: 'http://p/4AS/math%E9matiques/cours%20de%20g%E9om%E9trie.pdf', text: '' })).toMatchObject({
-      grade: '4AS', subject: 'math%E9matiques', title: 'cours de g%E9om%E9trie',
+      grade: '4AS', subject: 'mathematiques', title: 'cours de géométrie',
     })
     expect(linkMetadata(byUrl, { url: 'http://p/5AS/physique/r%C3%A9ussir%20%C3%A0%20100%.pdf', text: ' ' })).toMatchObject({
       grade: '5AS', subject: 'physique', title: 'réussir à 100%',
     })
     // Arabic escapes (UTF-8) still read as Arabic
     expect(linkMetadata(byUrl, { url: 'http://p/6AS/%D8%AF%D8%B1%D8%B3/a.pdf', text: 'x' })).toMatchObject({ subject: 'درس' })
+    // a grade and subject as a question names them (an upload stores them so): a column headed
+    // "Sciences Naturelles", a path's "Education_Islamique" or "4 AS"
+    expect(linkMetadata(byUrl, { url: 'http://p/4AS/Education_Islamique/a.pdf', text: 'x' })).toMatchObject({ grade: '4AS', subject: 'education-islamique' })
+    const byHeader = SourceSchema.parse({ name: 'headers', index_urls: ['http://p/'], rules: [
+      { field: 'grade', from: 'context', pattern: 'Niveau : (.+)' },
+      { field: 'subject', from: 'column_header', pattern: '(.+)' },
+    ] })
+    expect(linkMetadata(byHeader, { url: 'http://p/a.pdf', text: 'x', context: 'Niveau : 4ème AS', column_header: ' Sciences Naturelles ' })).toMatchObject({ grade: '4eme-AS', subject: 'sciences-naturelles' })
   })
 
   it('bounds what a listing\'s text gives a reference: a title to 300 characters, a major or category to 100', () => {

@@ -1,6 +1,7 @@
 // How the catalogue applies a scraper source (sources-file.ts): the hosts its downloads may reach, and
 // what its rules read from a listing's link.
 import { parseHostList } from '../net/host-entry.ts'
+import { filterForms } from './namespace.ts'
 import type { Source, SourceRule } from '../sources-file.ts'
 
 /** What downloads of this source may reach: its allowed_hosts, else the index URLs' hosts with their ports. */
@@ -33,19 +34,21 @@ export interface LinkFacts {
 }
 
 /**
- * A URL's text percent-decoded where its escapes spell UTF-8; an escape that does not (a legacy portal's
- * `math%E9matiques.pdf` in windows-1252, a bare `100%.pdf`) stays as written. decodeURIComponent throws on
- * those, and every link of that kind was lost on every sync (counted as an error).
+ * A URL's text percent-decoded: escapes that spell UTF-8 as UTF-8, others as windows-1252, the encoding a
+ * legacy portal writes them in (`math%E9matiques.pdf` is mathématiques). decodeURIComponent throws on
+ * those, and every link of that kind was lost on every sync (counted as an error). A `%` that starts no
+ * escape (a bare `100%.pdf`) stays as written.
  */
 export function decodeUrlText(text: string): string {
   return text.replace(/(?:%[0-9a-f]{2})+/gi, (run) => {
     try {
       return decodeURIComponent(run)
     } catch {
-      return run
+      return WINDOWS_1252.decode(Uint8Array.from(run.slice(1).split('%'), (h) => Number.parseInt(h, 16)))
     }
   })
 }
+const WINDOWS_1252 = new TextDecoder('windows-1252')
 
 /** The text a rule's pattern runs over, or null when the link has no such thing (the rule is skipped). */
 function ruleInput(rule: SourceRule, link: LinkFacts): string | null {
@@ -86,6 +89,12 @@ export function linkMetadata(source: Source, link: LinkFacts): LinkMetadata {
   }
   // a listing's text is as long as its webmaster made it: a link of 120,000 characters became a title that
   // every chat turn quoting the document sent to the model, once per passage
+  // the grade and subject in the form a question names them, as an upload stores them (filterForms):
+  // a column headed "Sciences Naturelles" or a path's "Education_Islamique" is the subject a student
+  // names as sciences-naturelles or education-islamique. A value with nothing in that form (a subject in
+  // Arabic script) stays as given: no question can name it, the catalogue's inference can still find it
+  meta.grade = meta.grade === null ? null : (filterForms(meta.grade, 'x').grade ?? (meta.grade.trim() || null))
+  meta.subject = meta.subject === null ? null : (filterForms('x', meta.subject).subject ?? (meta.subject.trim() || null))
   meta.title = bounded(meta.title, MAX_TITLE_CHARS)
   meta.major = bounded(meta.major, MAX_LABEL_CHARS)
   meta.category = bounded(meta.category, MAX_LABEL_CHARS)

@@ -11,7 +11,7 @@ import { completeTurn, prepareTurn } from './agent.ts'
 import { UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type TurnSink } from './turn.ts'
 import { sseResponse } from './sse.ts'
 import { TIERS } from '../domain/enums.ts'
-import { MAX_GRADE_CHARS } from '../catalogue/namespace.ts'
+import { MAX_GRADE_CHARS, namespaceSlug } from '../catalogue/namespace.ts'
 
 const SourceSchema = z
   .object({
@@ -82,13 +82,15 @@ export function chatRequestSchema(deps: Deps) {
       message: z.string().trim().min(1).max(config.CHAT_MESSAGE_MAX_CHARS).openapi({ description: `the question, at most ${config.CHAT_MESSAGE_MAX_CHARS} characters` }),
       language: z.enum(['fr', 'ar', 'hassaniya']).optional().openapi({ description: 'language of the question and the answer; detected from the script when absent' }),
       grade: z.string().trim().min(1).max(MAX_GRADE_CHARS).regex(/^[0-9A-Za-z-]+$/, 'a grade such as 7C or 4AS').optional(),
+      // a subject as the catalogue writes it (namespaceSlug): "Éducation islamique", "sciences_naturelles"
+      // and "Sciences Naturelles" are the slugs education-islamique and sciences-naturelles
       subject: z
         .string()
-        .trim()
-        .toLowerCase()
-        .regex(/^[a-z][a-z0-9-]{0,63}$/, 'a subject slug such as mathematiques')
+        .max(128)
+        .overwrite(namespaceSlug)
+        .regex(/^[a-z][a-z0-9-]{0,63}$/, 'a subject in Latin letters such as mathematiques or sciences-naturelles')
         .optional()
-        .openapi({ description: 'subject slug (mathematiques, physique, sciences-naturelles, education-islamique, arabe, histoire); inferred from the question when absent' }),
+        .openapi({ description: 'subject slug (mathematiques, physique, sciences-naturelles, education-islamique, arabe, histoire; accents, case, spaces and underscores are read as the slug: "Éducation islamique" is education-islamique); inferred from the question when absent' }),
       textbook_id: z.uuid().optional().openapi({ description: 'answer from this textbook only (a ready document)' }),
       document_language: z.enum(['fr', 'ar']).optional().openapi({ description: 'search only documents in this language' }),
       history: z
