@@ -120,6 +120,10 @@ describe('sync → dispatch → ready', () => {
     expect(fourth.body.textbooks).toHaveLength(2)
     // the grade as a student types it: chat takes it without case, and so does the catalogue
     expect((await get('/curriculum/textbooks?grade=4as', {})).body).toEqual(fourth.body)
+    // and the subject as it is written: read as its slug, as chat reads it
+    const maths = await get('/curriculum/textbooks?grade=4AS&subject=mathematiques', {})
+    expect(maths.body.textbooks.map((b: { subject: string }) => b.subject)).toEqual(['mathematiques'])
+    expect((await get(`/curriculum/textbooks?grade=4AS&subject=${encodeURIComponent('Mathématiques')}`, {})).body).toEqual(maths.body)
     const all = await get('/curriculum/textbooks', {})
     expect(all.body.levels).toEqual(['4AS', '5AS'])
     const physics = all.body.textbooks.find((b: { subject: string }) => b.subject === 'physique')

@@ -1,5 +1,6 @@
 // /curriculum: the public catalogue of ready documents (spec §4.9).
 import { createRoute, z } from '@hono/zod-openapi'
+import { filterForms } from '../catalogue/namespace.ts'
 import type { Deps } from '../deps.ts'
 import { createRouter } from '../http/router.ts'
 import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
@@ -74,7 +75,10 @@ export function curriculumRouter(deps: Deps) {
     })
     .openapi(textbooks, async (c) => {
       const q = c.req.valid('query')
-      const [grade, subject, language] = [q.grade ?? null, q.subject ?? null, q.language ?? null]
+      // a subject read as its slug, as chat reads it ("Mathématiques" is mathematiques); one with no such form
+      // (Arabic script) as given
+      const subject = q.subject === undefined ? null : (filterForms('x', q.subject).subject ?? q.subject)
+      const [grade, language] = [q.grade ?? null, q.language ?? null]
       const rows = await asService(deps.sql, (tx) => tx<DocumentRow[]>`
         select * from public.documents
          where status = 'ready' and (${grade}::text is null or lower(grade) = lower(${grade})) and (${subject}::text is null or subject = ${subject})
