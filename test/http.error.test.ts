@@ -83,7 +83,7 @@ describe('error bodies', () => {
     for (const type of ['text/plain', undefined]) {
       const res = await t.request('/chat', { method: 'POST', headers: { authorization: `Bearer ${student.token}`, ...(type ? { 'content-type': type } : {}) }, body: 'Bonjour' })
       expect(res.status).toBe(415)
-      expect(await json(res)).toMatchObject({ error: 'unsupported_media_type', request_id: res.headers.get('x-request-id') })
+      expect(await json(res)).toMatchObject({ error: 'unsupported_media_type', request_id: res.headers.get('x-request-id'), message: expect.stringMatching(/^Unsupported Media Type: send the body as JSON \(Content-Type: application\/json\), not text\/plain/) })
     }
   })
 

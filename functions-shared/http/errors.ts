@@ -130,7 +130,11 @@ export function handleError(raw: Error, c: Context): Response {
       : status === 404 ? ErrorCode.NOT_FOUND
       : status < 500 ? ErrorCode.BAD_REQUEST
       : ErrorCode.INTERNAL_ERROR
-    const message = status === 413 ? 'Request body is too large' : err.message || 'Request failed'
+    // a JSON route's body of another type (text/plain, none): say what the route takes
+    const message =
+      status === 413 ? 'Request body is too large'
+      : status === 415 ? `Unsupported Media Type: send the body as JSON (Content-Type: application/json), not ${c.req.header('content-type') || 'a body without a Content-Type'}`
+      : err.message || 'Request failed'
     return c.json(errorBody(c, code, message), status)
   }
   c.get('log')?.error({ err: { name: err.name, message: err.message, stack: err.stack } }, 'unexpected error')
