@@ -237,6 +237,24 @@ describe('joinItems', () => {
     expect(joinItems(line).normalize('NFKC')).toBe('يتعلّم القراءة\n')
   })
 
+  it('reads runs drawn with a mirrored text matrix (tesseract\'s invisible text over a scan) in reading order', () => {
+    // ocrmypdf writes each right-to-left word with the matrix -1 0 0 1, its characters in reading order;
+    // pdf.js turns them round, places each run from its right end and ends a line after some of them
+    const rtl = { dir: 'rtl' }
+    const at = (x: number, y = 700) => ({ transform: [-12, 0, 0, 12, x, y] })
+    const line = [
+      run('سردلا', 0, 30, { ...rtl, ...at(500), hasEOL: true }),
+      run(' ', 0, 4, at(470)),
+      run('ناك :نماثلا', 0, 60, { ...rtl, ...at(466), hasEOL: true }),
+      run('.امارغ 85', 0, 50, { ...rtl, ...at(402) }),
+      run('يناثلا', 0, 30, { ...rtl, ...at(500, 680), hasEOL: false }),
+      run('سردلا', 0, 30, { ...rtl, ...at(466, 680) }),
+    ]
+    expect(joinItems(line).replace(/ +/g, ' ')).toBe('الدرس الثامن: كان 85 غراما.\nالثاني الدرس ')
+    // the same words drawn as typesetters draw them are read as before
+    expect(joinItems([run('الدرس', 470, 30, rtl), run('الثامن', 430, 30, rtl)])).toBe('الدرس الثامن ')
+  })
+
   it('never joins runs on different lines, or a run that is only a space', () => {
     expect(joinItems([run('fin', 50, 15), run('début', 65, 25, { transform: [12, 0, 0, 12, 65, 686] })])).toBe('fin début ')
     expect(joinItems([run('a', 50, 6), run(' ', 56, 3), run('b', 59, 6)])).toBe('a   b ')

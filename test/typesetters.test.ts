@@ -96,6 +96,23 @@ describe('Arabic text layers of other typesetters', () => {
   })
 })
 
+describe('a scan with the recognizer\'s text laid over it', () => {
+  it('ocrmypdf (tesseract\'s renderer): right-to-left words drawn with a mirrored matrix are read in reading order', async () => {
+    // the first page of zakat.txt scanned at 150 dpi and given a text layer by ocrmypdf 14 (tesseract 5)
+    const [ar] = await pages('ocrmypdf-ara.pdf')
+    expect(ar!.readability.readable).toBe(true)
+    for (const w of ['الدرس الخامس: الزكاة ركن من أركان الإسلام', 'هي الركن الثالث من أركان الإسلام بعد الشهادتين', 'أي ما يقارب 85 غراما']) expect(ar!.canonical).toContain(w)
+    // pairs of consecutive words as the lesson writes them (what the recognizer misread aside)
+    const pairs = (text: string) => {
+      const w = words(text).map(bare)
+      return w.slice(1).map((x, i) => `${w[i]} ${x}`)
+    }
+    const got = new Set(pairs(ar!.canonical))
+    const want = pairs(readFileSync(fixture('zakat.txt'), 'utf8'))
+    expect(want.filter((p) => got.has(p)).length / want.length).toBeGreaterThanOrEqual(0.85)
+  })
+})
+
 describe('French typeset in two hyphenated columns', () => {
   it('XeLaTeX: read a column after the other, and every word whole once the breaks at line ends are joined', async () => {
     // fr.txt twice, in two columns 4.7 cm wide: TeX broke "ob-jectifs", "réflé-chit", "com-pare", "véri-fie",

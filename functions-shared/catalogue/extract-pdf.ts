@@ -37,7 +37,8 @@ const TOUCH = 0.1
  * XeLaTeX run by run, LibreOffice breaks a justified line at a number) is put in reading order: its words
  * right to left, a run of numbers or Latin words in it left to right.
  */
-export function joinItems(items: readonly TextRun[]): string {
+export function joinItems(drawn: readonly TextRun[]): string {
+  const items = unmirrored(drawn)
   let text = ''
   let word: TextRun[] = []
   let line: { text: string; x: number; right: number; separator: string }[] = []
@@ -73,6 +74,35 @@ export function joinItems(items: readonly TextRun[]): string {
   endLine()
   return text
 }
+
+// numbers and Latin words inside a right-to-left run: they read left to right whatever the run does
+const LTR_RUN = /[A-Za-z0-9\u00C0-\u024F\u0660-\u0669]+(?:[ .,:/-]+[A-Za-z0-9\u00C0-\u024F\u0660-\u0669]+)*/g
+const reversed = (s: string) => Array.from(s).reverse().join('')
+
+/**
+ * Runs drawn with their text matrix mirrored, advancing leftwards from where they start: the invisible
+ * text that tesseract lays over a scan (ocrmypdf, and the scanners' software built on it) writes each
+ * right-to-left word so, its characters in reading order. pdf.js takes every right-to-left run for one
+ * drawn left to right and turns its characters round ("الدرس" read "سردلا"), places it from its right end,
+ * and, seeing the pen go back, ends a line after such words, or not where one ends. Such a run is turned
+ * back (its numbers and Latin words kept left to right), placed from its left end, and ends a line where
+ * the next run is on another line.
+ */
+function unmirrored(items: readonly TextRun[]): readonly TextRun[] {
+  if (!items.some(mirrored)) return items
+  return items.map((r, i) => {
+    if (!mirrored(r)) return r
+    const next = items[i + 1]
+    // the line ends where the next run is on another line (an empty run that pdf.js gives to mark a line's end keeps its say)
+    const lineEnds = next === undefined || next.str === '' ? r.hasEOL : Math.abs(next.transform[5]! - r.transform[5]!) > fontSize(r) * 0.3
+    const str = r.dir === 'rtl' ? reversed(r.str).replace(LTR_RUN, reversed) : r.str
+    const [a, b, c, d, e, f] = r.transform as [number, number, number, number, number, number]
+    return { ...r, str, transform: [-a, b, c, d, e - r.width, f], hasEOL: lineEnds }
+  })
+}
+
+/** A run whose text matrix is mirrored left to right on a horizontal line. */
+const mirrored = (r: TextRun) => r.transform[0]! < 0 && Math.abs(r.transform[1]!) < Math.abs(r.transform[0]!) * 0.1 && r.width > 0
 
 // marks at a word's start, after an opening quote or bracket if any
 const LEADING_MARKS = new RegExp(`^([«"'(\\[]*)([${AR_MARK}]+)`)
