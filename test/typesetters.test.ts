@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
-import { canonicalize, kashidaCodes, repairArabicLayer } from '../functions-shared/catalogue/canonicalize.ts'
+import { canonicalize, kashidaCodes, repairArabicLayer, repairSwappedLigatures } from '../functions-shared/catalogue/canonicalize.ts'
 import { readability } from '../functions-shared/catalogue/readability.ts'
 import { orderAgreement, repairLamAlef } from '../functions-shared/catalogue/lam-alef.ts'
 import { joinHyphenatedWords } from '../functions-shared/catalogue/hyphenation.ts'
@@ -110,6 +110,22 @@ describe('a scan with the recognizer\'s text laid over it', () => {
     const got = new Set(pairs(ar!.canonical))
     const want = pairs(readFileSync(fixture('zakat.txt'), 'utf8'))
     expect(want.filter((p) => got.has(p)).length / want.length).toBeGreaterThanOrEqual(0.85)
+  })
+})
+
+describe('a PDF made smaller by Ghostscript', () => {
+  it('reads back the Latin ligatures that Ghostscript maps in the wrong byte order', async () => {
+    // fr.txt typeset by XeLaTeX, then gs -sDEVICE=pdfwrite -dPDFSETTINGS=/ebook (Ghostscript 10.0)
+    const [fr] = await pages('gs-xelatex-fr.pdf')
+    expect(fr!.raw).toContain('dé\u6600\u6900nit') // "définit": what there is to repair
+    expect(kept(source.fr, fr!.canonical)).toEqual({ exact: 1, bare: 1 })
+    for (const w of ['définit', 'réfléchit', 'différentes', 'vérifie', 'finale', 's’effectue', 'afin']) expect(fr!.canonical).toContain(w)
+  })
+
+  it('repairSwappedLigatures: a run of byte-swapped codes touching a Latin letter, and nothing else', () => {
+    expect(repairSwappedLigatures('o\u6600\uCF00ciel a\u6600\uD200uent \u6600\u6C00euve')).toBe('officiel affluent fleuve')
+    // ideographs and Hangul that stand apart from Latin letters, or whose low byte is not zero, are text
+    for (const text of ['中文 \u6600 a 中', 'Python 中文', '한국어 word', 'a\u6601b']) expect(repairSwappedLigatures(text)).toBe(text)
   })
 })
 

@@ -59,7 +59,7 @@ export function canonicalize(raw: string, options: CanonicalizeOptions = {}): st
   // gives NUL for glyphs without a Unicode mapping) become spaces.
   // a mark's isolated presentation form (U+FC5E–U+FC63, the even ones of U+FE70–U+FE7E) decomposes to a space
   // and the mark: the mark only, or the space would split the word it is drawn on
-  let text = repairArabicLayer(raw.replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart()).normalize('NFKC')).replace(/[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g, ' ')
+  let text = repairArabicLayer(repairSwappedLigatures(raw).replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart()).normalize('NFKC')).replace(/[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g, ' ')
   text = repairReversedArabic(text)
   for (const pattern of options.boilerplate ?? []) text = text.replace(new RegExp(pattern, 'giu'), ' ')
   return text.replace(/\s+/gu, ' ').trim()
@@ -109,6 +109,40 @@ export function repairArabicLayer(text: string): string {
     .replace(new RegExp(`(?<=[${AR_LETTER}])[{}*]+(?=[${AR_LETTER}])`, 'gu'), '')
     .replace(new RegExp(`(?<=\u0644[${AR_MARK}]*)\u061D`, 'gu'), '\u0627')
   return out
+}
+
+// a character whose high byte is a Latin letter and whose low byte is zero (U+6600 for "f"): CJK or Hangul
+// in the text, the ligature of a Latin font in the PDF
+const SWAPPED = '\u4100-\u5A00\u6100-\u7A00\uC000-\uFF00'
+const SWAPPED_RUN = new RegExp(`(?<=[A-Za-z\u00C0-\u024F])[${SWAPPED}]+|[${SWAPPED}]+(?=[A-Za-z\u00C0-\u024F])`, 'gu')
+
+/**
+ * The ligatures of a Latin font that Ghostscript (10.0, `gs -sDEVICE=pdfwrite`, the usual way to make a
+ * PDF smaller) maps back in the wrong byte order: each character of "ff", "fi", "fl" written low byte
+ * first, so that "ff" reads as U+6600 U+6600 ("昀昀") and "fl" as U+6600 U+6C00 ("昀氀"), and in "ffi" and
+ * "ffl" the last two letters as one code, their sum ("o昀케ciel": U+CF00 is f + i). A run of such
+ * characters touching a Latin letter is read back: no text writes an ideograph or a Hangul syllable
+ * inside a Latin word. Each code whose high byte is an ASCII letter gives that letter; a code past "z"
+ * gives the letter before it once more and the one that makes up the sum with it (U+6600 U+CF00: f, f, i).
+ */
+export function repairSwappedLigatures(text: string): string {
+  if (!/[\u4100-\uFF00]/.test(text)) return text
+  return text.replace(SWAPPED_RUN, (run) => {
+    let out = ''
+    for (const ch of run) {
+      const code = ch.charCodeAt(0)
+      const high = code >> 8
+      if ((code & 0xff) !== 0) return run
+      if ((high >= 0x41 && high <= 0x5a) || (high >= 0x61 && high <= 0x7a)) out += String.fromCharCode(high)
+      else {
+        const last = out.at(-1)
+        const rest = last ? high - last.charCodeAt(0) : 0
+        if (!last || rest < 0x61 || rest > 0x7a) return run
+        out += last + String.fromCharCode(rest)
+      }
+    }
+    return out
+  })
 }
 
 /** The canonical text folded for comparisons (fingerprints, content lengths); never stored or shown. */
