@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
-import { canonicalize, kashidaCodes, repairArabicLayer, repairSwappedLigatures } from '../functions-shared/catalogue/canonicalize.ts'
+import { canonicalize, kashidaCodes, repairArabicLayer, repairSwappedLigatures, repairTexLigatures } from '../functions-shared/catalogue/canonicalize.ts'
 import { readability } from '../functions-shared/catalogue/readability.ts'
 import { orderAgreement, repairLamAlef } from '../functions-shared/catalogue/lam-alef.ts'
 import { joinHyphenatedWords } from '../functions-shared/catalogue/hyphenation.ts'
@@ -126,6 +126,24 @@ describe('a PDF made smaller by Ghostscript', () => {
     expect(repairSwappedLigatures('o\u6600\uCF00ciel a\u6600\uD200uent \u6600\u6C00euve')).toBe('officiel affluent fleuve')
     // ideographs and Hangul that stand apart from Latin letters, or whose low byte is not zero, are text
     for (const text of ['中文 \u6600 a 中', 'Python 中文', '한국어 word', 'a\u6601b']) expect(repairSwappedLigatures(text)).toBe(text)
+  })
+})
+
+describe('French from pdflatex in the Cork (T1) encoding', () => {
+  it('reads the ligatures that its fonts leave unmapped, and œ read as ÷', async () => {
+    // fr.txt by pdflatex with \\usepackage[T1]{fontenc}, without the cm-super fonts: Type 3 bitmap fonts
+    const [fr] = await pages('pdflatex-t1-fr.pdf')
+    expect(fr!.raw).toContain('o\u001Eciel') // "officiel", the ffi ligature at its Cork code
+    expect(fr!.readability.problems.unmapped).toBe(0)
+    expect(kept(source.fr, fr!.canonical)).toEqual({ exact: 1, bare: 1 })
+    for (const w of ['définit', 'réfléchit', 'différentes', 'officiel', 'Cœur', "l'œuvre"]) expect(fr!.canonical).toContain(w)
+  })
+
+  it('repairTexLigatures: only codes 0x1B to 0x1F in words, only in a text with no other control code', () => {
+    expect(repairTexLigatures('a\u001Fuent \u001Cn e\u001Bet C÷ur ×uvre 3÷4 a×b')).toBe('affluent fin effet Cœur Œuvre 3÷4 a×b')
+    // a font that maps nothing gives codes from 1 up: its text is left to the readability check
+    expect(repairTexLigatures('\u0004\u0001\u001C o\u001Eciel')).toBe('\u0004\u0001\u001C o\u001Eciel')
+    expect(repairTexLigatures('C÷ur sans ligature')).toBe('C÷ur sans ligature')
   })
 })
 

@@ -59,7 +59,7 @@ export function canonicalize(raw: string, options: CanonicalizeOptions = {}): st
   // gives NUL for glyphs without a Unicode mapping) become spaces.
   // a mark's isolated presentation form (U+FC5E–U+FC63, the even ones of U+FE70–U+FE7E) decomposes to a space
   // and the mark: the mark only, or the space would split the word it is drawn on
-  let text = repairArabicLayer(repairSwappedLigatures(raw).replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart()).normalize('NFKC')).replace(/[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g, ' ')
+  let text = repairArabicLayer(repairTexLigatures(repairSwappedLigatures(raw)).replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart()).normalize('NFKC')).replace(/[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g, ' ')
   text = repairReversedArabic(text)
   for (const pattern of options.boilerplate ?? []) text = text.replace(new RegExp(pattern, 'giu'), ' ')
   return text.replace(/\s+/gu, ' ').trim()
@@ -143,6 +143,30 @@ export function repairSwappedLigatures(text: string): string {
     }
     return out
   })
+}
+
+// TeX's Cork (T1) encoding puts the ligatures ff, fi, fl, ffi and ffl at codes 0x1B to 0x1F
+const CORK_LIGATURES: Record<string, string> = { '\u001B': 'ff', '\u001C': 'fi', '\u001D': 'fl', '\u001E': 'ffi', '\u001F': 'ffl' }
+const LATIN = 'A-Za-z\u00C0-\u024F'
+const CORK_IN_WORD = new RegExp(`(?<=[${LATIN}])[\u001B-\u001F]+|[\u001B-\u001F]+(?=[${LATIN}])`, 'gu')
+const OTHER_CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001A]/
+
+// and œ, Œ where Latin-1 has ÷ and ×
+// (× only where a word starts: "a×b" is a product)
+const CORK_OE = new RegExp(`(?<=[${LATIN}'’]|^|\\s)\u00F7(?=[${LATIN}])|(?<=['’]|^|\\s)\u00D7(?=[${LATIN}])`, 'gu')
+
+/**
+ * The ligatures of a font in TeX's Cork encoding (pdflatex with \usepackage[T1]{fontenc}) that a PDF's
+ * text layer leaves unmapped, so that pdf.js gives their codes, 0x1B to 0x1F ("o\u001Eciel" for "officiel"):
+ * the Type 3 fonts that pdflatex makes of TeX's bitmap fonts (T1 without the cm-super fonts) map nothing,
+ * and Ghostscript drops the glyph names when it rewrites such a PDF (`gs -sDEVICE=pdfwrite`). A code of
+ * that range touching a Latin letter is its ligature, when the text holds no other control code (a font
+ * whose every glyph is unmapped gives codes from 1 up, and is left to the readability check); in such a
+ * text, œ and Œ, read as Latin-1's ÷ and × ("C÷ur", "l'÷uvre"), before a letter are read back too.
+ */
+export function repairTexLigatures(text: string): string {
+  if (!/[\u001B-\u001F]/.test(text) || OTHER_CONTROL.test(text)) return text
+  return text.replace(CORK_IN_WORD, (codes) => Array.from(codes, (c) => CORK_LIGATURES[c]!).join('')).replace(CORK_OE, (c) => (c === '\u00F7' ? 'œ' : 'Œ'))
 }
 
 /** The canonical text folded for comparisons (fingerprints, content lengths); never stored or shown. */

@@ -3,7 +3,7 @@
 // inside words ("كة حر" for "حركة"), with lam-alef reversed ("اإلسالم" for "الإسلام"), or with glyphs
 // that map to nothing; French comes out as encoding garbage ("Ã©" for "é"). Such a page is recognized
 // from its image too, and the better reading kept (ingestion/read-pdf.ts).
-import { AR_LETTER, AR_MARK, arabicShare, canonicalize, kashidaCodes } from './canonicalize.ts'
+import { AR_LETTER, AR_MARK, arabicShare, canonicalize, kashidaCodes, repairTexLigatures } from './canonicalize.ts'
 
 export interface Readability {
   /** false when the problems are too many for the text to be stored as it is */
@@ -48,7 +48,8 @@ const MOJIBAKE = /Ã[\u0080-\u00BF]|Â[\u0080-\u00BF\u00A0]|â€|Ø[\u00A0-\u00
 export function readability(raw: string): Readability {
   // kashida strokes read as control codes are not missing letters (canonicalize takes them out)
   const kashida = kashidaCodes(raw.normalize('NFKC'))
-  const unmapped = (raw.match(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFD\uE000-\uF8FF]/g) ?? []).filter((c) => !kashida.has(c)).length
+  // nor are the ligatures of a TeX font that canonicalize reads back (repairTexLigatures)
+  const unmapped = (repairTexLigatures(raw).match(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFD\uE000-\uF8FF]/g) ?? []).filter((c) => !kashida.has(c)).length
   const nfkc = raw.normalize('NFKC')
   // NFKC folds presentation forms to letters; what is left in those blocks did not fold
   const presentationForms = (nfkc.match(/[\uFB50-\uFD3D\uFD40-\uFDFF\uFE70-\uFEFF]/g) ?? []).length
