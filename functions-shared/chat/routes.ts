@@ -87,6 +87,7 @@ export function chatRequestSchema(deps: Deps) {
       subject: z
         .string()
         .max(128)
+        .regex(/^[^\p{Cc}\p{Cs}]*$/u, 'a subject without control characters')
         .overwrite(namespaceSlug)
         .regex(/^[a-z][a-z0-9-]{0,63}$/, 'a subject in Latin letters such as mathematiques or sciences-naturelles')
         .optional()
