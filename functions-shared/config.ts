@@ -58,7 +58,7 @@ export const settings = {
   TRUST_PROXY: [bool(false), 'Take the client IP from X-Forwarded-For (true behind the Supabase gateway or a proxy)'],
   // --- HTTP limits
   CORS_ORIGIN: [str('*'), 'Access-Control-Allow-Origin value'],
-  BODY_LIMIT_BYTES: [int(1048576, 1), 'Largest request body accepted by routes other than the upload'],
+  BODY_LIMIT_BYTES: [int(1048576, 1), 'Largest request body accepted by routes other than the upload, and largest JSON body on every route'],
   UPLOAD_MAX_BYTES: [int(104857600, 1), 'Largest upload and downloaded PDF (spec: 100 MB)'],
   CONNECTION_LIMIT_PER_CLIENT: [int(256, 0), 'Node gateway: open connections one client may hold (an IPv4 address, an IPv6 /64, all of loopback as one); a connection past it is answered 429 and closed. 0 = no limit; none with TRUST_PROXY (the proxy is the one client)'],
   HEADERS_TIMEOUT_MS: [int(20000, 1000).pipe(z.number().max(300000)), 'Node gateway: time a connection has to send a request line and headers before it is closed (Node: headersTimeout)'],

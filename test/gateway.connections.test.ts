@@ -131,3 +131,24 @@ describe('slow headers', () => {
     expect((await fetch(`${gw.url}/functions/v1/health`)).status).toBe(200)
   })
 })
+
+describe('bodies read before any route', () => {
+  it('holds a JSON body to BODY_LIMIT_BYTES on the upload\'s path too: a client without a token can no longer make the server take UPLOAD_MAX_BYTES of it for a 401', async () => {
+    const gw = await gateway({ BODY_LIMIT_BYTES: '1024', UPLOAD_MAX_BYTES: '1000000' })
+    const size = 200_000
+    const request = `POST /functions/v1/admin/upload-curriculum HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`
+    const s = await open(gw, request)
+    s.on('error', () => {})
+    // as much as the socket takes; the server answers once the limit is passed, and ends the connection
+    s.write(`{"x":"${'a'.repeat(size - 8)}"}`)
+    await s.ended
+    const [head = '', body = ''] = s.received().split('\r\n\r\n')
+    expect(head).toMatch(/^HTTP\/1\.1 413 /)
+    expect(head.toLowerCase()).toContain('connection: close')
+    expect(body).toContain('"error":"payload_too_large"')
+    // a multipart body on that path is still the upload's: past BODY_LIMIT_BYTES, the route's own guard answers
+    const form = await open(gw, `POST /functions/v1/admin/upload-curriculum HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 2000\r\nConnection: close\r\n\r\n${'a'.repeat(2000)}`)
+    await form.ended
+    expect(form.received()).toMatch(/^HTTP\/1\.1 401 /)
+  })
+})

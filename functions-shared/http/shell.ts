@@ -11,8 +11,11 @@ import { requestContext } from './request-context.ts'
 import { ApiError, ErrorCode, handleError, notFound } from './errors.ts'
 import { validationHook } from './router.ts'
 
-/** Paths whose bodies may reach UPLOAD_MAX_BYTES; every other route gets BODY_LIMIT_BYTES. */
+/** Paths whose multipart bodies may reach UPLOAD_MAX_BYTES; every other body gets BODY_LIMIT_BYTES. */
 const UPLOAD_PATHS = ['/admin/upload-curriculum']
+
+/** A body utf8Bodies reads whole before any route (and so before any authentication). */
+const readBeforeRoute = (c: Context) => c.req.method !== 'GET' && c.req.method !== 'HEAD' && /json/i.test(c.req.header('content-type') ?? '')
 
 function bodyLimits(deps: Deps): MiddlewareHandler {
   const onError = (c: Context): Response => {
@@ -24,7 +27,9 @@ function bodyLimits(deps: Deps): MiddlewareHandler {
   const upload = bodyLimit({ maxSize: deps.config.UPLOAD_MAX_BYTES, onError })
   return async function bodyLimits(c, next) {
     const path = c.req.path
-    return (UPLOAD_PATHS.some((p) => path.endsWith(p)) ? upload : small)(c, next)
+    // a JSON body is read before the route checks who sends it: on the upload's path it took up to
+    // UPLOAD_MAX_BYTES of memory per connection from anyone, for a 401 (the upload takes multipart only)
+    return (UPLOAD_PATHS.some((p) => path.endsWith(p)) && !readBeforeRoute(c) ? upload : small)(c, next)
   }
 }
 
@@ -35,7 +40,7 @@ function bodyLimits(deps: Deps): MiddlewareHandler {
 function utf8Bodies(): MiddlewareHandler {
   const decoder = new TextDecoder('utf-8', { fatal: true })
   return async function utf8Bodies(c, next) {
-    if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && /json/i.test(c.req.header('content-type') ?? '')) {
+    if (readBeforeRoute(c)) {
       const body = await c.req.arrayBuffer() // a body past its limit fails here, as itself
       try {
         decoder.decode(body)
