@@ -1,5 +1,6 @@
 // The one dependencies object, built at start and passed down. Each outside-world part has an
 // interface, a real implementation and a test double.
+import { clientKey } from './net/client.ts'
 import type { Context } from 'hono'
 import type { Config } from './config.ts'
 import type { Sql } from './db/client.ts'
@@ -133,4 +134,13 @@ export function clientIp(deps: Deps, c: Context): string {
     if (forwarded) return forwarded
   }
   return deps.remoteAddress(c) ?? 'unknown'
+}
+
+/**
+ * The client a per-IP rate limit counts a request against: its address, an IPv6 one by its /64 and all
+ * of loopback as one (see net/client.ts), so that a client does not get a fresh quota from each address
+ * it can send from.
+ */
+export function rateLimitClient(deps: Deps, c: Context): string {
+  return clientKey(clientIp(deps, c))
 }

@@ -154,6 +154,13 @@ describe('rate limits per client IP (GoTrue\'s defaults)', () => {
     return { email, refresh: (await res.json()).refresh_token }
   }
 
+  it('counts an IPv6 /64 as one client: 30 sign-ins from 30 of its addresses use up its bucket', async () => {
+    const { email } = await account('198.51.100.40')
+    for (let i = 1; i <= 30; i++) expect((await auth('/token?grant_type=password', `2001:db8:40:1::${i.toString(16)}`, { email, password: `wrong-${i}` })).status).toBe(400)
+    expect((await auth('/token?grant_type=password', '2001:db8:40:1:a:b:c:d', { email, password: 'secret-123' })).status).toBe(429)
+    expect((await auth('/token?grant_type=password', '2001:db8:40:2::1', { email, password: 'secret-123' })).status).toBe(200)
+  })
+
   it('30 wrong passwords from one address, then even the right one is refused (429 over_request_rate_limit) until the bucket refills', async () => {
     const { email } = await account('198.51.100.1')
     for (let i = 0; i < 30; i++) expect((await auth('/token?grant_type=password', '198.51.100.2', { email, password: `wrong-${i}` })).status).toBe(400)

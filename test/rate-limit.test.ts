@@ -109,6 +109,23 @@ describe('client IP', () => {
   })
 })
 
+describe('the client a per-IP limit counts', () => {
+  it('counts every loopback address as one client and an IPv6 address by its /64, as the connection limit does: a fresh address is no fresh quota', async () => {
+    const { app } = limitedApp(new MemoryRateLimitStore())
+    const from = (peer: string) => app.request('/auth/signin', { method: 'POST', headers: { 'x-test-peer': peer } })
+    for (let i = 1; i <= 5; i++) expect((await from(`127.0.0.${i}`)).status).toBe(200)
+    expect((await from('127.0.0.6')).status).toBe(429)
+    expect((await from('::1')).status).toBe(429)
+    for (let i = 1; i <= 5; i++) expect((await from(`2001:db8:1:2::${i.toString(16)}`)).status).toBe(200)
+    expect((await from('2001:db8:1:2:ffff:ffff:ffff:ffff')).status).toBe(429)
+    expect((await from('2001:db8:1:3::1')).status).toBe(200)
+    // an IPv4 address is its own client, mapped into IPv6 or not
+    for (let i = 0; i < 5; i++) expect((await from('203.0.113.9')).status).toBe(200)
+    expect((await from('::ffff:203.0.113.9')).status).toBe(429)
+    expect((await from('203.0.113.10')).status).toBe(200)
+  })
+})
+
 describe('requireUser', () => {
   it('refuses a service-role token on a user route with 403', async () => {
     const { app } = limitedApp(new MemoryRateLimitStore())

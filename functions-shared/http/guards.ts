@@ -1,6 +1,6 @@
 // The guards and limits routers put in front of their routes, bound to the deps.
 import type { Deps } from '../deps.ts'
-import { clientIp } from '../deps.ts'
+import { rateLimitClient } from '../deps.ts'
 import { requireAdmin, requireUser } from './auth.ts'
 import { asService } from '../db/tx.ts'
 import { rateLimit, type RateLimitScope } from './rate-limit/middleware.ts'
@@ -39,7 +39,7 @@ export function guards(deps: Deps) {
         store: deps.rateLimits,
         clock: deps.clock,
         by: BY_IP.has(scope) ? 'ip' : 'principal',
-        clientIp: (c) => clientIp(deps, c),
+        clientIp: (c) => rateLimitClient(deps, c),
       }),
   }
 }

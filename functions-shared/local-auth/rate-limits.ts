@@ -13,6 +13,7 @@ import type { Context } from 'hono'
 import { LRUCache } from 'lru-cache'
 import type { Deps } from '../deps.ts'
 import { clientIp } from '../deps.ts'
+import { clientKey } from '../net/client.ts'
 import { GoTrueError } from './errors.ts'
 
 export type AuthLimit = 'sign_in_sign_ups' | 'token_refresh' | 'token_verifications' | 'email_sent'
@@ -35,10 +36,10 @@ function parseIp(value: string | undefined): string | null {
   return first && /^[0-9a-fA-F:.]+$/.test(first) ? first : null
 }
 
-/** The address a request is limited by. */
+/** The client a request is limited as: its address, an IPv6 one by its /64 and loopback as one (net/client.ts). */
 export function authClientIp(deps: Deps, c: Context): string {
   const trusted = (c.env as Record<string, unknown> | undefined)?.[TRUSTED_CALLER] === true
-  return (trusted && parseIp(c.req.header('sb-forwarded-for'))) || clientIp(deps, c)
+  return clientKey((trusted && parseIp(c.req.header('sb-forwarded-for'))) || clientIp(deps, c))
 }
 
 export function authRateLimits(deps: Deps) {

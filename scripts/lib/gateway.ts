@@ -4,7 +4,7 @@
 // (scripts/lib/deno-functions.ts), and this process keeps auth, /rest/v1, the portal and the jobs that
 // need the page recognizer.
 import { serve, type ServerType } from '@hono/node-server'
-import { isIPv4, type AddressInfo, type Socket } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Config } from '../../functions-shared/config.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
@@ -19,6 +19,7 @@ import { buildDemoPortal, DEMO_PORTAL_BASE } from './demo-portal.ts'
 import { ocrFromConfig } from './ocr.ts'
 import { createIsolatedExtractor } from './pdf-isolate.ts'
 import { restRouter, type RestOptions } from '../../functions-shared/rest/router.ts'
+import { clientKey } from '../../functions-shared/net/client.ts'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { parse as parseToml } from 'smol-toml'
@@ -75,23 +76,8 @@ function closeAfterRefusedBody(response: Response): Response {
   return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
 }
 
-/**
- * Whose connection it is, for CONNECTION_LIMIT_PER_CLIENT: an IPv4 address (an IPv4-mapped IPv6 one as
- * that address), an IPv6 address's /64 (one host is given a whole /64), and loopback as one client,
- * as any local process may send from every address of 127.0.0.0/8.
- */
-export function connectionClient(address: string | undefined): string {
-  if (!address) return 'unknown'
-  const v4 = /^::ffff:/i.test(address) && isIPv4(address.slice(7)) ? address.slice(7) : address
-  if (isIPv4(v4)) return v4.startsWith('127.') ? 'loopback' : v4
-  const bare = address.split('%')[0]!.toLowerCase()
-  const [head = '', tail] = bare.split('::')
-  const groups = head ? head.split(':') : []
-  const after = tail === undefined ? [] : tail ? tail.split(':') : []
-  const full = [...groups, ...Array<string>(Math.max(0, 8 - groups.length - after.length)).fill('0'), ...after].map((g) => g.replace(/^0+(?=.)/, ''))
-  if (full.join(':') === '0:0:0:0:0:0:0:1') return 'loopback'
-  return `${full.slice(0, 4).join(':')}::/64`
-}
+/** Whose connection it is, for CONNECTION_LIMIT_PER_CLIENT: the client the per-IP rate limits count too. */
+export const connectionClient = clientKey
 
 /**
  * The raw answer to a connection past its client's limit, then the connection ends: a 429 in the rate
