@@ -62,6 +62,7 @@ export const settings = {
   UPLOAD_MAX_BYTES: [int(104857600, 1), 'Largest upload and downloaded PDF (spec: 100 MB)'],
   CONNECTION_LIMIT_PER_CLIENT: [int(256, 0), 'Node gateway: open connections one client may hold (an IPv4 address, an IPv6 /64, all of loopback as one); a connection past it is answered 429 and closed. 0 = no limit; none with TRUST_PROXY (the proxy is the one client)'],
   HEADERS_TIMEOUT_MS: [int(20000, 1000).pipe(z.number().max(300000)), 'Node gateway: time a connection has to send a request line and headers before it is closed (Node: headersTimeout)'],
+  SEND_TIMEOUT_MS: [int(30000, 0), 'Node gateway: time a client may leave an answer unread (nothing of what is waiting to be sent to it leaves) before its connection is closed. 0 = never'],
   LIST_DEFAULT_LIMIT: [int(50, 1), 'Default page size of list endpoints'],
   LIST_MAX_LIMIT: [int(200, 1), 'Largest page size of list endpoints'],
   // --- rate limits (sliding window)

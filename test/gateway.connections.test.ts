@@ -152,3 +152,41 @@ describe('bodies read before any route', () => {
     expect(form.received()).toMatch(/^HTTP\/1\.1 401 /)
   })
 })
+
+describe('answers left unread', () => {
+  const BUNDLE = 'GET /functions/v1/docs/assets/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n'
+
+  it('closes a connection whose client reads nothing of its answers for SEND_TIMEOUT_MS, instead of keeping them in memory for ever', async () => {
+    const gw = await gateway({ SEND_TIMEOUT_MS: '300' })
+    const accepted = new Promise<Socket>((r) => gw.server.once('connection', r))
+    const s = await open(gw, BUNDLE.repeat(8))
+    s.pause() // reads nothing: 8 × 1.7 MB wait beyond what the kernel's buffers take
+    const ours = await accepted
+    const started = performance.now()
+    const closed = await Promise.race([new Promise<true>((r) => ours.once('close', () => r(true))), new Promise<false>((r) => setTimeout(() => r(false), 10_000))])
+    expect(closed).toBe(true)
+    expect(performance.now() - started).toBeLessThan(5_000)
+    // what had left before is still delivered; the rest never is
+    s.resume()
+    await s.ended
+    expect(s.received().match(/HTTP\/1\.1 200 OK/g)?.length ?? 0).toBeLessThan(8)
+    expect((await fetch(`${gw.url}/functions/v1/health`)).status).toBe(200)
+  })
+
+  it('does not cut a client that keeps reading, however slowly its answers leave (64 KB every 10 ms)', async () => {
+    const gw = await gateway({ SEND_TIMEOUT_MS: '1000' })
+    const s = await open(gw, BUNDLE.repeat(3) + 'GET /functions/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+    // in paused mode the socket takes from the network only what it is asked to read: 64 KB every 10 ms,
+    // so the four answers (5.2 MB) take about SEND_TIMEOUT_MS to leave, in bursts
+    s.pause()
+    let raw = ''
+    const reader = setInterval(() => {
+      const chunk = s.read(Math.min(65_536, s.readableLength || 65_536)) as Buffer | null
+      if (chunk) raw += chunk.toString()
+    }, 10)
+    await s.ended
+    clearInterval(reader)
+    expect(raw.match(/HTTP\/1\.1 200 OK/g)?.length).toBe(4)
+    expect(raw).toContain('"status":"ok"')
+  })
+})
