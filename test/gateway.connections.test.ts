@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { connect, type Socket } from 'node:net'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
-import { connectionClient, startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { connectionClient, MAX_PIPELINED_REQUESTS, startGateway, type Gateway } from '../scripts/lib/gateway.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
@@ -188,5 +188,22 @@ describe('answers left unread', () => {
     clearInterval(reader)
     expect(raw.match(/HTTP\/1\.1 200 OK/g)?.length).toBe(4)
     expect(raw).toContain('"status":"ok"')
+  })
+})
+
+describe('pipelined requests', () => {
+  const HEALTH = 'GET /functions/v1/health HTTP/1.1\r\nHost: x\r\n\r\n'
+  const LAST = 'GET /functions/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+
+  it(`serves up to ${MAX_PIPELINED_REQUESTS} requests sent ahead on one connection, and closes one that sends more before reading its answers`, async () => {
+    const gw = await gateway({})
+    const few = await open(gw, HEALTH.repeat(MAX_PIPELINED_REQUESTS - 1) + LAST)
+    await few.ended
+    expect(few.received().match(/HTTP\/1\.1 200 OK/g)?.length).toBe(MAX_PIPELINED_REQUESTS)
+    // 100 requests in one packet: Node would serve them all at once and keep every answer until read
+    const many = await open(gw, HEALTH.repeat(99) + LAST)
+    await many.ended
+    expect(many.received().match(/HTTP\/1\.1 200 OK/g)?.length ?? 0).toBeLessThanOrEqual(MAX_PIPELINED_REQUESTS)
+    expect((await fetch(`${gw.url}/functions/v1/health`)).status).toBe(200)
   })
 })

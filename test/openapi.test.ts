@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
+import { readAssetNode } from '../scripts/lib/node-adapter.ts'
 
 let db: TestDatabase
 let t: TestApp
@@ -52,6 +53,15 @@ describe('GET /docs', () => {
       expect(res.headers.get('content-type')).toContain(type)
       expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(10_000)
     }
+  })
+
+  it('reads each asset once: every answer shares one copy, so answers waiting to be read take no more memory each', async () => {
+    let reads = 0
+    const counted = createTestApp({ sql: db.sql, deps: { readAsset: async (pkg, file) => (reads++, readAssetNode(pkg, file)) } })
+    const bodies = await Promise.all([1, 2, 3].map(async () => new Uint8Array(await (await counted.request('/docs/assets/swagger-ui-bundle.js')).arrayBuffer())))
+    expect(reads).toBe(1)
+    expect(bodies[1]).toEqual(bodies[0])
+    expect(bodies[0]!.byteLength).toBeGreaterThan(10_000)
   })
 
   it('redirects /docs/ to /docs, where the page\'s relative links resolve, with a Location right behind any base path', async () => {

@@ -60,6 +60,18 @@ window.ui = SwaggerUIBundle({ url: 'docs/openapi.json', dom_id: '#swagger-ui', d
 
 export function docsRouter(deps: Deps, openApiDocument: () => unknown) {
   const router = createRouter()
+  // read once: every answer then shares the one copy (each read was 1.7 MB more for the script, per
+  // request, kept until the client read it)
+  const assets = new Map<string, Promise<Uint8Array | null>>()
+  const readAsset = (file: string) => {
+    let bytes = assets.get(file)
+    if (!bytes) {
+      bytes = deps.readAsset('swagger-ui-dist', file)
+      assets.set(file, bytes)
+      void bytes.then((b) => b === null && assets.delete(file), () => assets.delete(file))
+    }
+    return bytes
+  }
   // The page's links are relative to /docs: at /docs/ they would miss, so the browser is sent there, with
   // a relative Location that lands right behind any base path (/functions/v1 locally and on Supabase).
   router.use('/*', async (c, next) => {
@@ -71,7 +83,7 @@ export function docsRouter(deps: Deps, openApiDocument: () => unknown) {
     .openapi(document, (c) => c.json(openApiDocument() as Record<string, unknown>, 200))
     .openapi(asset, async (c) => {
       const { file } = c.req.valid('param')
-      const bytes = await deps.readAsset('swagger-ui-dist', file)
+      const bytes = await readAsset(file)
       if (!bytes) throw new ApiError(ErrorCode.NOT_FOUND, `Asset ${file} is not installed`)
       return c.body(bytes as Uint8Array<ArrayBuffer>, 200, { 'Content-Type': ASSETS[file]!, 'Cache-Control': 'public, max-age=86400' })
     })
