@@ -64,6 +64,9 @@ describe('GET /docs', () => {
       expect(res.headers.get('content-length')).toBe(String(file.byteLength))
       expect(new Uint8Array(await res.arrayBuffer())).toEqual(file)
     }
+    // the same bytes, not a copy of them per answer
+    const [a, b] = await Promise.all([1, 2].map(async () => (await (await counted.request('/docs/assets/swagger-ui-bundle.js')).body!.getReader().read()).value!))
+    expect(a!.buffer).toBe(b!.buffer)
     expect(reads).toBe(1)
   })
 
