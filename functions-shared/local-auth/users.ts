@@ -116,14 +116,23 @@ export function mergeMetadata(current: Record<string, unknown> | null, patch: Re
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+/** Control, format (zero-width, bidi) and unassigned characters and every kind of space: unseen in an address. */
+const UNSEEN = /[\p{C}\p{Z}]/u
 
+/**
+ * An address as it is stored and compared: trimmed, in Unicode's compatibility form (NFKC) and lower
+ * case; '' when it is no address. Without the form, one address could be registered once per way of
+ * writing it — a full-width letter, a decomposed accent — and an invisible character made another
+ * account of an address that reads the same (`a@\u200bexample.mr`), each with its own welcome tokens.
+ */
 export function normalizeEmail(raw: unknown): string {
   // the length first: the pattern backtracks in time quadratic in the length of what it is given ("a@"
   // and a long run of dots takes minutes at a request body's size, and blocks every request meanwhile)
   if (typeof raw !== 'string' || raw.length > 255 || !EMAIL.test(raw.trim())) {
     return ''
   }
-  const email = raw.trim().toLowerCase()
-  // lower-casing can lengthen a string ("İ" becomes "i" and a combining dot): auth.users.email holds 255
-  return email.length > 255 ? '' : email
+  // the form and lower-casing can lengthen a string ("ﬀ" becomes "ff", "İ" an "i" and a combining dot):
+  // auth.users.email holds 255
+  const email = raw.trim().normalize('NFKC').toLowerCase()
+  return email.length > 255 || UNSEEN.test(email) || !EMAIL.test(email) ? '' : email
 }
