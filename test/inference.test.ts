@@ -13,7 +13,7 @@ import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts
 import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
-import { contentKeys, createOfflineProvider, keyCoverage, matchKey, questionKeys } from '../functions-shared/ai/offline.ts'
+import { contentKeys, createOfflineProvider, keyCoverage, matchKey, questionKeys, textKeys } from '../functions-shared/ai/offline.ts'
 import { namedSubjects, subjectKey } from '../functions-shared/chat/subjects.ts'
 import { isSmallTalk } from '../functions-shared/chat/small-talk.ts'
 import { detectLanguage } from '../functions-shared/chat/language.ts'
@@ -444,5 +444,29 @@ describe('the small parts', () => {
     // the rerank reads the question so: the page of the sea and its fish comes first
     const provider = createOfflineProvider()
     expect(await provider.rerank('الحوت فبحرنا', ['الحوت كبير', 'البحر فيه الحوت'], 2)).toEqual([1, 0])
+  })
+
+  it('reads a verb of the question without its prefix or ending, and a French word by its longest shared start, when the texts hold those and not the word', async () => {
+    const vocabulary = (...texts: string[]) => new Set(texts.flatMap(textKeys))
+    // the imperfect's prefixes (يصوم, نجري, يستعمل) and the endings of person (فرضت, يقراو)
+    expect(questionKeys('جدي ما يقدر يصوم', vocabulary('الصوم واجب'))).toContain(matchKey('الصوم'))
+    expect(questionKeys('علاش يتحذف المشبه', vocabulary('حذف المشبه'))).toContain(matchKey('حذف'))
+    expect(questionKeys('اعلاش فرضت الزكاة', vocabulary('فرض الله الزكاة'))).toContain(matchKey('فرض'))
+    // not when the texts hold the word as written, nor when they hold neither reading
+    expect(questionKeys('يصوم', vocabulary('يصوم الصوم'))).toEqual(new Set([matchKey('يصوم')]))
+    expect(questionKeys('يصوم', vocabulary('الحوت'))).toEqual(new Set([matchKey('يصوم')]))
+    // a French key no text holds: the texts' key with the longest start in common, four letters at the least
+    expect(questionKeys('la mairie dépense', vocabulary('Le maire et le conseil', 'La dépense'))).toEqual(new Set(['maire', matchKey('dépense')]))
+    expect(questionKeys('la mairie', vocabulary('Le marché'))).toEqual(new Set(['mairi']))
+    // a page's Arabic word with a letter written onto it counts as the word too (بخطوات: خطوات)
+    expect(textKeys('يتم بخطوات')).toEqual(expect.arrayContaining([matchKey('بخطوات'), matchKey('خطوات')]))
+    expect(textKeys('بحر')).toEqual([matchKey('بحر')])
+    // the rerank reads them so: the page that holds the other form comes first, though the search put the
+    // other page nearer the question (its similarity breaks a tie of the keys' shares)
+    const provider = createOfflineProvider()
+    const nearer = [0.2, 0.8]
+    expect(await provider.rerank('هل يصوم القادر', ['الصوم على القادر', 'الزكاة على القادر'], 2, undefined, nearer)).toEqual([0, 1])
+    expect(await provider.rerank('le budget de la mairie', ['Le maire vote le budget.', 'Le budget de l\'État.'], 2, undefined, nearer)).toEqual([0, 1])
+    expect(await provider.rerank('ما الخطوات في إجراء الاستعارة', ['إجراء الاستعارة يتم بخطوات', 'إجراء الاستعارة وبيان نوعها'], 2, undefined, nearer)).toEqual([0, 1])
   })
 })

@@ -86,6 +86,29 @@ export const contentKeys = (text: string) =>
 // or a possessive or object pronoun (بحرنا, كتبهم, درسكم)
 const ATTACHED_PREFIX = /^[وبفلك]/u
 const ATTACHED_SUFFIX = /^(.{3,}?)(?:و|نا|هم|كم)$/u
+// what a verb carries that light10 leaves on it: the prefixes of the imperfect (ي ت ن ا, and with the
+// t of forms V, VI, VIII and X: يت ات نت ست يست) and the endings of person and object (ت وا و ني يه وه):
+// يصوم meets الصوم, نجري meets إجراء, فرضت meets فرض
+const VERB_PREFIXES = ['', 'ي', 'ت', 'ن', 'ا', 'يت', 'ات', 'اي', 'نت', 'ست', 'يست']
+const VERB_SUFFIXES = ['', 'ت', 'وا', 'و', 'ني', 'يه', 'وه']
+/** The shortest start of a Latin key that another form of its word shares (mairie and maire, évolue and évolution are cut at five). */
+const LATIN_PREFIX = 4
+
+/**
+ * The keys of a text's content words (contentKeys), and for an Arabic word of five letters or more that
+ * begins with a letter written onto it (ATTACHED_PREFIX: بخطوات, وللمشبه), the key of the word without it
+ * too: a page's words are matched with a question's that way round as well (questionKeys reads the
+ * question's words so), as light10 cannot tell that letter from the word's own.
+ */
+export function textKeys(text: string): string[] {
+  const keys = contentKeys(text)
+  for (const w of foldedWords(text)) {
+    if (w.length < 5 || !ATTACHED_PREFIX.test(w) || !/\p{Script=Arabic}/u.test(w) || PREPOSITION_PRONOUN.test(w)) continue
+    const k = stem(w.slice(1))
+    if (k !== null && !STOP.has(k)) keys.push(k)
+  }
+  return keys
+}
 
 /**
  * The question's keys (contentKeys), read against the words of the texts it is matched with: an Arabic
@@ -100,9 +123,43 @@ export function questionKeys(query: string, vocabulary: ReadonlySet<string>): Se
     if (PREPOSITION_PRONOUN.test(w)) continue
     const k = stem(w)
     if (k === null || STOP.has(k)) continue
-    keys.add((!vocabulary.has(k) && /\p{Script=Arabic}/u.test(w) && attachedReading(w, vocabulary)) || k)
+    if (vocabulary.has(k)) keys.add(k)
+    else if (/\p{Script=Arabic}/u.test(w)) keys.add(attachedReading(w, vocabulary) ?? verbReading(w, vocabulary) ?? k)
+    else keys.add(latinReading(k, vocabulary) ?? k)
   }
   return keys
+}
+
+/** The key of an Arabic word read without a verb's prefix or ending (VERB_PREFIXES, VERB_SUFFIXES), when the texts hold it. */
+function verbReading(word: string, vocabulary: ReadonlySet<string>): string | undefined {
+  for (const p of VERB_PREFIXES) {
+    if (!word.startsWith(p)) continue
+    for (const x of VERB_SUFFIXES) {
+      if (!word.endsWith(x) || word.length - p.length - x.length < 3) continue
+      const k = stem(word.slice(p.length, word.length - x.length))
+      if (k !== null && k.length >= 3 && !STOP.has(k) && vocabulary.has(k)) return k
+    }
+  }
+  return undefined
+}
+
+/**
+ * A Latin key that no text holds, read as the texts' Latin key that shares the longest start with it,
+ * LATIN_PREFIX letters at the least (mairie and maire: "mairi" and "maire"; évoluer and évolution meet at
+ * five already), the first in alphabetical order on a tie. Keys of fewer than five letters are whole
+ * words (prix, pH) and are not read so.
+ */
+function latinReading(key: string, vocabulary: ReadonlySet<string>): string | undefined {
+  if (key.length < FRENCH_STEM) return undefined
+  let best: string | undefined
+  let bestLength = LATIN_PREFIX
+  for (const v of vocabulary) {
+    if (/\p{Script=Arabic}/u.test(v)) continue
+    let n = 0
+    while (n < key.length && n < v.length && key[n] === v[n]) n++
+    if (n > bestLength || (n === bestLength && (best === undefined || v < best))) [best, bestLength] = [v, n]
+  }
+  return best
 }
 
 function attachedReading(word: string, vocabulary: ReadonlySet<string>): string | undefined {
@@ -145,12 +202,12 @@ export const SENTENCE_END = /(?<=[.!?;:؟؛])\s+/u
 // the sources' excerpts (chat/excerpt.ts) are both made of them
 const sentenceCache = new LRUCache<string, { sentences: string[]; keys: Set<string>[] }>({ max: 4096 })
 
-/** A text's sentences (SENTENCE_END) and the keys of each (contentKeys), cached by text. */
+/** A text's sentences (SENTENCE_END) and the keys of each (textKeys), cached by text. */
 export function sentencesOf(text: string): { sentences: string[]; keys: Set<string>[] } {
   let forms = sentenceCache.get(text)
   if (!forms) {
     const sentences = text.split(SENTENCE_END)
-    sentenceCache.set(text, (forms = { sentences, keys: sentences.map((x) => new Set(contentKeys(x))) }))
+    sentenceCache.set(text, (forms = { sentences, keys: sentences.map((x) => new Set(textKeys(x))) }))
   }
   return forms
 }
@@ -204,7 +261,7 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
   const cache = new LRUCache<string, TextForms>({ max: 4096 })
   const forms = (text: string): TextForms => {
     let f = cache.get(text)
-    if (!f) cache.set(text, (f = { keys: new Set(contentKeys(text)), passages: passageKeys(text) }))
+    if (!f) cache.set(text, (f = { keys: new Set(textKeys(text)), passages: passageKeys(text) }))
     return f
   }
   const features = (f: TextForms, text: string) => (f.features ??= offlineFeatures(text, dimension))
@@ -260,7 +317,7 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
         s.text
           .split(/(?<=[.!?؟])\s+/u)
           .filter((x) => x.trim().length > 20)
-          .map((text) => ({ n: s.n, text: text.trim(), keys: new Set(contentKeys(text)) })),
+          .map((text) => ({ n: s.n, text: text.trim(), keys: new Set(textKeys(text)) })),
       )
       // the share of the question's keys each sentence holds, read as the rerank reads them (function words
       // left out, a letter written onto an Arabic word read against the snippets' words); on a tie the
