@@ -59,4 +59,21 @@ describe('rerankByPage', () => {
     expect((await offline.rerank(question, chunks.map((c) => c.text), 3))[0]).toBe(2)
     expect(await rerankByPage(offline, question, chunks, 3)).toEqual([0, 2, 1])
   })
+
+  it('gives the provider each page\'s lesson topic, and the offline rerank puts the lesson the question names first', async () => {
+    const seen: (readonly (string | null)[] | undefined)[] = []
+    const recording: AiProvider = { ...createOfflineProvider(), rerank: async (_q, documents, _n, _s, _sim, topics) => (seen.push(topics), documents.map((_, i) => i)) }
+    const photosynthesis = 'Leçon 4 : la photosynthèse.'
+    const respiration = 'Leçon 5 : la respiration cellulaire.'
+    const chunks = [
+      { ...chunk('a', 2, 0, 'La respiration, c\'est quoi ? On la compare à la photosynthèse.', 0.1), topic: photosynthesis },
+      { ...chunk('b', 3, 0, 'Dans la mitochondrie, la respiration libère l\'énergie.', 0.2), topic: respiration },
+      { ...chunk('a', 2, 1, 'Les feuilles vertes.', 0.3), topic: photosynthesis },
+    ]
+    await rerankByPage(recording, 'q', chunks, 2)
+    expect(seen).toEqual([[photosynthesis, respiration]])
+    // the two pages hold the question's one key alike, and the search put the first nearer: the topic decides
+    expect(await rerankByPage(createOfflineProvider(), 'la respiration, c\'est quoi ?', chunks, 2)).toEqual([1, 0, 2])
+    expect(await rerankByPage(createOfflineProvider(), 'la respiration, c\'est quoi ?', chunks.map(({ topic: _, ...c }) => c), 2)).toEqual([0, 1, 2])
+  })
 })

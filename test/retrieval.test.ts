@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, type TestApp } from './helpers/app.ts'
 import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
-import { chunkTexts, denseSearch, search, type ChunkText } from '../functions-shared/chat/retrieve.ts'
+import { chunkTexts, denseSearch, openingSentence, search, type ChunkText } from '../functions-shared/chat/retrieve.ts'
 import { TtlCache } from '../functions-shared/lib/ttl-cache.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
@@ -131,6 +131,24 @@ describe('chunkTexts', () => {
     const fresh = await chunkTexts(t.deps, reingested, cache)
     expect(fresh[0]!.text).toBe('texte corrigé après réingestion')
     expect(cache.misses).toBe(6)
+  })
+
+  it('reads each chunk\'s lesson topic: its document\'s opening sentence, whatever page the chunk is on', async () => {
+    const doc = await seedDocument(db.sql, {
+      name: 'lesson-topic', grade: '2AS', subject: 'svt-topic', language: 'fr',
+      texts: ['Leçon 5 : la respiration cellulaire. La cellule respire.', 'Dans la mitochondrie, la respiration libère l\'énergie.', 'Bilan ! Le glucose est oxydé.'],
+      pages: [1, 2, 3],
+    })
+    const cache = new TtlCache<ChunkText>({ ttlMs: 60_000, max: 10, clock: t.clock })
+    const hits = await denseSearch(t.deps, offlineVector('la respiration', 1536), 3, { subject: 'svt-topic' })
+    const read = await chunkTexts(t.deps, hits, cache)
+    expect(read.map((c) => c.file_id)).toEqual([doc.id, doc.id, doc.id])
+    expect(read.map((c) => c.topic)).toEqual(Array(3).fill('Leçon 5 : la respiration cellulaire.'))
+    // the opening sentence ends at a full stop, a question or exclamation mark, and at 200 characters
+    expect(openingSentence('الدرس التاسع: التشبيه. التشبيه من أهم ألوان علم البيان')).toBe('الدرس التاسع: التشبيه.')
+    expect(openingSentence('Qu\'est-ce qu\'une onde ? Une perturbation.')).toBe('Qu\'est-ce qu\'une onde ?')
+    expect(Array.from(openingSentence('x'.repeat(500))!)).toHaveLength(200)
+    expect(openingSentence('  ')).toBeNull()
   })
 
   it('drops chunks of documents that are not ready', async () => {

@@ -42,9 +42,10 @@ export interface AiProvider extends Embedder {
   chat(request: ChatRequest, onDelta: (text: string) => void): Promise<ChatResult>
   /**
    * indices of `documents`, best first, at most `topN`. `similarity`, when given, is each document's
-   * cosine similarity to the question as the search measured it (a reranker may use it, or not).
+   * cosine similarity to the question as the search measured it; `topics`, each document's lesson as its
+   * opening sentence names it (a reranker may use either, or not).
    */
-  rerank(query: string, documents: readonly string[], topN: number, signal?: AbortSignal, similarity?: readonly number[]): Promise<number[]>
+  rerank(query: string, documents: readonly string[], topN: number, signal?: AbortSignal, similarity?: readonly number[], topics?: readonly (string | null)[]): Promise<number[]>
   /** whether translate really translates (false: the offline provider, whose translate is the identity) */
   readonly translates: boolean
   /** the text in `to`; the offline provider returns it unchanged */

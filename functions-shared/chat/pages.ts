@@ -15,6 +15,8 @@ export interface PagedChunk {
   chunk_index: number
   text: string
   distance: number
+  /** what the page's lesson is about, as its document's opening sentence says (ChunkText.topic) */
+  topic?: string | null
 }
 
 export interface CandidatePage {
@@ -24,6 +26,8 @@ export interface CandidatePage {
   text: string
   /** the best cosine similarity among its chunks */
   similarity: number
+  /** its lesson's topic (PagedChunk.topic) */
+  topic: string | null
 }
 
 // the shortest overlap taken for one (shorter ones match by chance: a word, a space)
@@ -61,6 +65,7 @@ export function candidatePages(chunks: readonly PagedChunk[]): CandidatePage[] {
       members,
       text: reading.map((i) => chunks[i]!.text).reduce(joinWindows),
       similarity: Math.max(...members.map((i) => 1 - chunks[i]!.distance)),
+      topic: chunks[members[0]!]!.topic ?? null,
     }
   })
 }
@@ -74,7 +79,7 @@ export function candidatePages(chunks: readonly PagedChunk[]): CandidatePage[] {
  */
 export async function rerankByPage(ai: AiProvider, query: string, chunks: readonly PagedChunk[], topN: number, signal?: AbortSignal): Promise<number[]> {
   const pages = candidatePages(chunks)
-  const order = await ai.rerank(query, pages.map((p) => p.text), topN, signal, pages.map((p) => p.similarity))
+  const order = await ai.rerank(query, pages.map((p) => p.text), topN, signal, pages.map((p) => p.similarity), pages.map((p) => p.topic))
   const ranked = [...new Set(order)].map((i) => pages[i]).filter((p): p is CandidatePage => p !== undefined)
   return [...ranked.map((p) => p.members[0]!), ...ranked.flatMap((p) => p.members.slice(1))]
 }

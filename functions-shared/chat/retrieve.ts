@@ -42,6 +42,21 @@ export interface ChunkText {
   title: string | null
   /** the chunk's place in its document: the order of a page's windows */
   chunk_index: number
+  /**
+   * what its lesson is about: the document's opening sentence (its first chunk's text up to the first
+   * full stop, question or exclamation mark, TOPIC_CHARS at the most), as a lesson names itself
+   * ("Leçon 3 : les équations du premier degré à une inconnue.", "الدرس التاسع: التشبيه.")
+   */
+  topic: string | null
+}
+
+/** The longest opening sentence a chunk's topic holds. */
+export const TOPIC_CHARS = 200
+
+/** A text's opening sentence (a full stop, question or exclamation mark ends it; a colon does not), TOPIC_CHARS at the most. */
+export function openingSentence(text: string): string | null {
+  const first = text.split(/(?<=[.!?؟])\s+/u)[0]!.trim()
+  return first === '' ? null : Array.from(first).slice(0, TOPIC_CHARS).join('')
 }
 
 export interface RetrievedChunk extends Candidate, ChunkText {}
@@ -147,11 +162,14 @@ export async function chunkTexts(deps: Deps, candidates: readonly Candidate[], c
     else missing.push(c)
   }
   if (missing.length > 0) {
-    const rows = await asService(deps.sql, (tx) => tx<{ id: string; content: string; title: string | null; chunk_index: number }[]>`
-      select c.id, c.content, d.title, c.chunk_index from public.document_chunks c join public.documents d on d.id = c.file_id
+    // each document's first chunk (its opening, read through the (file_id, page_number, chunk_index) key)
+    const rows = await asService(deps.sql, (tx) => tx<{ id: string; content: string; title: string | null; chunk_index: number; opening: string | null }[]>`
+      select c.id, c.content, d.title, c.chunk_index,
+             (select left(f.content, ${TOPIC_CHARS * 2}) from public.document_chunks f where f.file_id = c.file_id order by f.page_number, f.chunk_index limit 1) as opening
+        from public.document_chunks c join public.documents d on d.id = c.file_id
        where c.id = any(${missing.map((m) => m.chunk_id)}) and d.status = 'ready'`)
     for (const r of rows) {
-      const entry = { text: r.content, title: r.title, chunk_index: Number(r.chunk_index) }
+      const entry = { text: r.content, title: r.title, chunk_index: Number(r.chunk_index), topic: r.opening === null ? null : openingSentence(r.opening) }
       found.set(r.id, entry)
       const candidate = missing.find((m) => m.chunk_id === r.id)!
       cache.set(key(candidate), entry)
