@@ -38,6 +38,18 @@ describe('candidatePages', () => {
     expect(pages[0]!.text).toBe('A au début de la page deux. B du milieu de la page deux.')
     expect(pages.map((p) => p.similarity)).toEqual([0.6, 0.7, 0.8])
   })
+
+  it('measures a page\'s nearness by its chunks\' fused score when the search was hybrid, else by their cosine', () => {
+    const hybrid = candidatePages([{ ...chunk('a', 1, 0, 'un', 0.1), score: 0.02 }, { ...chunk('a', 1, 1, 'deux', 0.9), score: 0.03 }, { ...chunk('b', 1, 0, 'trois', 0.5), score: 0.01 }])
+    expect(hybrid.map((p) => p.similarity)).toEqual([0.03, 0.01])
+  })
+
+  it('breaks a tie of the offline rerank\'s shares by the fused score when the search was hybrid, else by the cosine', async () => {
+    // both pages hold the question's two keys; the full-text branch ranked the second first, the dense one the first
+    const chunks = [{ ...chunk('a', 1, 0, 'L\'argent de la commune.', 0.2), score: 0.016 }, { ...chunk('b', 1, 0, 'La commune et son argent.', 0.6), score: 0.032 }]
+    expect(await rerankByPage(createOfflineProvider(), 'l\'argent de la commune', chunks, 2)).toEqual([1, 0])
+    expect(await rerankByPage(createOfflineProvider(), 'l\'argent de la commune', chunks.map(({ score: _, ...c }) => c), 2)).toEqual([0, 1])
+  })
 })
 
 describe('rerankByPage', () => {

@@ -306,10 +306,11 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
       })
       const score = texts.map((_, i) => passage[i]! + whole[i]! + topic[i]!)
       const cmp = (a: number, b: number) => score[b]! - score[a]!
-      // equal shares (frequent: a question holds four to eight keys) go to the text nearer the question
-      // as the embedding sees it: its character trigrams meet the forms of a word that the five-letter
-      // and light-stem keys miss. The search measured it already (the same embedding); without the
-      // search's figures, the ties that reach into the first topN are embedded here.
+      // equal shares (frequent: a question holds four to eight keys) go to the text the search put nearer
+      // the question: the hybrid search's fused score, whose full-text stemmer (mairie, maire) and the
+      // embedding's character trigrams meet forms of a word that the five-letter and light-stem keys
+      // miss; a dense search's cosine (the same embedding). Without the search's figures, the ties that
+      // reach into the first topN are embedded here.
       const byScore = documents.map((_, i) => i).sort((a, b) => cmp(a, b) || a - b)
       const similarity = new Map<number, number>()
       let queryFeatures: ReturnType<typeof offlineFeatures> | undefined

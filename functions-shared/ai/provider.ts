@@ -41,8 +41,9 @@ export interface AiProvider extends Embedder {
   /** streams the answer's text as it is generated; resolves with the result when done */
   chat(request: ChatRequest, onDelta: (text: string) => void): Promise<ChatResult>
   /**
-   * indices of `documents`, best first, at most `topN`. `similarity`, when given, is each document's
-   * cosine similarity to the question as the search measured it; `topics`, each document's lesson as its
+   * indices of `documents`, best first, at most `topN`. `similarity`, when given, is how near the search
+   * put each document (the hybrid search's fused score, or the dense search's cosine similarity; one
+   * kind for all documents of a call); `topics`, each document's lesson as its
    * opening sentence names it (a reranker may use either, or not).
    */
   rerank(query: string, documents: readonly string[], topN: number, signal?: AbortSignal, similarity?: readonly number[], topics?: readonly (string | null)[]): Promise<number[]>

@@ -15,6 +15,8 @@ export interface PagedChunk {
   chunk_index: number
   text: string
   distance: number
+  /** the hybrid search's fused score (absent for a dense-only search) */
+  score?: number
   /** what the page's lesson is about, as its document's opening sentence says (ChunkText.topic) */
   topic?: string | null
 }
@@ -24,7 +26,10 @@ export interface CandidatePage {
   members: number[]
   /** the page's text as the candidates hold it: their windows in reading order, the overlaps once */
   text: string
-  /** the best cosine similarity among its chunks */
+  /**
+   * how near the search put it: the best fused score of its chunks (hybrid search: the full-text rank,
+   * whose stemmer meets forms the rerank's keys miss, with the dense one), else their best cosine similarity
+   */
   similarity: number
   /** its lesson's topic (PagedChunk.topic) */
   topic: string | null
@@ -64,7 +69,7 @@ export function candidatePages(chunks: readonly PagedChunk[]): CandidatePage[] {
     return {
       members,
       text: reading.map((i) => chunks[i]!.text).reduce(joinWindows),
-      similarity: Math.max(...members.map((i) => 1 - chunks[i]!.distance)),
+      similarity: Math.max(...members.map((i) => chunks[i]!.score ?? 1 - chunks[i]!.distance)),
       topic: chunks[members[0]!]!.topic ?? null,
     }
   })
