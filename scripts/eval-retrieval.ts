@@ -34,7 +34,7 @@ interface Question {
   cross_lingual?: boolean
   /** other pages that answer it as well ("lesson:page"): a page of a neighbouring lesson that says the same */
   also?: string[]
-  /** the set it comes from: '' for eval/retrieval-questions.json, 'fresh' for the set written apart */
+  /** the set it comes from: '' for eval/retrieval-questions.json, 'fresh' and 'third' for the sets written apart */
   set?: string
 }
 
@@ -61,12 +61,16 @@ const pct = (x: number, n: number) => (n === 0 ? '  -  ' : `${((100 * x) / n).to
 
 async function main(): Promise<void> {
   const started = Date.now()
-  // two sets: the questions retrieval was tuned on, and a second set written apart from them (without
-  // reading the first) and kept out of tuning, whose figures tell how retrieval does on questions it was
-  // not made for; their tallies are kept apart (`fresh/<mode>/<filters>`)
+  // three sets: the questions retrieval was tuned on, and two sets written apart from them (each without
+  // reading the others or the code), whose figures tell how retrieval does on questions it was not made
+  // for; their tallies are kept apart (`fresh/<mode>/<filters>`, `third/<mode>/<filters>`)
   const read = async (file: string, set: string) =>
     (JSON.parse(await readFile(`${root}eval/${file}`, 'utf8')) as { questions: Question[] }).questions.map((q) => ({ ...q, set }))
-  const questions = [...(await read('retrieval-questions.json', '')), ...(await read('retrieval-questions-fresh.json', 'fresh'))]
+  const questions = [
+    ...(await read('retrieval-questions.json', '')),
+    ...(await read('retrieval-questions-fresh.json', 'fresh')),
+    ...(await read('retrieval-questions-third.json', 'third')),
+  ]
   const curriculum = JSON.parse(await readFile(`${root}demo/curriculum.json`, 'utf8')) as { lessons: { id: string; path: string }[] }
   const lessons = new Map<string, Lesson>(
     curriculum.lessons.map((l) => {
@@ -138,7 +142,7 @@ async function main(): Promise<void> {
       const student = new ApiClient({ url: gateways[mode]!.url, token })
       for (const filters of ['with', 'without'] as const) {
         const tally: Tally = { n: 0, page1: 0, doc1: 0, doc3: 0, rr: 0, clarified: 0 }
-        const fresh: Tally = { n: 0, page1: 0, doc1: 0, doc3: 0, rr: 0, clarified: 0 }
+        const apart = { fresh: { n: 0, page1: 0, doc1: 0, doc3: 0, rr: 0, clarified: 0 } as Tally, third: { n: 0, page1: 0, doc1: 0, doc3: 0, rr: 0, clarified: 0 } as Tally }
         const clarify = { n: 0, clarified: 0 }
         const cross: Tally = { n: 0, page1: 0, doc1: 0, doc3: 0, rr: 0, clarified: 0 }
         for (const q of questions) {
@@ -161,7 +165,7 @@ async function main(): Promise<void> {
             continue
           }
           const right = answers(q).map((a) => ({ doc: docOf.get(a.lesson)!, page: a.page }))
-          const t = q.cross_lingual ? cross : q.set === 'fresh' ? fresh : tally
+          const t = q.cross_lingual ? cross : q.set === 'fresh' || q.set === 'third' ? apart[q.set] : tally
           t.n++
           if (res.path === 'clarify') t.clarified++
           const rank = sources.findIndex((s) => right.some((r) => s.document_id === r.doc && s.page_number === r.page)) + 1
@@ -174,7 +178,7 @@ async function main(): Promise<void> {
         }
         tallies.set(`${mode}/${filters}`, tally)
         tallies.set(`${mode}/${filters}/cross_lingual`, cross)
-        tallies.set(`fresh/${mode}/${filters}`, fresh)
+        for (const [set, t] of Object.entries(apart)) tallies.set(`${set}/${mode}/${filters}`, t)
         if (filters === 'without') clarifyItems.set(mode, clarify)
       }
     }
@@ -187,15 +191,15 @@ async function main(): Promise<void> {
     else {
       const first = questions.filter((q) => q.set === '')
       const same = first.filter((q) => q.lesson && !q.cross_lingual).length
-      out(`\n${new Date().toISOString().slice(0, 10)}, node ${process.version}; ${same} questions on ${docOf.size} lessons, ${first.length - same - first.filter((q) => !q.lesson).length} cross-lingual, ${first.filter((q) => !q.lesson).length} off-curriculum messages; a second set of ${questions.length - first.length} questions written apart and kept out of tuning\n`)
+      out(`\n${new Date().toISOString().slice(0, 10)}, node ${process.version}; ${same} questions on ${docOf.size} lessons, ${first.length - same - first.filter((q) => !q.lesson).length} cross-lingual, ${first.filter((q) => !q.lesson).length} off-curriculum messages; two sets written apart: ${questions.filter((q) => q.set === 'fresh').length} and ${questions.filter((q) => q.set === 'third').length} questions\n`)
       out('retrieval  filters   questions        page@1   doc@1   doc@3    MRR    clarified  | off-curriculum clarified')
       for (const mode of modes) {
         for (const filters of ['with', 'without'] as const) {
-          for (const part of ['', '/cross_lingual', 'fresh'] as const) {
-            const t = tallies.get(part === 'fresh' ? `fresh/${mode}/${filters}` : `${mode}/${filters}${part}`)!
+          for (const part of ['', '/cross_lingual', 'fresh', 'third'] as const) {
+            const t = tallies.get(part === 'fresh' || part === 'third' ? `${part}/${mode}/${filters}` : `${mode}/${filters}${part}`)!
             if (t.n === 0) continue
             const c = clarifyItems.get(mode)!
-            const label = part === 'fresh' ? `${t.n} second set` : part ? `${t.n} cross-lingual` : `${t.n} same language`
+            const label = part === 'fresh' ? `${t.n} second set` : part === 'third' ? `${t.n} third set` : part ? `${t.n} cross-lingual` : `${t.n} same language`
             out(`${mode.padEnd(10)} ${filters.padEnd(8)}  ${label.padEnd(16)} ${pct(t.page1, t.n)}  ${pct(t.doc1, t.n)}  ${pct(t.doc3, t.n)}  ${(t.rr / t.n).toFixed(3)}   ${pct(t.clarified, t.n)}   | ${filters === 'without' && !part ? pct(c.clarified, c.n) : ''}`)
           }
         }

@@ -102,14 +102,19 @@ const LATIN_PREFIX = 4
  * question's words so), as light10 cannot tell that letter from the word's own.
  */
 export function textKeys(text: string): string[] {
-  const keys = contentKeys(text)
+  const keys: string[] = []
   for (const w of foldedWords(text)) {
-    if (w.length < 5 || !ATTACHED_PREFIX.test(w) || !/\p{Script=Arabic}/u.test(w) || PREPOSITION_PRONOUN.test(w)) continue
-    const k = stem(w.slice(1))
+    if (PREPOSITION_PRONOUN.test(w)) continue
+    const k = stem(w)
     if (k !== null && !STOP.has(k)) keys.push(k)
+    if (w.length >= 5 && ATTACHED_PREFIX.test(w) && ARABIC_LETTER.test(w)) {
+      const bare = stem(w.slice(1))
+      if (bare !== null && !STOP.has(bare)) keys.push(bare)
+    }
   }
   return keys
 }
+const ARABIC_LETTER = /\p{Script=Arabic}/u
 
 /**
  * The question's keys (contentKeys), read against the words of the texts it is matched with: an Arabic
