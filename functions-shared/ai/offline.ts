@@ -144,6 +144,9 @@ function verbReading(word: string, vocabulary: ReadonlySet<string>): string | un
       if (!word.endsWith(x) || word.length - p.length - x.length < 3) continue
       const k = stem(word.slice(p.length, word.length - x.length))
       if (k !== null && k.length >= 3 && !STOP.has(k) && vocabulary.has(k)) return k
+      // a verb whose last letter is weak ends in ي where its noun ends in ا (يزكي, الزكاة; يصلي, الصلاة)
+      const weak = k !== null && k.length >= 3 && k.endsWith('ي') ? `${k.slice(0, -1)}ا` : null
+      if (weak !== null && !STOP.has(weak) && vocabulary.has(weak)) return weak
     }
   }
   return undefined
