@@ -218,6 +218,9 @@ describe('retrieveAndRerank', () => {
     const prompt = server.calls.findLast((c) => c.body.model === 'rerank-model')!.body.messages[1].content as string
     expect(prompt).toContain('Fin de la page des marées.')
     expect(prompt.split(sentence(13)).length - 1).toBe(1)
+    // each passage names its lesson, by the document's opening sentence
+    expect(prompt).toContain(`0: (lesson: ${sentence(0)}) `)
+    expect(prompt).toContain(`1: (lesson: ${sentence(0)}) `)
     expect(r.snippets.map((s) => s.page_number)).toEqual([1, 2, 1])
   })
 

@@ -128,8 +128,9 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
         d.done()
       }
     },
-    async rerank(query, documents, topN, signal) {
-      const list = documents.map((d, i) => `${i}: ${d.slice(0, RERANK_DOCUMENT_CHARS)}`).join('\n\n')
+    async rerank(query, documents, topN, signal, _similarity, topics) {
+      // each passage with the lesson it is from, as the lesson's opening sentence names it
+      const list = documents.map((d, i) => `${i}: ${topics?.[i] ? `(lesson: ${topics[i]}) ` : ''}${d.slice(0, RERANK_DOCUMENT_CHARS)}`).join('\n\n')
       const d = deadline(s.timeoutMs, signal)
       try {
         const res = await (await client()).chat.completions.create(
