@@ -211,6 +211,26 @@ describe('GET and PUT /user', () => {
     expect(await gotrue('GET', '/user', undefined, bearer(await studentToken()))).toMatchObject({ status: 403, body: { code: 'user_not_found' } })
   })
 
+  it('holds a user\'s metadata to 16 KB of JSON, sent at once or merged over updates, as every token carries it', async () => {
+    // an app of its own: its rate limits are not the file's (the clock is fake, so nothing refills them)
+    const own = createTestApp({ sql: db.sql, env: { AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000' } })
+    const call = async (method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
+      const res = await own.auth.request(`/auth/v1${path}`, { method, headers: { 'content-type': 'application/json', ...V, ...headers }, body: JSON.stringify(body) })
+      return { status: res.status, body: (await res.json()) as Record<string, any> }
+    }
+    const big = { notes: 'x'.repeat(20_000) }
+    const refused = await call('POST', '/signup', { email: newEmail(), password: 'secret-123', data: big })
+    expect(refused).toMatchObject({ status: 400, body: { code: 'validation_failed', message: expect.stringMatching(/^data is 2\d{4} bytes as JSON, more than 16384/) } })
+    const s = (await call('POST', '/signup', { email: newEmail(), password: 'secret-123', data: { notes: 'x'.repeat(10_000) } })).body
+    expect(s.user.user_metadata.notes).toHaveLength(10_000)
+    // a second key of 10 KB makes the merged metadata too large: refused, and the first kept
+    const user = bearer(s.access_token)
+    expect(await call('PUT', '/user', { data: { more: 'y'.repeat(10_000) } }, user)).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+    expect((await call('PUT', '/user', { data: { city: 'Atar' } }, user)).body.user_metadata).toMatchObject({ notes: 'x'.repeat(10_000), city: 'Atar' })
+    expect(await call('PUT', `/admin/users/${s.user.id}`, { user_metadata: { more: 'y'.repeat(10_000) } }, service)).toMatchObject({ status: 400 })
+    expect(await call('PUT', `/admin/users/${s.user.id}`, { app_metadata: big }, service)).toMatchObject({ status: 400 })
+  })
+
   it('merges user metadata (null deletes a key) and refuses app_metadata', async () => {
     const s = await signUp(newEmail(), 'secret-123', { full_name: 'A', grade: '7C' })
     const res = await gotrue('PUT', '/user', { data: { grade: null, city: 'Nouakchott' } }, bearer(s.access_token))

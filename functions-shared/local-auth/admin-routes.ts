@@ -6,7 +6,7 @@ import type { TotalRow } from '../db/client.ts'
 import { emailTaken, GoTrueError, errors } from './errors.ts'
 import { findUser, findUserByEmail, mergeMetadata, userWithIdentities, UUID } from './users.ts'
 import { randomToken } from './sessions.ts'
-import { asObject, readBody, type AuthKit } from './kit.ts'
+import { asObject, checkMetadataSize, readBody, type AuthKit } from './kit.ts'
 
 /** The longest ban: Go's time.Duration, in whole hours, as GoTrue reads ban_duration. */
 const MAX_BAN_HOURS = 2_562_047
@@ -84,8 +84,8 @@ export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
       if (!current) throw errors.userNotFound()
       const appMeta = asObject(body.app_metadata, 'app_metadata')
       const userMeta = asObject(body.user_metadata, 'user_metadata')
-      if (appMeta) await tx`update auth.users set raw_app_meta_data = ${tx.json(mergeMetadata(current.raw_app_meta_data, appMeta) as never)}, updated_at = now() where id = ${id}`
-      if (userMeta) await tx`update auth.users set raw_user_meta_data = ${tx.json(mergeMetadata(current.raw_user_meta_data, userMeta) as never)}, updated_at = now() where id = ${id}`
+      if (appMeta) await tx`update auth.users set raw_app_meta_data = ${tx.json(checkMetadataSize(mergeMetadata(current.raw_app_meta_data, appMeta), 'app_metadata') as never)}, updated_at = now() where id = ${id}`
+      if (userMeta) await tx`update auth.users set raw_user_meta_data = ${tx.json(checkMetadataSize(mergeMetadata(current.raw_user_meta_data, userMeta), 'user_metadata') as never)}, updated_at = now() where id = ${id}`
       if (body.email !== undefined) {
         const email = emailOrFail(body.email)
         const other = await findUserByEmail(tx, email)

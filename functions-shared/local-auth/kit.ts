@@ -37,7 +37,22 @@ export function checkText<T>(value: T): T {
 export const asObject = (v: unknown, field: string): Record<string, unknown> | undefined => {
   if (v === undefined || v === null) return undefined
   if (typeof v !== 'object' || Array.isArray(v)) throw errors.validation(`${field} must be an object`)
-  return v as Record<string, unknown>
+  return checkMetadataSize(v as Record<string, unknown>, field)
+}
+
+/**
+ * The most a user's metadata (user_metadata, app_metadata) may hold, as JSON: every access token carries
+ * it, and every request sends the token. A sign-up with a megabyte of it was stored, and its tokens were
+ * past what an HTTP header may hold; sign-ups of that size from one address grew the database by
+ * gigabytes a day.
+ */
+export const METADATA_MAX_BYTES = 16_384
+
+/** The metadata as it is, or a validation error when its JSON is past METADATA_MAX_BYTES. */
+export function checkMetadataSize<T extends Record<string, unknown>>(metadata: T, field: string): T {
+  const bytes = new TextEncoder().encode(JSON.stringify(metadata)).length
+  if (bytes > METADATA_MAX_BYTES) throw errors.validation(`${field} is ${bytes} bytes as JSON, more than ${METADATA_MAX_BYTES}: every access token carries it`)
+  return metadata
 }/** What every endpoint of the local auth server uses: settings, limits, and the checks of GoTrue's middleware. */
 export function authKit(deps: Deps) {
   const { sql, config } = deps

@@ -7,7 +7,7 @@ import { emailTaken, GoTrueError, errors } from './errors.ts'
 import { findUser, findUserByEmail, mergeMetadata, normalizeEmail, userWithIdentities } from './users.ts'
 import { issuer, randomToken, sessionResponse, startSession } from './sessions.ts'
 import { redirectTarget } from './redirects.ts'
-import { asObject, readBody, type AuthKit } from './kit.ts'
+import { asObject, checkMetadataSize, readBody, type AuthKit } from './kit.ts'
 
 /**
  * A refresh token with its session. The shim's columns are nullable as GoTrue's are; this server writes
@@ -154,7 +154,7 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
     const data = asObject(body.data, 'data')
     await sql.begin(async (tx) => {
       const current = (await findUser(tx, user.id, { lock: true }))!
-      if (data) await tx`update auth.users set raw_user_meta_data = ${tx.json(mergeMetadata(current.raw_user_meta_data, data) as never)}, updated_at = now() where id = ${user.id}`
+      if (data) await tx`update auth.users set raw_user_meta_data = ${tx.json(checkMetadataSize(mergeMetadata(current.raw_user_meta_data, data), 'data') as never)}, updated_at = now() where id = ${user.id}`
       if (body.email !== undefined) {
         const email = emailOrFail(body.email)
         if (email !== current.email) {
