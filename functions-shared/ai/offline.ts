@@ -75,12 +75,9 @@ const STOP = new Set(
 )
 // a preposition with a pronoun attached (منها, عليه, عندك, فيهم, لنا, بها): a function word as well
 const PREPOSITION_PRONOUN = /^(?:من|عن|في|علي|الي|عند|مع|لدي|ل|ب|ك)(?:ه|ها|هم|هما|هن|ك|كم|كما|كن|ي|نا)$/u
+const ARABIC_LETTER = /\p{Script=Arabic}/u
 /** The matching keys of a text's content words (matchKey, function words left out), in order. */
-export const contentKeys = (text: string) =>
-  foldedWords(text)
-    .filter((w) => !PREPOSITION_PRONOUN.test(w))
-    .map(stem)
-    .filter((k): k is string => k !== null && !STOP.has(k))
+export const contentKeys = (text: string) => keysOf(text, false)
 
 // what may be written onto an Arabic word that light10 leaves on it: a conjunction or preposition of one
 // letter at its start (ومثال, بمثال, فنهار, لكل), and at its end the Hassaniya -و (فاهمو, يلزمو, يقراو)
@@ -101,20 +98,22 @@ const LATIN_PREFIX = 4
  * too: a page's words are matched with a question's that way round as well (questionKeys reads the
  * question's words so), as light10 cannot tell that letter from the word's own.
  */
-export function textKeys(text: string): string[] {
+export const textKeys = (text: string) => keysOf(text, true)
+
+/** contentKeys, and with `bare` textKeys's keys of the words without a letter written onto their start. */
+function keysOf(text: string, bare: boolean): string[] {
   const keys: string[] = []
+  const add = (word: string) => {
+    const k = stem(word)
+    if (k !== null && !STOP.has(k)) keys.push(k)
+  }
   for (const w of foldedWords(text)) {
     if (PREPOSITION_PRONOUN.test(w)) continue
-    const k = stem(w)
-    if (k !== null && !STOP.has(k)) keys.push(k)
-    if (w.length >= 5 && ATTACHED_PREFIX.test(w) && ARABIC_LETTER.test(w)) {
-      const bare = stem(w.slice(1))
-      if (bare !== null && !STOP.has(bare)) keys.push(bare)
-    }
+    add(w)
+    if (bare && w.length >= 5 && ATTACHED_PREFIX.test(w) && ARABIC_LETTER.test(w)) add(w.slice(1))
   }
   return keys
 }
-const ARABIC_LETTER = /\p{Script=Arabic}/u
 
 /**
  * The question's keys (contentKeys), read against the words of the texts it is matched with: an Arabic
@@ -130,7 +129,7 @@ export function questionKeys(query: string, vocabulary: ReadonlySet<string>): Se
     const k = stem(w)
     if (k === null || STOP.has(k)) continue
     if (vocabulary.has(k)) keys.add(k)
-    else if (/\p{Script=Arabic}/u.test(w)) keys.add(attachedReading(w, vocabulary) ?? verbReading(w, vocabulary) ?? k)
+    else if (ARABIC_LETTER.test(w)) keys.add(attachedReading(w, vocabulary) ?? verbReading(w, vocabulary) ?? k)
     else keys.add(latinReading(k, vocabulary) ?? k)
   }
   return keys
@@ -163,7 +162,7 @@ function latinReading(key: string, vocabulary: ReadonlySet<string>): string | un
   let best: string | undefined
   let bestLength = LATIN_PREFIX
   for (const v of vocabulary) {
-    if (/\p{Script=Arabic}/u.test(v)) continue
+    if (ARABIC_LETTER.test(v)) continue
     let n = 0
     while (n < key.length && n < v.length && key[n] === v[n]) n++
     if (n > bestLength || (n === bestLength && (best === undefined || v < best))) [best, bestLength] = [v, n]

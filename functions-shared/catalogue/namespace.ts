@@ -29,7 +29,17 @@ export function hasNamespace(grade: unknown, subject: unknown): boolean {
 export const MAX_GRADE_CHARS = 32
 
 export function filterForms(grade: string, subject: string): { grade: string | null; subject: string | null } {
+  return { grade: gradeForm(grade), subject: subjectForm(subject) }
+}
+
+/** A grade as a question names it (filterForms), or null. */
+export function gradeForm(grade: string): string | null {
   const g = grade.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^A-Za-z0-9]+/g, '-').replace(/^-+|-+$/g, '')
+  return g !== '' && g.length <= MAX_GRADE_CHARS ? g : null
+}
+
+/** A subject as a question names it, a lower-case slug in Latin letters (filterForms), or null. */
+export function subjectForm(subject: string): string | null {
   const s = namespaceSlug(subject)
-  return { grade: g !== '' && g.length <= MAX_GRADE_CHARS ? g : null, subject: /^[a-z0-9]+(?:-[a-z0-9]+)*$/.test(s) ? s : null }
+  return /^[a-z0-9]+(?:-[a-z0-9]+)*$/.test(s) ? s : null
 }

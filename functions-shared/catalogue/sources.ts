@@ -1,7 +1,7 @@
 // How the catalogue applies a scraper source (sources-file.ts): the hosts its downloads may reach, and
 // what its rules read from a listing's link.
 import { parseHostList } from '../net/host-entry.ts'
-import { filterForms } from './namespace.ts'
+import { gradeForm, subjectForm } from './namespace.ts'
 import type { Source, SourceRule } from '../sources-file.ts'
 
 /** What downloads of this source may reach: its allowed_hosts, else the index URLs' hosts with their ports. */
@@ -93,8 +93,8 @@ export function linkMetadata(source: Source, link: LinkFacts): LinkMetadata {
   // a column headed "Sciences Naturelles" or a path's "Education_Islamique" is the subject a student
   // names as sciences-naturelles or education-islamique. A value with nothing in that form (a subject in
   // Arabic script) stays as given: no question can name it, the catalogue's inference can still find it
-  meta.grade = meta.grade === null ? null : (filterForms(meta.grade, 'x').grade ?? (meta.grade.trim() || null))
-  meta.subject = meta.subject === null ? null : (filterForms('x', meta.subject).subject ?? (meta.subject.trim() || null))
+  meta.grade = meta.grade === null ? null : (gradeForm(meta.grade) ?? (meta.grade.trim() || null))
+  meta.subject = meta.subject === null ? null : (subjectForm(meta.subject) ?? (meta.subject.trim() || null))
   meta.title = bounded(meta.title, MAX_TITLE_CHARS)
   meta.major = bounded(meta.major, MAX_LABEL_CHARS)
   meta.category = bounded(meta.category, MAX_LABEL_CHARS)

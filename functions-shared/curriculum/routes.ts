@@ -1,6 +1,6 @@
 // /curriculum: the public catalogue of ready documents (spec §4.9).
 import { createRoute, z } from '@hono/zod-openapi'
-import { filterForms } from '../catalogue/namespace.ts'
+import { subjectForm } from '../catalogue/namespace.ts'
 import type { Deps } from '../deps.ts'
 import { createRouter } from '../http/router.ts'
 import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
@@ -51,7 +51,7 @@ const subjects = createRoute({
 })
 const textbooks = createRoute({
   method: 'get', path: '/textbooks', tags: ['curriculum'], summary: 'Ready textbooks, optionally filtered',
-  request: { query: z.object({ grade: z.string().max(64).optional(), subject: z.string().max(128).optional(), language: z.string().max(16).optional() }) },
+  request: { query: z.object({ grade: z.string().max(64).optional(), subject: z.string().max(128).optional().openapi({ description: 'a subject, read as its slug ("Mathématiques" is mathematiques)' }), language: z.string().max(16).optional() }) },
   responses: { 200: jsonContent(z.object({ levels: z.array(z.string()), textbooks: z.array(TextbookSchema) }).openapi('TextbookList'), 'Levels and textbooks'), ...errorResponses.public },
 })
 const textbook = createRoute({
@@ -77,7 +77,7 @@ export function curriculumRouter(deps: Deps) {
       const q = c.req.valid('query')
       // a subject read as its slug, as chat reads it ("Mathématiques" is mathematiques); one with no such form
       // (Arabic script) as given
-      const subject = q.subject === undefined ? null : (filterForms('x', q.subject).subject ?? q.subject)
+      const subject = q.subject === undefined ? null : (subjectForm(q.subject) ?? q.subject)
       const [grade, language] = [q.grade ?? null, q.language ?? null]
       const rows = await asService(deps.sql, (tx) => tx<DocumentRow[]>`
         select * from public.documents
