@@ -193,7 +193,9 @@ function request(op: Operation, mutations: [string, unknown][]): { url: string; 
   let body: BodyInit | undefined
   if (op.body) {
     const value = sample(op.body.schema) as Record<string, unknown>
-    for (const [key, v] of mutations) if (key.startsWith('body:')) setAt(value, key.slice(5), v, op.body.schema)
+    // each value a copy: two fields of one request may nest into each other (history set to the array
+    // value, then history.0.content into it), which wrote into the shared value and left it circular
+    for (const [key, v] of mutations) if (key.startsWith('body:')) setAt(value, key.slice(5), structuredClone(v), op.body.schema)
     if (op.body.type === 'json') {
       headers['content-type'] = 'application/json'
       body = JSON.stringify(value)
@@ -339,7 +341,7 @@ describe('the same sweep over the local auth server (/auth/v1)', () => {
           const keys = field.split('.')
           let at = body
           for (const k of keys.slice(0, -1)) at = at[k] ??= {}
-          at[keys.at(-1)!] = VALUES[name]
+          at[keys.at(-1)!] = structuredClone(VALUES[name])
           const headers = { 'content-type': 'application/json', ...(route.path.startsWith('/admin') ? service : route.path === '/user' ? bearer(userToken) : {}) }
           const res = await t.auth.request(`/auth/v1${route.path}`, { method: route.method, headers, body: JSON.stringify(body) })
           n++
