@@ -366,3 +366,41 @@ describe('the access-token hook', () => {
     expect(claimsOf((await json(res)).access_token).app_metadata.role).toBeUndefined()
   })
 })
+
+describe('password hashes (bcrypt on the thread pool, as pgcrypto and GoTrue store them)', () => {
+  // apps of their own: their rate limits are not the file's (the clock is fake, so nothing refills them)
+  const ownApp = (cost: string) => {
+    const own = createTestApp({ sql: db.sql, env: { AUTH_BCRYPT_COST: cost, AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000' } })
+    return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+      own.auth.request(`/auth/v1${path}`, { method, headers: { 'content-type': 'application/json', ...V, ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  }
+
+  it('stores $2a$ hashes that pgcrypto checks, and signs in with a hash pgcrypto made', async () => {
+    const call = ownApp('4')
+    // an Arabic password of 100 bytes: bcrypt reads the first 72, in pgcrypto as here
+    const long = 'كلمة-سر-طويلة-'.repeat(4)
+    const s = (await (await call('POST', '/signup', { email: newEmail(), password: long })).json()) as { user: { id: string } }
+    const [row] = await db.sql`select encrypted_password as h, extensions.crypt(${long}, encrypted_password) = encrypted_password as ok from auth.users where id = ${s.user.id}`
+    expect(row!.h).toMatch(/^\$2a\$04\$/)
+    expect(row!.ok).toBe(true)
+    const email = newEmail()
+    const made = (await (await call('POST', '/signup', { email, password: 'secret-123' })).json()) as { user: { id: string } }
+    await db.sql`update auth.users set encrypted_password = extensions.crypt(${long}, extensions.gen_salt('bf', 4)) where id = ${made.user.id}`
+    expect((await call('POST', '/token?grant_type=password', { email, password: long })).status).toBe(200)
+    const wrong = await call('POST', '/token?grant_type=password', { email, password: 'secret-123' })
+    expect({ status: wrong.status, body: await wrong.json() }).toMatchObject({ status: 400, body: { code: 'invalid_credentials' } })
+  })
+
+  it('holds no other request while a password is checked: a request made after a sign-in is answered before it', async () => {
+    // a cost that takes a few hundred milliseconds: pgcrypto's crypt() ran it in the embedded database, on
+    // Node's thread and its one connection, and every request waited for it
+    const call = ownApp('12')
+    const email = newEmail()
+    const session = (await (await call('POST', '/signup', { email, password: 'secret-123' })).json()) as { access_token: string }
+    const done: string[] = []
+    const signIn = call('POST', '/token?grant_type=password', { email, password: 'wrong-password' }).then((r) => done.push(`sign-in ${r.status}`))
+    const user = call('GET', '/user', undefined, { authorization: `Bearer ${session.access_token}` }).then((r) => done.push(`user ${r.status}`))
+    await Promise.all([signIn, user])
+    expect(done).toEqual(['user 200', 'sign-in 400'])
+  })
+})

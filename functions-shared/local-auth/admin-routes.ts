@@ -41,11 +41,12 @@ export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
     const password = typeof body.password === 'string' && body.password !== '' ? body.password : randomToken(64)
     if (password.length > 72) throw errors.validation('Password cannot be longer than 72 characters')
     const id = typeof body.id === 'string' && UUID.test(body.id) ? body.id : crypto.randomUUID()
+    const encrypted = await hash(password)
     try {
       await sql.begin(async (tx) => {
         if (await findUserByEmail(tx, email)) throw new GoTrueError(422, 'email_exists', 'A user with this email address has already been registered')
         await tx`insert into auth.users (instance_id, id, aud, role, email, encrypted_password, raw_app_meta_data, raw_user_meta_data, created_at, updated_at, is_anonymous)
-                 values ('00000000-0000-0000-0000-000000000000', ${id}, 'authenticated', '', ${email}, ${await hash(tx, password)},
+                 values ('00000000-0000-0000-0000-000000000000', ${id}, 'authenticated', '', ${email}, ${encrypted},
                          ${tx.json({ provider: 'email', providers: ['email'] })}, ${tx.json(userMeta as never)}, now(), now(), false)`
         // as GoTrue: role, custom app_metadata and the confirmation come in a later UPDATE
         const confirm = body.email_confirm === true
@@ -79,6 +80,8 @@ export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
     const id = c.req.param('id')
     if (!UUID.test(id)) throw new GoTrueError(404, 'validation_failed', 'user_id must be an UUID')
     const body = await readBody(c)
+    // the new password's hash is made before the transaction: bcrypt holds no connection (passwords.ts)
+    const encrypted = body.password !== undefined ? await hash(checkPassword(body.password)) : undefined
     await sql.begin(async (tx) => {
       const current = await findUser(tx, id, { lock: true })
       if (!current) throw errors.userNotFound()
@@ -93,9 +96,8 @@ export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
         await tx`update auth.users set email = ${email}, updated_at = now() where id = ${id}`.catch(emailTaken)
       }
       if (body.email_confirm === true) await tx`update auth.users set email_confirmed_at = coalesce(email_confirmed_at, now()) where id = ${id}`
-      if (body.password !== undefined) {
-        const password = checkPassword(body.password)
-        await tx`update auth.users set encrypted_password = ${await hash(tx, password)}, updated_at = now() where id = ${id}`
+      if (encrypted !== undefined) {
+        await tx`update auth.users set encrypted_password = ${encrypted}, updated_at = now() where id = ${id}`
         // an admin password change signs out every session
         await tx`delete from auth.sessions where user_id = ${id}`
       }

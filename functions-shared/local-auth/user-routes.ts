@@ -4,10 +4,11 @@ import type { Hono } from 'hono'
 import type { Deps } from '../deps.ts'
 import { isPgError } from '../db/tx.ts'
 import { emailTaken, GoTrueError, errors } from './errors.ts'
-import { findUser, findUserByEmail, mergeMetadata, normalizeEmail, userWithIdentities } from './users.ts'
+import { findUser, findUserByEmail, mergeMetadata, normalizeEmail, passwordOf, userWithIdentities } from './users.ts'
 import { issuer, randomToken, sessionResponse, startSession } from './sessions.ts'
 import { redirectTarget } from './redirects.ts'
 import { asObject, checkMetadataSize, readBody, type AuthKit } from './kit.ts'
+import { verifyPassword } from './passwords.ts'
 
 /**
  * A refresh token with its session. The shim's columns are nullable as GoTrue's are; this server writes
@@ -28,8 +29,8 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
   const { sql, config, log, limits, redirects, checkPassword, emailOrFail, hash, requireUser, meta } = kit
   // a bcrypt hash of no one's password, at the stored ones' cost, that an unknown email is checked against
   let decoy: Promise<string> | undefined
-  const unknownUserHash = (tx: Parameters<typeof hash>[0]) =>
-    (decoy ??= hash(tx, crypto.randomUUID()).catch((err: unknown) => {
+  const unknownUserHash = () =>
+    (decoy ??= hash(crypto.randomUUID()).catch((err: unknown) => {
       decoy = undefined
       throw err
     }))
@@ -48,11 +49,12 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
     const email = emailOrFail(body.email)
     const password = checkPassword(body.password)
     const data = asObject(body.data, 'data') ?? {}
+    // hashed before the transaction, as every password here: bcrypt holds no connection
+    const encrypted = await hash(password)
     try {
       const session = await sql.begin(async (tx) => {
         if (await findUserByEmail(tx, email)) throw new GoTrueError(422, 'user_already_exists', 'User already registered')
         const id = crypto.randomUUID()
-        const encrypted = await hash(tx, password)
         // as GoTrue: insert with the sign-up data, then set role, confirm (autoconfirm) and record the identity
         await tx`insert into auth.users (instance_id, id, aud, role, email, encrypted_password, raw_app_meta_data, raw_user_meta_data, created_at, updated_at, is_anonymous)
                  values ('00000000-0000-0000-0000-000000000000', ${id}, 'authenticated', '', ${email}, ${encrypted},
@@ -81,13 +83,16 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
     if (grant === 'password') {
       const email = normalizeEmail(body.email)
       const password = typeof body.password === 'string' ? body.password : ''
+      const found = email ? await findUserByEmail(sql, email) : null
+      // an unknown email costs the same bcrypt as a known one: the time of the answer does not tell
+      // which emails have accounts. The check holds no connection (passwords.ts)
+      const stored = found?.encrypted_password || (await unknownUserHash())
+      const ok = await verifyPassword(password, stored)
+      if (!found || !found.encrypted_password || !password || !ok) throw errors.invalidCredentials()
       const session = await sql.begin(async (tx) => {
-        const user = email ? await findUserByEmail(tx, email) : null
-        // an unknown email costs the same bcrypt as a known one: the time of the answer does not tell
-        // which emails have accounts
-        const stored = user?.encrypted_password || (await unknownUserHash(tx))
-        const [{ ok }] = await tx<[{ ok: boolean }]>`select extensions.crypt(${password}, ${stored}) = ${stored} as ok`
-        if (!user || !user.encrypted_password || !password || !ok) throw errors.invalidCredentials()
+        // the account as it is now: a password changed while this one was checked is not this one
+        const user = await findUserByEmail(tx, email!)
+        if (!user || user.id !== found.id || user.encrypted_password !== found.encrypted_password) throw errors.invalidCredentials()
         if (!user.email_confirmed_at) throw new GoTrueError(400, 'email_not_confirmed', 'Email not confirmed')
         if (banned(user)) throw new GoTrueError(400, 'user_banned', 'User is banned')
         return startSession(deps, tx, user, 'password', meta(c))
@@ -152,6 +157,15 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
     const body = await readBody(c)
     if (body.app_metadata !== undefined) throw errors.notAdmin()
     const data = asObject(body.data, 'data')
+    // a new password is checked against the current one and hashed before the transaction (passwords.ts)
+    let encrypted: string | undefined
+    if (body.password !== undefined) {
+      const password = checkPassword(body.password)
+      const current = await passwordOf(sql, user.id)
+      if (current && (await verifyPassword(password, current)))
+        throw new GoTrueError(422, 'same_password', 'New password should be different from the old password.')
+      encrypted = await hash(password)
+    }
     await sql.begin(async (tx) => {
       const current = (await findUser(tx, user.id, { lock: true }))!
       if (data) await tx`update auth.users set raw_user_meta_data = ${tx.json(checkMetadataSize(mergeMetadata(current.raw_user_meta_data, data), 'data') as never)}, updated_at = now() where id = ${user.id}`
@@ -165,11 +179,8 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
           await tx`update auth.identities set identity_data = identity_data || ${tx.json({ email })}::jsonb, updated_at = now() where user_id = ${user.id} and provider = 'email'`
         }
       }
-      if (body.password !== undefined) {
-        const password = checkPassword(body.password)
-        const [{ same }] = await tx<[{ same: boolean }]>`select encrypted_password is not null and extensions.crypt(${password}, encrypted_password) = encrypted_password as same from auth.users where id = ${user.id}`
-        if (same) throw new GoTrueError(422, 'same_password', 'New password should be different from the old password.')
-        await tx`update auth.users set encrypted_password = ${await hash(tx, password)}, updated_at = now() where id = ${user.id}`
+      if (encrypted !== undefined) {
+        await tx`update auth.users set encrypted_password = ${encrypted}, updated_at = now() where id = ${user.id}`
         // a password change signs out every other session
         await tx`delete from auth.sessions where user_id = ${user.id} and id is distinct from ${sessionId}`
       }

@@ -97,6 +97,12 @@ export async function findUserByEmail(db: Db, email: string): Promise<Credential
   return rows[0] ?? null
 }
 
+/** The stored password hash of a user (null when it has none or there is no such user). */
+export async function passwordOf(db: Db, id: string): Promise<string | null> {
+  const rows = await db<{ encrypted_password: string | null }[]>`select encrypted_password from auth.users where id = ${id}`
+  return rows[0]?.encrypted_password || null
+}
+
 export async function userWithIdentities(db: Db, id: string): Promise<Record<string, unknown> | null> {
   const user = await findUser(db, id)
   if (!user) return null
