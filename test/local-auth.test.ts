@@ -80,7 +80,7 @@ describe('POST /signup', () => {
     expect(await gotrue('POST', '/signup', { email: 'nope', password: 'secret-123' })).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
   })
 
-  it('takes one address however it is written (full-width letters, a decomposed accent, capitals: one account, 422) and refuses one holding an unseen character (400)', async () => {
+  it('takes one address however it is written (full-width letters, a decomposed accent, capitals: one account, 422) and refuses one holding an unseen character or an empty domain label (400)', async () => {
     // an app of its own: these requests would use up the burst of sign-ups the other tests share
     const own = createTestApp({ sql: db.sql, env: { AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000' } })
     const call = async (method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
@@ -92,6 +92,10 @@ describe('POST /signup', () => {
     for (const same of [email.normalize('NFD'), email.replace('example', 'ｅｘａｍｐｌｅ'), email.toUpperCase()]) {
       expect(await call('POST', '/signup', { email: same, password: 'secret-123' }), same).toMatchObject({ status: 422, body: { code: 'user_already_exists' } })
       expect((await call('POST', '/token?grant_type=password', { email: same, password: 'secret-123' })).status, same).toBe(200)
+    }
+    // the same domain with a dot at its end or a label left empty is no address: refused
+    for (const dotted of [`${email}.`, email.replace('.mr', '..mr'), email.replace('@', '@.')]) {
+      expect(await call('POST', '/signup', { email: dotted, password: 'secret-123' }), dotted).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
     }
     for (const unseen of ['\u200b', '\u200e', '\u00ad', '\u00a0', '\u3000', '\u0007']) {
       const hidden = email.replace('@', `@${unseen}`)

@@ -121,7 +121,9 @@ export function mergeMetadata(current: Record<string, unknown> | null, patch: Re
   return merged
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+// the domain's labels are not empty: "a@example.mr." and "a@example..mr" name the domain of "a@example.mr"
+// (the dot that ends a name in DNS), and were each an account of their own, with its own welcome tokens
+const EMAIL = /^[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+$/
 /** Control, format (zero-width, bidi) and unassigned characters and every kind of space: unseen in an address. */
 const UNSEEN = /[\p{C}\p{Z}]/u
 
