@@ -58,7 +58,7 @@ interface Tally {
 }
 
 // the sets written apart from the first (each without reading the others or the code), by their tallies'
-// prefix and their label in the table; a sealed set's misses are never printed, so that nobody tunes on its
+// prefix and their label in the table; a sealed set's misses and evidence are never printed, so that nobody tunes on its
 // questions one by one and its figures stay those of questions retrieval was not made for
 const APART = [
   { set: 'fresh', file: 'retrieval-questions-fresh.json', label: 'second set', sealed: false },
@@ -159,7 +159,7 @@ async function main(): Promise<void> {
           const body = { message: q.question, stream: false, ...(filters === 'with' && lesson ? { grade: lesson.grade, subject: lesson.subject } : {}) }
           const res = await student.post('/chat', body)
           const sources = (res.sources ?? []) as { document_id: string; page_number: number }[]
-          if (args.has('--evidence') && filters === 'without' && !q.cross_lingual) {
+          if (args.has('--evidence') && filters === 'without' && !q.cross_lingual && !apartSet(q.set)?.sealed) {
             // the inference's evidence is recorded with the turn's usage
             const [row] = await sql`select details -> 'inference' as inference from public.usage_log where request_id = ${res.request_id as string}`
             const ev = (row?.inference ?? {}) as { best_coverage?: number; best_similarity?: number; subjects?: Record<string, number> }
