@@ -113,6 +113,32 @@ describe('open connections per client', () => {
   })
 })
 
+describe('request targets that are no path', () => {
+  it('answers OPTIONS * with 204 and Allow, and another target that is no path with 400 in JSON with a request id; a path or an absolute URL is served', async () => {
+    const gw = await gateway({})
+    const ask = async (requestLine: string) => {
+      const s = await open(gw, `${requestLine}\r\nHost: x\r\nConnection: close\r\n\r\n`)
+      await s.ended
+      const [head = '', body = ''] = s.received().split('\r\n\r\n')
+      return { status: Number(head.split(' ')[1]), headers: head.toLowerCase(), body }
+    }
+    const options = await ask('OPTIONS * HTTP/1.1')
+    expect(options.status).toBe(204)
+    expect(options.headers).toContain('allow: get, head, post, put, patch, delete, options')
+    expect(options.headers).toMatch(/x-request-id: [0-9a-f-]{36}/)
+    for (const line of ['GET * HTTP/1.1', 'GET functions/v1/health HTTP/1.1']) {
+      const bad = await ask(line)
+      expect(bad.status, line).toBe(400)
+      const body = JSON.parse(bad.body) as Record<string, string>
+      // Node's parser refuses a target with no slash itself (clientError): the same answer, its message its own
+      expect(body).toMatchObject({ error: 'bad_request', message: line.includes('*') ? expect.stringContaining('must be a path') : expect.any(String) })
+      expect(bad.headers).toContain(`x-request-id: ${body.request_id}`)
+    }
+    expect((await ask('GET /functions/v1/health HTTP/1.1')).status).toBe(200)
+    expect((await ask(`GET ${gw.url}/functions/v1/health HTTP/1.1`)).status).toBe(200)
+  })
+})
+
 describe('slow headers', () => {
   it('closes a connection whose headers have not ended after HEADERS_TIMEOUT_MS, with a 408 in JSON', async () => {
     const gw = await gateway({ HEADERS_TIMEOUT_MS: '1000' })

@@ -23,7 +23,7 @@ import { clientKey } from '../../functions-shared/net/client.ts'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { parse as parseToml } from 'smol-toml'
-import type { IncomingMessage } from 'node:http'
+import { createServer as createHttpServer, type IncomingMessage, type RequestListener, type ServerOptions } from 'node:http'
 import { configEnv, startDenoFunctions, type DenoFunctions } from './deno-functions.ts'
 import { startJobLoop } from './job-loop.ts'
 
@@ -152,6 +152,26 @@ function closeStalledReaders(server: ServerType, timeoutMs: number): () => void 
  * nothing, made it hold 1.85 GB within 8 s. A connection past the limit is closed; clients that pipeline
  * send a few requests ahead, browsers and fetch none.
  */
+/**
+ * The server, with the requests whose target is no path answered here: `OPTIONS *` (asking what the
+ * server allows) with 204 and Allow, any other target that is neither a path nor an absolute URL with
+ * 400 in JSON with a request id. The adapter answered both with a bare 400 and no body.
+ */
+export function createGatewayServer(options: ServerOptions, listener: RequestListener) {
+  return createHttpServer(options, (incoming, outgoing) => {
+    const target = incoming.url ?? ''
+    if (target.startsWith('/') || /^https?:\/\//i.test(target)) return listener(incoming, outgoing)
+    const requestId = crypto.randomUUID()
+    if (target === '*' && incoming.method === 'OPTIONS') {
+      outgoing.writeHead(204, { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS', 'X-Request-ID': requestId })
+      return outgoing.end()
+    }
+    const body = JSON.stringify({ error: 'bad_request', message: `The request target must be a path such as /functions/v1/health, not ${JSON.stringify(target.slice(0, 100))}`, request_id: requestId })
+    outgoing.writeHead(400, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Request-ID': requestId })
+    outgoing.end(body)
+  })
+}
+
 export const MAX_PIPELINED_REQUESTS = 4
 
 /** Closes a connection past MAX_PIPELINED_REQUESTS; the requests it still holds are not served. */
@@ -190,6 +210,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const s = serve(
       {
         fetch: fetchHandler,
+        // the adapter calls it as node:http's createServer(options, listener), the one form it uses
+        createServer: createGatewayServer as unknown as typeof createHttpServer,
         port: options.port ?? options.config.PORT,
         hostname: options.config.HOST,
         // Node checks the headers deadline every connectionsCheckingInterval (30 s by default)
