@@ -16,6 +16,8 @@ import { createUser } from './helpers/users.ts'
 import { bearer } from './helpers/tokens.ts'
 
 const IDLE_IN_TRANSACTION_MS = 300
+const AUTHENTICATION_TIMEOUT_MS = 400
+const MAX_UNAUTHENTICATED = 12
 let embedded: EmbeddedDb
 let app: Sql
 let t: TestApp
@@ -28,6 +30,8 @@ beforeAll(async () => {
     port: 0,
     ...(dump ? { loadDataDir: new Blob([new Uint8Array(await readFile(dump))]) } : {}),
     idleInTransactionMs: IDLE_IN_TRANSACTION_MS,
+    authenticationTimeoutMs: AUTHENTICATION_TIMEOUT_MS,
+    maxUnauthenticated: MAX_UNAUTHENTICATED,
   })
   app = createDb(embedded.url, { max: 1, prepare: true })
   if (!dump) await migrateRepository(app)
@@ -195,6 +199,55 @@ describe('a client that poisons the shared session', () => {
   })
 })
 
+describe('clients that connect and never give the password', () => {
+  /** A socket to the database port that sends nothing (or only its startup packet), and when it was closed. */
+  function silent(startup: boolean) {
+    const url = new URL(embedded.url)
+    const socket = connect(Number(url.port), url.hostname)
+    const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(performance.now())))
+    socket.on('error', () => {})
+    socket.resume() // what the server sends is read (and dropped), so that its end is seen
+    if (startup) socket.on('connect', () => socket.write(startupPacket({ user: 'postgres', database: 'postgres' })))
+    return { socket, closed }
+  }
+
+  it('do not take the slots of clients that have it: psql still connects past eight of them', async () => {
+    // eight silent sockets and three at the password prompt: every slot (maxConnections 8) before
+    const held = [...Array.from({ length: 8 }, () => silent(false)), ...Array.from({ length: 3 }, () => silent(true))]
+    await Promise.all(held.map((h) => new Promise((resolve) => h.socket.once('connect', resolve))))
+    try {
+      const psql = other()
+      expect((await psql`select 1 as one`)[0]).toEqual({ one: 1 })
+      await psql.end()
+      await serviceWorks()
+    } finally {
+      for (const h of held) h.socket.destroy()
+    }
+  })
+
+  it('are disconnected when they have not authenticated within the timeout', async () => {
+    const started = performance.now()
+    const [quiet, prompted] = [silent(false), silent(true)]
+    const closedAt = await Promise.all([quiet.closed, prompted.closed])
+    for (const at of closedAt) expect(at - started).toBeGreaterThanOrEqual(AUTHENTICATION_TIMEOUT_MS - 50)
+  })
+
+  it('past MAX_UNAUTHENTICATED waiting at once, the one that waited longest goes first', async () => {
+    const first = silent(false)
+    await new Promise((resolve) => first.socket.once('connect', resolve))
+    const rest = Array.from({ length: MAX_UNAUTHENTICATED }, () => silent(false))
+    const firstClosed = await first.closed
+    const started = performance.now()
+    try {
+      // the newcomers were not the ones let go
+      expect(firstClosed).toBeLessThan(started)
+      expect(rest.every((r) => !r.socket.destroyed)).toBe(true)
+    } finally {
+      for (const r of rest) r.socket.destroy()
+    }
+  })
+})
+
 describe('/health', () => {
   it('reports degraded (503) when the service cannot run a query as its own roles', async () => {
     await app`alter role service_role rename to service_role_away`
@@ -222,6 +275,15 @@ function msg(type: string, ...parts: Buffer[]): Buffer {
   return Buffer.concat([header, body])
 }
 
+/** A StartupMessage of protocol 3.0 with these parameters. */
+function startupPacket(params: Record<string, string>): Buffer {
+  const body = Buffer.concat([...Object.entries(params).flatMap(([k, v]) => [cstr(k), cstr(v)]), Buffer.from([0])])
+  const head = Buffer.alloc(8)
+  head.writeInt32BE(8 + body.length, 0)
+  head.writeInt32BE(196608, 4)
+  return Buffer.concat([head, body])
+}
+
 async function rawClient() {
   const url = new URL(embedded.url)
   const socket: Socket = connect(Number(url.port), url.hostname)
@@ -244,11 +306,7 @@ async function rawClient() {
       await new Promise<void>((r) => (waiting = r))
     }
   }
-  const params = Buffer.concat([cstr('user'), cstr('postgres'), cstr('database'), cstr('postgres'), Buffer.from([0])])
-  const startup = Buffer.alloc(8)
-  startup.writeInt32BE(8 + params.length, 0)
-  startup.writeInt32BE(196608, 4)
-  socket.write(Buffer.concat([startup, params]))
+  socket.write(startupPacket({ user: 'postgres', database: 'postgres' }))
   // AuthenticationCleartextPassword (R, length 8, code 3), answered with the URL's password
   for (;;) {
     if (received.length >= 9) break

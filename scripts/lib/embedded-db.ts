@@ -30,6 +30,10 @@ export interface EmbeddedOptions {
   maxConnections?: number
   /** a client idle in a transaction this long while another waits is disconnected (0: never) */
   idleInTransactionMs?: number
+  /** a client that has not given the password this long after connecting is disconnected (default 10 s) */
+  authenticationTimeoutMs?: number
+  /** clients waiting to authenticate at once, the longest-waiting let go past it (default 64) */
+  maxUnauthenticated?: number
   /** the password clients must give; default: the data folder's (PASSWORD_FILE), or a new one for an in-memory database */
   password?: string
 }
@@ -99,6 +103,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedD
     host: options.host ?? '127.0.0.1',
     maxConnections: options.maxConnections ?? 8,
     ...(options.idleInTransactionMs !== undefined ? { idleInTransactionMs: options.idleInTransactionMs } : {}),
+    ...(options.authenticationTimeoutMs !== undefined ? { authenticationTimeoutMs: options.authenticationTimeoutMs } : {}),
+    ...(options.maxUnauthenticated !== undefined ? { maxUnauthenticated: options.maxUnauthenticated } : {}),
   })
   try {
     await server.start()

@@ -15,6 +15,12 @@
 // - A client idle in a transaction while others wait is disconnected after `idleInTransactionMs`
 //   (SQLSTATE 25P03, as PostgreSQL's idle_in_transaction_session_timeout), so an abandoned psql
 //   `begin` cannot stall the service.
+// - Only clients that gave the password count against maxConnections. One that has not must give it
+//   within `authenticationTimeoutMs` (as PostgreSQL's authentication_timeout), and at most
+//   `maxUnauthenticated` wait at once, the longest-waiting let go for a newcomer: a local process
+//   without the password that opened eight sockets and sent nothing held every slot for as long as it
+//   liked, and psql, `npm run worker`, a backup and the service's own reconnection (its connection
+//   closes after a minute idle) were all refused "too many clients".
 // - Temporary tables, session advisory locks and LISTEN belong to the one session: they are dropped
 //   when the last client leaves (DISCARD ALL). In-process use of the PGlite instance (db.query) is not
 //   kept out of a client's transaction; the stack reaches its database through this socket only.
@@ -35,6 +41,10 @@ export interface PgliteServerOptions {
   maxConnections?: number
   /** a client idle in a transaction this long while another waits is disconnected (0: never) */
   idleInTransactionMs?: number
+  /** a client that has not given the password (or its startup packet) this long after connecting is disconnected */
+  authenticationTimeoutMs?: number
+  /** clients waiting to authenticate at once; past it the longest-waiting one is disconnected */
+  maxUnauthenticated?: number
   /**
    * the password every client must give (cleartext over the local socket, as PostgreSQL's `password`
    * method asks it); empty: none asked, as PostgreSQL's `trust`
@@ -59,6 +69,10 @@ interface Client {
   holding: boolean
   statements: Set<string>
   closed: boolean
+  /** it gave the password (or none is asked): it counts against maxConnections and may have the session */
+  authenticated: boolean
+  /** ends the connection of a client that does not authenticate in time */
+  authTimer: ReturnType<typeof setTimeout> | undefined
 }
 
 const encoder = new TextEncoder()
@@ -98,6 +112,14 @@ export function fatal(code: string, text: string): Buffer {
   return message('E', Buffer.concat([Buffer.from('SFATAL\0VFATAL\0C'), cstring(code), Buffer.from('M'), cstring(text), Buffer.from([0])]))
 }
 
+/**
+ * Tells a client that has no slot why and closes its socket once that is written, without waiting for
+ * the client to close its end: one that never does would keep the file descriptor.
+ */
+function letGo(socket: Socket, why: Buffer): void {
+  socket.end(why, () => socket.destroy())
+}
+
 /** Reads a C string at `offset`: the string and the offset after its NUL. */
 function readCString(buf: Buffer, offset: number): [string, number] {
   const end = buf.indexOf(0, offset)
@@ -122,7 +144,7 @@ export class PgliteServer {
 
   constructor(db: PGlite, options: PgliteServerOptions) {
     this.#db = db
-    this.#options = { host: '127.0.0.1', maxConnections: 8, idleInTransactionMs: 10_000, password: '', ...options }
+    this.#options = { host: '127.0.0.1', maxConnections: 8, idleInTransactionMs: 10_000, authenticationTimeoutMs: 10_000, maxUnauthenticated: 64, password: '', ...options }
   }
 
   get url(): string {
@@ -131,6 +153,13 @@ export class PgliteServer {
 
   get connections(): number {
     return this.#clients.size
+  }
+
+  /** Clients that gave the password: those maxConnections counts. */
+  #authenticatedCount(): number {
+    let n = 0
+    for (const c of this.#clients) if (c.authenticated && !c.closed) n++
+    return n
   }
 
   async start(): Promise<void> {
@@ -167,13 +196,29 @@ export class PgliteServer {
     })
   }
 
+  #tooMany(socket: Socket): void {
+    letGo(socket, fatal('53300', `sorry, too many clients already (the embedded database takes ${this.#options.maxConnections})`))
+  }
+
   #accept(socket: Socket): void {
-    if (this.#clients.size >= this.#options.maxConnections) {
-      socket.end(fatal('53300', `sorry, too many clients already (the embedded database takes ${this.#options.maxConnections})`))
-      return
+    if (this.#authenticatedCount() >= this.#options.maxConnections) return this.#tooMany(socket)
+    // a newcomer does not wait behind clients that connected and never authenticated: the one that has
+    // waited longest goes (a client that has the password gives it within a round trip)
+    const waiting = [...this.#clients].filter((c) => !c.authenticated && !c.closed)
+    if (waiting.length >= this.#options.maxUnauthenticated) {
+      letGo(waiting[0]!.socket, fatal('53300', `too many clients waiting to authenticate (${this.#options.maxUnauthenticated}): the one that waited longest is let go`))
+      this.#disconnect(waiting[0]!)
     }
     socket.setNoDelay(true)
-    const client: Client = { id: this.#nextId++, socket, buffer: Buffer.alloc(0), started: false, params: [], awaitingPassword: null, pending: [], partial: [], holding: false, statements: new Set(), closed: false }
+    const client: Client = { id: this.#nextId++, socket, buffer: Buffer.alloc(0), started: false, params: [], awaitingPassword: null, pending: [], partial: [], holding: false, statements: new Set(), closed: false, authenticated: false, authTimer: undefined }
+    if (this.#options.authenticationTimeoutMs > 0) {
+      client.authTimer = setTimeout(() => {
+        if (client.authenticated || client.closed) return
+        letGo(client.socket, fatal('08P01', `canceling authentication due to timeout (${this.#options.authenticationTimeoutMs} ms)`))
+        this.#disconnect(client)
+      }, this.#options.authenticationTimeoutMs)
+      client.authTimer.unref?.()
+    }
     this.#clients.add(client)
     socket.on('data', (data) => this.#receive(client, data))
     socket.on('error', () => this.#disconnect(client))
@@ -214,6 +259,7 @@ export class PgliteServer {
           client.socket.write(message('R', int32(3)))
           continue
         }
+        if (!this.#admit(client)) return
         client.pending.push([Buffer.from(packet)])
         this.#wake(client)
         continue
@@ -234,6 +280,7 @@ export class PgliteServer {
           return
         }
         client.awaitingPassword = null
+        if (!this.#admit(client)) return
         client.pending.push([startup])
         this.#wake(client)
         continue
@@ -296,6 +343,18 @@ export class PgliteServer {
       return rebuild([msg.subarray(5, 6), cstring(prefix(name))])
     }
     return msg
+  }
+
+  /** A client that has authenticated takes one of maxConnections, if one is left (false: it was turned away). */
+  #admit(client: Client): boolean {
+    clearTimeout(client.authTimer)
+    if (this.#authenticatedCount() >= this.#options.maxConnections) {
+      this.#tooMany(client.socket)
+      this.#disconnect(client)
+      return false
+    }
+    client.authenticated = true
+    return true
   }
 
   /** A protocol violation: the client is told and disconnected, as PostgreSQL does. */
@@ -396,8 +455,14 @@ export class PgliteServer {
   #disconnect(client: Client): void {
     if (client.closed) return
     client.closed = true
+    clearTimeout(client.authTimer)
     client.pending = []
     client.partial = []
+    if (!client.authenticated) {
+      // it never had the session: nothing of it to clean
+      this.#clients.delete(client)
+      return
+    }
     this.#queue = this.#queue.filter((c) => c !== client)
     this.#tasks = this.#tasks.then(async () => {
       try {
@@ -408,7 +473,7 @@ export class PgliteServer {
             if (this.#db.isInTransaction()) await this.#exec('rollback')
             this.#owner = null
           }
-          if (this.#clients.size <= 1) {
+          if (this.#authenticatedCount() === 0) {
             // the last client: everything a session holds goes (temporary tables, advisory locks, LISTEN too)
             await this.#exec('discard all')
             await this.#exec(RESET_SESSION)
