@@ -329,6 +329,11 @@ describe('admin endpoints', () => {
     expect(res.headers.get('link')).toBe(`<http://localhost/auth/v1/admin/users?page=2&per_page=2>; rel="next", <http://localhost/auth/v1/admin/users?page=${last}&per_page=2>; rel="last"`)
     const lastPage = await gotrue('GET', `/admin/users?page=${last}&per_page=2`, undefined, service)
     expect(lastPage.headers.get('link')).not.toContain('rel="next"')
+    // a page past any row: empty while its offset is a number, 400 beyond (it was a 500 from the database)
+    expect((await gotrue('GET', '/admin/users?page=1000000000', undefined, service)).body).toMatchObject({ users: [] })
+    for (const page of ['99999999999999999999', '9007199254740993', '1e400'.replace('e400', '0'.repeat(400))]) {
+      expect(await gotrue('GET', `/admin/users?page=${page}`, undefined, service)).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+    }
   })
 
   it('get, update and delete by id; unknown ids 404 user_not_found, non-UUIDs 404 validation_failed', async () => {

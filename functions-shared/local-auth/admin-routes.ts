@@ -21,6 +21,9 @@ export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
   app.get('/admin/users', async (c) => {
     const page = Math.max(1, Number.parseInt(c.req.query('page') || '1', 10) || 1)
     const perPage = Math.min(1000, Math.max(1, Number.parseInt(c.req.query('per_page') || '50', 10) || 50))
+    // a page whose first row is past what a number holds exactly (or PostgreSQL's bigint) was a 500 from
+    // the database; GoTrue answers its own overflow of the page number with a 400 too
+    if (!Number.isSafeInteger((page - 1) * perPage)) throw errors.validation('Bad Pagination Parameters: page is out of range')
     const [{ total }] = await sql<[TotalRow]>`select count(*)::int as total from auth.users`
     const ids = await sql<{ id: string }[]>`select id from auth.users order by created_at desc, id limit ${perPage} offset ${(page - 1) * perPage}`
     const users = await Promise.all(ids.map((r) => userWithIdentities(sql, r.id)))
