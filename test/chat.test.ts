@@ -633,6 +633,50 @@ describe('a JSON client that leaves before its answer is sent', () => {
   })
 })
 
+describe('a client that leaves while its turn is being decided', () => {
+  // the question's embedding (the subject inference) waits until the client has gone and the gateway has
+  // seen its connection close: the turn goes on to its answer, which nobody can be sent any more
+  let embedding!: () => void
+  let embedStarted = new Promise<void>((r) => (embedding = r))
+  let goOn!: () => void
+  let gate = new Promise<void>((r) => (goOn = r))
+  const offline = createOfflineProvider()
+  const ai: AiProvider = Object.assign(Object.create(offline) as AiProvider, {
+    embed: async (texts: string[]) => {
+      embedding()
+      await gate
+      return offline.embed(texts)
+    },
+  })
+  let s: Stack
+  beforeAll(async () => {
+    s = await stack({ ai })
+  })
+  afterAll(async () => s?.gw.close())
+
+  for (const stream of [false, true]) {
+    it(`is charged nothing (${stream ? 'SSE' : 'JSON'}): the signal had fired before the turn listened to it`, async () => {
+      const student = await createUser(db.sql)
+      embedStarted = new Promise<void>((r) => (embedding = r))
+      gate = new Promise<void>((r) => (goOn = r))
+      const left = new AbortController()
+      const pending = chat(s, student, { message: 'Comment isole-t-on l\'inconnue dans une équation du premier degré ?', stream }, {}, left.signal).catch((err: unknown) => err)
+      await embedStarted
+      left.abort()
+      expect(await pending).toBeInstanceOf(Error)
+      // the gateway has closed the connection (and so aborted the request's signal) before the turn goes on
+      await vi.waitFor(async () => expect(await new Promise((resolve) => s.gw.server.getConnections((_, n) => resolve(n)))).toBe(0), { timeout: 10_000 })
+      goOn()
+      await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
+      await s.gw.deps.background.idle()
+      const [row] = await usageRows(student.id)
+      expect(row).toMatchObject({ kind: 'released', charged: 0 })
+      expect(row!.details.outcome).toBe('disconnected')
+      expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
+    })
+  }
+})
+
 describe('the circuit breaker around the chat model', () => {
   let server: OpenAiServer
   let s: Stack

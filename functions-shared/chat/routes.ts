@@ -148,9 +148,22 @@ export function chatRouter(deps: Deps) {
   })
 }
 
-function sseTurn(c: Context, deps: Deps, ctx: TurnContext, input: ChatInput, prepared: Awaited<ReturnType<typeof prepareTurn>>): Response {
+/**
+ * Aborted when the client leaves, also when it left before this is called: the request's signal fires
+ * once, and a client gone while the turn was being decided (the subject inference embeds the question,
+ * a model's round trip) was otherwise never seen to leave, and a JSON client was charged for an answer
+ * its closed connection could not be sent.
+ */
+function whenClientLeaves(c: Context): AbortController {
   const left = new AbortController()
-  c.req.raw.signal?.addEventListener('abort', () => left.abort())
+  const signal = c.req.raw.signal
+  if (signal?.aborted) left.abort()
+  else signal?.addEventListener('abort', () => left.abort(), { once: true })
+  return left
+}
+
+function sseTurn(c: Context, deps: Deps, ctx: TurnContext, input: ChatInput, prepared: Awaited<ReturnType<typeof prepareTurn>>): Response {
+  const left = whenClientLeaves(c)
   return sseResponse({
     clock: deps.clock,
     heartbeatMs: deps.config.CHAT_HEARTBEAT_SECONDS * 1000,
@@ -182,8 +195,7 @@ async function jsonTurn(c: Context, ctx: TurnContext, input: ChatInput, prepared
     done: (d) => Object.assign(body, d),
     error: (d) => void (failure = d),
   }
-  const left = new AbortController()
-  c.req.raw.signal?.addEventListener('abort', () => left.abort())
+  const left = whenClientLeaves(c)
   await completeTurn(ctx, input, prepared, sink, left.signal, 'body')
   if (failure) {
     const f = failure as { error: string; message: string }
