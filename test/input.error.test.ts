@@ -138,6 +138,10 @@ describe('POST /chat with text the database cannot store', () => {
       await expectRefused(await send('POST', '/chat', { message, subject: 'mathematiques', stream: false }, bearer(user.token)), 'message')
     }
     await expectRefused(await send('POST', '/chat', { message: 'Une équation ?', history: [{ role: 'user', content: NUL }], stream: false }, bearer(user.token)), 'history.0.content')
+    // nothing to read: zero-width and bidi characters, a no-break space, vowel marks without a letter
+    for (const message of ['\u200b\u200e', '\u2066\u2069\u00a0', '\u064e\u0650\u0651']) {
+      await expectRefused(await send('POST', '/chat', { message, stream: false }, bearer(user.token)), 'message')
+    }
     const [r] = await db.sql`select count(*)::int as n from public.reservations where user_id = ${user.id}`
     expect(r!.n).toBe(0)
   })

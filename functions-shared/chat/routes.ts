@@ -79,7 +79,15 @@ export function chatRequestSchema(deps: Deps) {
   const { config } = deps
   return z
     .object({
-      message: z.string().trim().min(1).max(config.CHAT_MESSAGE_MAX_CHARS).openapi({ description: `the question, at most ${config.CHAT_MESSAGE_MAX_CHARS} characters` }),
+      // something to read: a message of invisible characters only (zero-width and bidi marks, spaces of any
+      // kind, Arabic vowel marks with no letter) was taken as small talk and charged the clarifying question
+      message: z
+        .string()
+        .trim()
+        .min(1)
+        .max(config.CHAT_MESSAGE_MAX_CHARS)
+        .regex(/[\p{L}\p{N}\p{P}\p{S}]/u, 'a message with a letter, digit, punctuation mark or symbol in it, not only invisible characters or marks')
+        .openapi({ description: `the question, at most ${config.CHAT_MESSAGE_MAX_CHARS} characters` }),
       language: z.enum(['fr', 'ar', 'hassaniya']).optional().openapi({ description: 'language of the question and the answer; detected from the script when absent' }),
       grade: z.string().trim().min(1).max(MAX_GRADE_CHARS).regex(/^[0-9A-Za-z-]+$/, 'a grade such as 7C or 4AS').optional(),
       // a subject as the catalogue writes it (namespaceSlug): "Éducation islamique", "sciences_naturelles"
