@@ -5,6 +5,7 @@ import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { bearer, studentToken } from './helpers/tokens.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+import { BCRYPT_CONCURRENCY } from '../functions-shared/local-auth/passwords.ts'
 
 let db: TestDatabase
 let t: TestApp
@@ -411,5 +412,24 @@ describe('password hashes (bcrypt on the thread pool, as pgcrypto and GoTrue sto
     const user = call('GET', '/user', undefined, { authorization: `Bearer ${session.access_token}` }).then((r) => done.push(`user ${r.status}`))
     await Promise.all([signIn, user])
     expect(done).toEqual(['user 200', 'sign-in 400'])
+  })
+
+  it(`checks at most ${BCRYPT_CONCURRENCY} passwords at once: tokens are checked (WebCrypto, on the same thread pool) while a burst of sign-ins waits`, async () => {
+    const call = ownApp('13')
+    const email = newEmail()
+    const session = (await (await call('POST', '/signup', { email, password: 'secret-123' })).json()) as { access_token: string }
+    // six wrong passwords at once, each a few hundred milliseconds of bcrypt: without the limit they took
+    // the pool's four threads, and a token's HMAC check waited for one of them to finish
+    let signedIn = 0
+    const signIns = Array.from({ length: 6 }, () => call('POST', '/token?grant_type=password', { email, password: 'wrong-password' }).then((r) => (signedIn++, r.status)))
+    let answered = 0
+    while (signedIn === 0) {
+      const res = await call('GET', '/user', undefined, { authorization: `Bearer ${session.access_token}` })
+      expect(res.status).toBe(200)
+      if (signedIn === 0) answered++
+    }
+    expect(await Promise.all(signIns)).toEqual(Array(6).fill(400))
+    // each check takes milliseconds: many are answered before the first sign-in is, where one or two were
+    expect(answered).toBeGreaterThanOrEqual(5)
   })
 })

@@ -5,9 +5,18 @@
 // /health included, for about two seconds. The hashes are the same as before: pgcrypto's verify here, and
 // these verify in pgcrypto.
 import bcrypt from 'bcrypt'
+import pLimit from 'p-limit'
+
+/**
+ * The hashes made or checked at once. Node's thread pool has four threads, and WebCrypto (every token's
+ * HMAC check) runs on them too: a burst of wrong sign-ins that took all four made each request with a
+ * token wait behind a bcrypt. Two leave it two threads (and, on a two-core machine, two cores keep it busy).
+ */
+export const BCRYPT_CONCURRENCY = 2
+const limit = pLimit(BCRYPT_CONCURRENCY)
 
 /** A new hash of `password` at `cost`, in GoTrue's and pgcrypto's form ($2a$). */
-export const hashPassword = async (password: string, cost: number): Promise<string> => bcrypt.hash(password, await bcrypt.genSalt(cost, 'a'))
+export const hashPassword = (password: string, cost: number): Promise<string> => limit(async () => bcrypt.hash(password, await bcrypt.genSalt(cost, 'a')))
 
 /** Whether `password` is the one `stored` was made of; false for a stored value that is no bcrypt hash. */
-export const verifyPassword = (password: string, stored: string): Promise<boolean> => bcrypt.compare(password, stored)
+export const verifyPassword = (password: string, stored: string): Promise<boolean> => limit(() => bcrypt.compare(password, stored))
