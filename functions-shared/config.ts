@@ -75,6 +75,7 @@ export const settings = {
   RATE_LIMIT_ADMIN_PER_MINUTE: [int(60, 1), 'Admin requests per window per admin'],
   RATE_LIMIT_PUBLIC_PER_MINUTE: [int(120, 1), 'Public catalogue and scraping reads per window per client IP'],
   RATE_LIMIT_PROFILE_PER_MINUTE: [int(60, 1), 'Profile (/me) requests per window per user'],
+  RATE_LIMIT_REST_PER_MINUTE: [int(600, 1), 'Local /rest/v1 requests per window per user (a user\'s token), or per client IP (the anon key or no token); the service role is not limited'],
   // --- scraping and downloads
   SCRAPER_SOURCES_FILE: [str('config/scraper-sources.json'), 'JSON file of scraper sources (see config/scraper-sources.json)'],
   DEMO_PORTAL: [z.enum(['auto', 'on', 'off']).default('auto'), 'Serve the bundled demo curriculum portal at /demo-portal (local gateway): auto = on with the embedded database only; on also lets downloads reach loopback'],

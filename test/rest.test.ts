@@ -12,6 +12,7 @@ import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { page } from '../functions-shared/rest/query.ts'
 import { request as httpRequest } from 'node:http'
+import { FakeClock } from '../functions-shared/lib/clock.ts'
 
 let db: TestDatabase
 let gateway: Gateway
@@ -253,5 +254,48 @@ describe('anon, errors and the edges of the subset', () => {
     expect(page(new URLSearchParams('limit=10&offset=20'), undefined, 1000)).toEqual({ limit: 10, offset: 20 })
     expect(page(new URLSearchParams(''), '5-9', null)).toEqual({ limit: 5, offset: 5 })
     expect(() => page(new URLSearchParams(''), '9-5', null)).toThrow(/not satisfiable/)
+  })
+})
+
+describe('rate limits', () => {
+  it('counts requests per user, the anon key per client IP, answers the 429 of spec §7.1 with PostgREST\'s keys, and leaves the service role alone', async () => {
+    const clock = new FakeClock(Date.now())
+    const limited = await startGateway({ config: testConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_REST_PER_MINUTE: '3' }), sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }), clock } })
+    try {
+      const get = (path: string, token: string | null, requestId = 'rest-rl') =>
+        fetch(`${limited.url}/rest/v1${path}`, { headers: { apikey: anonKey, 'x-request-id': requestId, ...(token ? { authorization: `Bearer ${token}` } : {}) } })
+      for (let i = 0; i < 3; i++) {
+        const res = await get('/profiles?select=id', me.token)
+        expect(res.status, `request ${i + 1}`).toBe(200)
+        expect(res.headers.get('x-ratelimit-limit')).toBe('3')
+        expect(res.headers.get('x-ratelimit-remaining')).toBe(String(2 - i))
+        clock.advance(1000)
+      }
+      const refused = await get('/profiles?select=id', me.token)
+      expect(refused.status).toBe(429)
+      expect(refused.headers.get('retry-after')).toBe('57')
+      expect(await refused.json()).toEqual({ code: 'rate_limited', details: null, hint: null, error: 'rate_limited', message: expect.stringContaining('at most 3 per 1m'), request_id: 'rest-rl', retry_after: 57, limit: 3, window: '1m' })
+      // supabase-js reads it as an error with its message; rpc counts too
+      const viaClient = await createClient(limited.url, anonKey, { ...options, accessToken: async () => me.token }).from('wallets').select('*')
+      expect(viaClient.status).toBe(429)
+      expect(viaClient.error?.message).toMatch(/Too many requests/)
+      expect((await fetch(`${limited.url}/rest/v1/rpc/turns_today`, { method: 'POST', headers: { apikey: anonKey, authorization: `Bearer ${me.token}`, 'content-type': 'application/json' }, body: '{}' })).status).toBe(429)
+      // another user has a quota of their own
+      expect((await get('/profiles?select=id', other.token)).status).toBe(200)
+      // the anon key is counted by the client's address: all of loopback is one client
+      const anon = [] as number[]
+      for (let i = 0; i < 4; i++) anon.push((await get('/profiles?select=id', null)).status)
+      expect(anon).toEqual([401, 401, 401, 429])
+      // the backend's own key is not limited
+      for (let i = 0; i < 5; i++) expect((await get('/profiles?select=id&limit=1', serviceKey)).status).toBe(200)
+      // a bad token is refused before it is counted: it neither passes nor spends the client's quota
+      expect((await get('/profiles', 'not-a-jwt')).status).toBe(401)
+      // the window slides: a minute after the first hit, one more is let through
+      clock.advance(57_000)
+      expect((await get('/profiles?select=id', me.token)).status).toBe(200)
+      expect((await get('/profiles?select=id', me.token)).status).toBe(429)
+    } finally {
+      await limited.close(1000)
+    }
   })
 })

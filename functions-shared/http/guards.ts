@@ -13,6 +13,7 @@ const LIMIT_SETTING = {
   admin: 'RATE_LIMIT_ADMIN_PER_MINUTE',
   public: 'RATE_LIMIT_PUBLIC_PER_MINUTE',
   profile: 'RATE_LIMIT_PROFILE_PER_MINUTE',
+  rest: 'RATE_LIMIT_REST_PER_MINUTE',
 } as const
 
 /** Scopes keyed by client IP; the others are keyed by the authenticated principal. */
@@ -31,14 +32,15 @@ export function guards(deps: Deps) {
         return row?.ok === true
       },
     }),
-    limit: (scope: RateLimitScope) =>
+    /** A scope's limit, by its usual key (client IP or principal) unless `by` says which. */
+    limit: (scope: RateLimitScope, by?: 'ip' | 'principal') =>
       rateLimit({
         scope,
         limit: config[LIMIT_SETTING[scope]],
         windowMs: config.RATE_LIMIT_WINDOW_SECONDS * 1000,
         store: deps.rateLimits,
         clock: deps.clock,
-        by: BY_IP.has(scope) ? 'ip' : 'principal',
+        by: by ?? (BY_IP.has(scope) ? 'ip' : 'principal'),
         clientIp: (c) => rateLimitClient(deps, c),
       }),
   }

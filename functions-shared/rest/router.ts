@@ -10,7 +10,9 @@ import type { Deps } from '../deps.ts'
 import { asRole } from '../db/tx.ts'
 import type { Tx } from '../db/client.ts'
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../lib/text.ts'
-import { ApiError } from '../http/errors.ts'
+import { ApiError, errorBody } from '../http/errors.ts'
+import { guards } from '../http/guards.ts'
+import { roleFromClaims } from '../http/auth.ts'
 import { badRequest, fromDatabase, outsideSubset, RestError } from './errors.ts'
 import { bodyValue, checkIdent, ident, orderClause, page, preferences, relationSql, selectList, whereClause, type Relation } from './query.ts'
 
@@ -29,6 +31,7 @@ const OBJECT = 'application/vnd.pgrst.object+json'
 interface Caller {
   role: string
   claims: Record<string, unknown>
+  token: string
 }
 
 /** The caller from Authorization (or, as Supabase's gateway does, the apikey header when it is absent). */
@@ -44,7 +47,7 @@ async function caller(deps: Deps, c: Context): Promise<Caller> {
   }
   const role = typeof claims.role === 'string' ? claims.role : 'anon'
   if (!ROLES.has(role)) throw new RestError(401, 'PGRST301', `The JWT role "${role}" is not one of anon, authenticated, service_role`)
-  return { role, claims }
+  return { role, claims, token }
 }
 
 function schemaOf(c: Context, options: RestOptions): string {
@@ -124,23 +127,50 @@ async function write(tx: Tx, statement: string, returning: string | null, params
 
 export function restRouter(deps: Deps, options: RestOptions): Hono {
   const app = new Hono()
+  const { limit } = guards(deps)
+  const perUser = limit('rest', 'principal')
+  const perClient = limit('rest', 'ip')
+  /**
+   * Counts the request against RATE_LIMIT_REST_PER_MINUTE once its token is verified and before any of it
+   * reaches the database: a user's token by the user, the anon key (or none) by the client IP; the service
+   * role (the backend's own key) is not limited. Unlimited, one client with 32 connections held another
+   * user's request at 43 ms (p50) with reads that cost 1.5 ms each, and at 220 ms with reads of 7.5 ms.
+   */
+  const counted = async (c: Context, who: Caller) => {
+    if (who.role === 'service_role') return
+    const sub = who.claims.sub
+    if (who.role === 'authenticated' && typeof sub === 'string' && sub !== '') {
+      c.set('principal', { kind: 'user', userId: sub, role: roleFromClaims(who.claims), email: typeof who.claims.email === 'string' ? who.claims.email : null, claims: who.claims, token: who.token })
+      await perUser(c, async () => {})
+    } else await perClient(c, async () => {})
+  }
 
   app.onError((err, c) => {
+    // a rate limit's 429: the body of spec §7.1 with PostgREST's keys, so supabase-js reads its message
+    if (err instanceof ApiError) {
+      for (const [k, v] of Object.entries(err.headers)) c.header(k, v)
+      return c.json({ code: err.code, details: null, hint: null, ...errorBody(c, err.code, err.message, err.details) }, err.status as 429)
+    }
     const e = err instanceof RestError ? err : new RestError(500, 'PGRST000', 'The request could not be served')
     if (!(err instanceof RestError)) c.get('log')?.error({ err: { message: err.message } }, 'rest request failed')
     return c.json({ code: e.code, message: e.message, details: e.details, hint: e.hint }, e.status as 400)
   })
 
   /** Who asks, in which schema, with which query and preferences: the start of every table request. */
-  const request = async (c: Context) => ({
-    who: await caller(deps, c),
-    schema: schemaOf(c, options),
-    query: new URL(c.req.url).searchParams,
-    prefs: preferences(c.req.header('prefer')),
-  })
+  const request = async (c: Context) => {
+    const who = await caller(deps, c)
+    await counted(c, who)
+    return {
+      who,
+      schema: schemaOf(c, options),
+      query: new URL(c.req.url).searchParams,
+      prefs: preferences(c.req.header('prefer')),
+    }
+  }
 
   app.post('/rpc/:fn', async (c) => {
     const who = await caller(deps, c)
+    await counted(c, who)
     const schema = schemaOf(c, options)
     const name = checkIdent(c.req.param('fn'), 'function')
     const args = (await body(c)) ?? {}
