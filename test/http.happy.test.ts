@@ -22,6 +22,36 @@ describe('GET /health', () => {
     expect(res.headers.get('content-type')).toContain('application/json')
   })
 
+  it('runs one check of the database for requests that come while it runs, and a new one after', async () => {
+    // every statement and transaction the health router sends to the database, counted
+    let calls = 0
+    const counted = new Proxy(db.sql, {
+      apply: (target, self, args) => {
+        calls++
+        return Reflect.apply(target, self, args)
+      },
+      get: (target, key, receiver) => {
+        const value = Reflect.get(target, key, receiver)
+        if (key !== 'begin' || typeof value !== 'function') return value
+        return (...args: unknown[]) => {
+          calls++
+          return value.apply(target, args)
+        }
+      },
+    })
+    const app = createTestApp({ sql: counted })
+    const first = await app.request('/health')
+    expect(first.status).toBe(200)
+    const perCheck = calls
+    expect(perCheck).toBe(3)
+    const answers = await Promise.all(Array.from({ length: 20 }, () => app.request('/health')))
+    expect(answers.map((r) => r.status)).toEqual(Array(20).fill(200))
+    expect(calls - perCheck).toBe(perCheck)
+    // a request after the check ended starts a check of its own: a database that stops answering is seen
+    await app.request('/health')
+    expect(calls).toBe(3 * perCheck)
+  })
+
   it('answers 503 degraded when the database is gone', async () => {
     const dead = await createTestDatabase()
     const app = createTestApp({ sql: dead.sql })

@@ -58,8 +58,17 @@ async function checkDatabase(deps: Deps, timeoutMs: number): Promise<{ reachable
 }
 
 export function healthRouter(deps: Deps) {
+  // One check at a time: a request that comes while one runs gets its answer (begun at most its 2 s
+  // before), not a check of its own. Every check is three round trips to the database, two of them
+  // transactions; 32 connections asking for /health, unlimited, queued 32 checks at once on the session
+  // that serves every other request.
+  let running: Promise<Awaited<ReturnType<typeof checkDatabase>>> | null = null
+  const check = () => {
+    if (!running) running = checkDatabase(deps, 2000).finally(() => (running = null))
+    return running
+  }
   return createRouter().openapi(route, async (c) => {
-    const database = await checkDatabase(deps, 2000)
+    const database = await check()
     const ok = database.reachable && database.roles
     const body = { status: ok ? ('ok' as const) : ('degraded' as const), version: VERSION, time: new Date(deps.clock.now()).toISOString(), database }
     if (!ok) c.get('log').warn({ database }, database.reachable ? 'health check: queries do not run as the service\'s roles' : 'health check: database unreachable')
