@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { readAssetNode } from '../scripts/lib/node-adapter.ts'
@@ -27,6 +27,26 @@ describe('GET /docs/openapi.json', () => {
     const documented = new Set(Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m} ${p}`)))
     expect([...documented].sort()).toEqual([...served].sort())
     expect(served.has('get /health')).toBe(true)
+  })
+
+  it('is written out once and the same text served to every request (85 KB of JSON made for each was a millisecond of the one thread)', async () => {
+    const app = createTestApp({ sql: db.sql })
+    const stringify = vi.spyOn(JSON, 'stringify')
+    try {
+      const texts: string[] = []
+      for (let i = 0; i < 3; i++) {
+        const res = await app.request('/docs/openapi.json')
+        expect(res.status).toBe(200)
+        expect(res.headers.get('content-type')).toContain('application/json')
+        texts.push(await res.text())
+      }
+      expect(new Set(texts).size).toBe(1)
+      expect(JSON.parse(texts[0]!).openapi).toBe('3.1.0')
+      const documents = stringify.mock.calls.filter(([value]) => (value as { openapi?: unknown } | null)?.openapi === '3.1.0')
+      expect(documents).toHaveLength(1)
+    } finally {
+      stringify.mockRestore()
+    }
   })
 
   it('describes security schemes and error bodies', async () => {
