@@ -87,7 +87,7 @@ export function chatRequestSchema(deps: Deps) {
         .min(1)
         .max(config.CHAT_MESSAGE_MAX_CHARS)
         .regex(/[\p{L}\p{N}\p{P}\p{S}]/u, 'a message with a letter, digit, punctuation mark or symbol in it, not only invisible characters or marks')
-        .openapi({ description: `the question, at most ${config.CHAT_MESSAGE_MAX_CHARS} characters` }),
+        .openapi({ description: `the question, at most ${config.CHAT_MESSAGE_MAX_CHARS} characters, with a letter, digit, punctuation mark or symbol in it` }),
       language: z.enum(['fr', 'ar', 'hassaniya']).optional().openapi({ description: 'language of the question and the answer; detected from the script when absent' }),
       grade: z.string().trim().min(1).max(MAX_GRADE_CHARS).regex(/^[0-9A-Za-z-]+$/, 'a grade such as 7C or 4AS').optional(),
       // a subject as the catalogue writes it (namespaceSlug): "Éducation islamique", "sciences_naturelles"

@@ -146,13 +146,6 @@ function closeStalledReaders(server: ServerType, timeoutMs: number): () => void 
 }
 
 /**
- * The most requests one connection may have waiting for their answers (HTTP/1.1 pipelining). Node reads
- * every request a packet holds and serves them all at once, keeping each answer until the ones before it
- * are read: 100 requests for the API reference's script, 7 KB sent on each of 10 connections that read
- * nothing, made it hold 1.85 GB within 8 s. A connection past the limit is closed; clients that pipeline
- * send a few requests ahead, browsers and fetch none.
- */
-/**
  * The server, with the requests whose target is no path answered here: `OPTIONS *` (asking what the
  * server allows) with 204 and Allow, any other target that is neither a path nor an absolute URL with
  * 400 in JSON with a request id. The adapter answered both with a bare 400 and no body.
@@ -172,6 +165,13 @@ export function createGatewayServer(options: ServerOptions, listener: RequestLis
   })
 }
 
+/**
+ * The most requests one connection may have waiting for their answers (HTTP/1.1 pipelining). Node reads
+ * every request a packet holds and serves them all at once, keeping each answer until the ones before it
+ * are read: 100 requests for the API reference's script, 7 KB sent on each of 10 connections that read
+ * nothing, made it hold 1.85 GB within 8 s. A connection past the limit is closed; clients that pipeline
+ * send a few requests ahead, browsers and fetch none.
+ */
 export const MAX_PIPELINED_REQUESTS = 4
 
 /** Closes a connection past MAX_PIPELINED_REQUESTS; the requests it still holds are not served. */
