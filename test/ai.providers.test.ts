@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
-import { createOfflineProvider, keyCoverage, PASSAGE_SENTENCES, passageCoverage, passageKeys } from '../functions-shared/ai/offline.ts'
+import { createOfflineProvider, keyCoverage, PASSAGE_SENTENCES, passageCoverage, passageKeys, SEARCH_RANK_WEIGHT, TOPIC_WEIGHT } from '../functions-shared/ai/offline.ts'
 import { ProviderError, type AiProvider } from '../functions-shared/ai/provider.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 
@@ -147,6 +147,23 @@ describe('the offline provider', () => {
     expect(passageCoverage(question, [narrow, broad])).toEqual([4 / 6, 3 / 6])
     expect(keyCoverage(question, [narrow, broad])).toEqual([4 / 6, 1])
     expect(await offline.rerank(question, [narrow, broad], 2, undefined, [0.9, 0.1])).toEqual([1, 0])
+  })
+
+  it('counts the search\'s order in the score, not only on ties: the nearer page outweighs a topic that holds one key more of four', async () => {
+    const question = 'vitesse moyenne du cycliste en montée ?'
+    // both pages hold the question's four keys in one sentence; only the lessons' topics differ
+    const slope = 'La vitesse moyenne du cycliste baisse en montée.'
+    const bike = 'En montée, la vitesse moyenne du cycliste baisse.'
+    const topics = ['Leçon 3 : la montée.', 'Leçon 4 : le vélo.']
+    expect(keyCoverage(question, [slope, bike])).toEqual([1, 1])
+    // one key of four in its topic: TOPIC_WEIGHT / 4 = 0.125 more for the first page
+    expect(await offline.rerank(question, [slope, bike], 2, undefined, undefined, topics)).toEqual([0, 1])
+    // the search put the second nearer: SEARCH_RANK_WEIGHT against SEARCH_RANK_WEIGHT / 2 outweighs it
+    expect(SEARCH_RANK_WEIGHT / 2).toBeGreaterThan(TOPIC_WEIGHT / 4)
+    expect(await offline.rerank(question, [slope, bike], 2, undefined, [0.2, 0.8], topics)).toEqual([1, 0])
+    // but not a key more in the page's own words (a passage's share and the whole page's: 2 / 4)
+    const partial = 'En montée, la vitesse du cycliste baisse.'
+    expect(await offline.rerank(question, [slope, partial], 2, undefined, [0.2, 0.8])).toEqual([0, 1])
   })
 
   it('leaves out a text of the other script that holds none of the question\'s words, unless no text holds any', async () => {
