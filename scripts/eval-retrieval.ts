@@ -69,6 +69,24 @@ const apartSet = (set: string | undefined) => APART.find((a) => a.set === set)
 
 const pct = (x: number, n: number) => (n === 0 ? '  -  ' : `${((100 * x) / n).toFixed(1).padStart(5)}%`)
 
+/** EVAL_SETTINGS: a JSON object of settings (docs/configuration.md) and their values, as strings or numbers. */
+function evalSettings(text: string | undefined): Record<string, string> {
+  if (!text) return {}
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    throw new Error('EVAL_SETTINGS is not JSON: give an object such as {"RETRIEVAL_TEXT_WEIGHT":"2"}')
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('EVAL_SETTINGS must be a JSON object of settings')
+  return Object.fromEntries(
+    Object.entries(parsed).map(([name, value]) => {
+      if (typeof value !== 'string' && typeof value !== 'number') throw new Error(`EVAL_SETTINGS: ${name} must be a string or a number`)
+      return [name, String(value)]
+    }),
+  )
+}
+
 async function main(): Promise<void> {
   const started = Date.now()
   // the questions retrieval was tuned on, and the sets written apart from them (APART), whose figures tell
@@ -97,9 +115,13 @@ async function main(): Promise<void> {
   // a fresh directory each run (the database is in memory): every run starts from the same empty state
   const dataDir = process.env.EVAL_DATA_DIR ?? (await mkdtemp(join(tmpdir(), 'curriculum-tutor-eval-')))
   const provider = process.env.EVAL_PROVIDER === 'openai' ? 'openai' : 'offline'
+  // EVAL_SETTINGS='{"RETRIEVAL_TEXT_WEIGHT":"2"}' measures other settings (the service's own environment is
+  // not read, so that every run starts from the defaults)
+  const settings = evalSettings(process.env.EVAL_SETTINGS)
   const base = (mode: Mode): Config =>
     loadConfig({
       ...(provider === 'openai' ? process.env : {}),
+      ...settings,
       AI_PROVIDER: provider,
       PORT: '0',
       LOG_LEVEL: 'silent',
