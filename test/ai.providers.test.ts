@@ -149,20 +149,21 @@ describe('the offline provider', () => {
     expect(await offline.rerank(question, [narrow, broad], 2, undefined, [0.9, 0.1])).toEqual([1, 0])
   })
 
-  it('counts the search\'s order in the score, not only on ties: the nearer page outweighs a topic that holds one key more of four', async () => {
-    const question = 'vitesse moyenne du cycliste en montée ?'
-    // both pages hold the question's four keys in one sentence; only the lessons' topics differ
-    const slope = 'La vitesse moyenne du cycliste baisse en montée.'
-    const bike = 'En montée, la vitesse moyenne du cycliste baisse.'
+  it('counts the search\'s order in the score, not only on ties: the nearer page outweighs a topic that holds one key more of seven', async () => {
+    const question = 'vitesse moyenne du cycliste en montée, distance, durée, pente ?'
+    // both pages hold the question's seven keys in one passage; only the lessons' topics differ
+    const slope = 'La vitesse moyenne du cycliste baisse en montée. On mesure la distance et la durée. La pente compte.'
+    const bike = 'En montée, la vitesse moyenne du cycliste baisse. La distance et la durée se mesurent. La pente compte.'
     const topics = ['Leçon 3 : la montée.', 'Leçon 4 : le vélo.']
     expect(keyCoverage(question, [slope, bike])).toEqual([1, 1])
-    // one key of four in its topic: TOPIC_WEIGHT / 4 = 0.125 more for the first page
+    expect(passageCoverage(question, [slope, bike])).toEqual([1, 1])
+    // one key of seven in its topic: TOPIC_WEIGHT / 7 more for the first page
     expect(await offline.rerank(question, [slope, bike], 2, undefined, undefined, topics)).toEqual([0, 1])
     // the search put the second nearer: SEARCH_RANK_WEIGHT against SEARCH_RANK_WEIGHT / 2 outweighs it
-    expect(SEARCH_RANK_WEIGHT / 2).toBeGreaterThan(TOPIC_WEIGHT / 4)
+    expect(SEARCH_RANK_WEIGHT / 2).toBeGreaterThan(TOPIC_WEIGHT / 7)
     expect(await offline.rerank(question, [slope, bike], 2, undefined, [0.2, 0.8], topics)).toEqual([1, 0])
-    // but not a key more in the page's own words (a passage's share and the whole page's: 2 / 4)
-    const partial = 'En montée, la vitesse du cycliste baisse.'
+    // but not a key more in the page's own words (in its passage and in the whole page: 2 / 7)
+    const partial = 'En montée, la vitesse moyenne du cycliste baisse. La distance et la durée se mesurent.'
     expect(await offline.rerank(question, [slope, partial], 2, undefined, [0.2, 0.8])).toEqual([0, 1])
   })
 
