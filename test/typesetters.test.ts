@@ -87,6 +87,18 @@ describe('Arabic text layers of other typesetters', () => {
     expect(kept(source.ar, sans!.canonical).exact).toBe(1)
   })
 
+  it('fpdf2 without text shaping: a layer read backwards is turned round before its marks go back on their letters', async () => {
+    // fpdf2 2.8 (set_text_shaping off, its default) draws each line's letters in reading order from the left end
+    const [ar, fr] = await pages('fpdf2-amiri.pdf')
+    expect(ar!.raw).toContain([...'الدَّرْسُ'.normalize('NFKC')].reverse().join('')) // read backwards, each mark before its letter
+    expect(ar!.readability.readable).toBe(true)
+    expect(kept(source.ar, ar!.canonical)).toEqual({ exact: 1, bare: 1 })
+    for (const w of ['الدَّرْسُ الأوّل', 'أنّ القراءة', 'وأنّ الأسئلة', 'هل قرأتَ الدرس', 'غداً إن شاء الله', 'ملخّصاً للقسم']) expect(ar!.canonical).toContain(w.normalize('NFKC'))
+    expect(kept(source.fr, fr!.canonical)).toEqual({ exact: 1, bare: 1 })
+    // the same, by hand: a mark read before its letter, after a space, stays in its own word
+    expect(canonicalize('ةءارقلا ّنأ ذيمالتلا مّلعتي')).toBe('يتعلّم التلاميذ أنّ القراءة'.normalize('NFKC'))
+  })
+
   it('reads the French page of every file whole', async () => {
     for (const name of ['libreoffice-notonaskharabic.pdf', 'libreoffice-amiri.pdf', 'xelatex-amiri.pdf', 'chromium-amiri.pdf', 'chromium-notosansarabic.pdf', 'chromium-notonaskharabic.pdf', 'chromium-dejavusans.pdf']) {
       const [, fr] = await pages(name)

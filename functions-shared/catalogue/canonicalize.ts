@@ -31,7 +31,8 @@ const LTR_RUN = /[A-Za-z0-9\u00C0-\u024F]+(?:[ .,:/-]+[A-Za-z0-9\u00C0-\u024F]+)
  * Text extracted from some PDFs comes out in visual order: each line reversed character by character.
  * The definite article tells: logical text has many words starting with ال, visual text many ending
  * with لا. When the reversed form clearly dominates, each line with Arabic in it is reversed back, and
- * the left-to-right runs inside it (digits, Latin words) are turned the right way again.
+ * the left-to-right runs inside it (digits, Latin words) are turned the right way again, and the marks
+ * on a letter put back in canonical order.
  */
 export function repairReversedArabic(text: string): string {
   const words = text.match(/[\u0621-\u064A]+/g) ?? []
@@ -47,7 +48,8 @@ export function repairReversedArabic(text: string): string {
   const reverse = (s: string) => Array.from(s).reverse().join('')
   return text
     .split('\n')
-    .map((line) => (ARABIC_LETTER.test(line) ? reverse(line).replace(LTR_RUN, reverse) : line))
+    // (in canonical order again: turned round, the marks on one letter come in the reverse order)
+    .map((line) => (ARABIC_LETTER.test(line) ? reverse(line).replace(LTR_RUN, reverse).normalize('NFC') : line))
     .join('\n')
 }
 
@@ -59,8 +61,13 @@ export function canonicalize(raw: string, options: CanonicalizeOptions = {}): st
   // gives NUL for glyphs without a Unicode mapping) become spaces.
   // a mark's isolated presentation form (U+FC5E–U+FC63, the even ones of U+FE70–U+FE7E) decomposes to a space
   // and the mark: the mark only, or the space would split the word it is drawn on
-  let text = repairArabicLayer(repairTexLigatures(repairSwappedLigatures(raw)).replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart()).normalize('NFKC')).replace(/[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g, ' ')
-  text = repairReversedArabic(text)
+  // a layer in visual order is put in reading order before its marks are put back on their letters: read
+  // backwards, a mark stands before its letter ("ّنأ" for "أنّ"), so the repair that moves a mark after a
+  // space onto the letter before it would take it to the end of the word before
+  let text = repairArabicLayer(repairReversedArabic(repairTexLigatures(repairSwappedLigatures(raw)).replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart()).normalize('NFKC'))).replace(
+    /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g,
+    ' ',
+  )
   for (const pattern of options.boilerplate ?? []) text = text.replace(new RegExp(pattern, 'giu'), ' ')
   return text.replace(/\s+/gu, ' ').trim()
 }
