@@ -99,6 +99,17 @@ describe('Arabic text layers of other typesetters', () => {
     expect(canonicalize('ةءارقلا ّنأ ذيمالتلا مّلعتي')).toBe('يتعلّم التلاميذ أنّ القراءة'.normalize('NFKC'))
   })
 
+  it('ReportLab after arabic_reshaper and python-bidi: a mark that ends a line drawn in visual order goes back on its word, not to the line above', async () => {
+    // each line reshaped (the harakat kept) and put in visual order, then drawn with drawRightString
+    const [ar, fr] = await pages('reportlab-amiri.pdf')
+    expect(ar!.readability.readable).toBe(true)
+    expect(kept(source.ar, ar!.canonical)).toEqual({ exact: 1, bare: 1 })
+    // "ملخّصاً" ends its line: its tanwin, the first glyph the line draws, stays on it
+    expect(ar!.canonical).toContain('ثم أكتب ملخّصاً للقسم.'.normalize('NFKC'))
+    expect(ar!.canonical).toContain('كبيرة. نستعمل برنامج Python')
+    expect(kept(source.fr, fr!.canonical)).toEqual({ exact: 1, bare: 1 })
+  })
+
   it('reads the French page of every file whole', async () => {
     for (const name of ['libreoffice-notonaskharabic.pdf', 'libreoffice-amiri.pdf', 'xelatex-amiri.pdf', 'chromium-amiri.pdf', 'chromium-notosansarabic.pdf', 'chromium-notonaskharabic.pdf', 'chromium-dejavusans.pdf']) {
       const [, fr] = await pages(name)

@@ -38,7 +38,7 @@ const TOUCH = 0.1
  * right to left, a run of numbers or Latin words in it left to right.
  */
 export function joinItems(drawn: readonly TextRun[]): string {
-  const items = unmirrored(drawn)
+  const items = marksCarriedOver(unmirrored(drawn))
   let text = ''
   let word: TextRun[] = []
   let line: { text: string; x: number; right: number; separator: string }[] = []
@@ -99,6 +99,35 @@ function unmirrored(items: readonly TextRun[]): readonly TextRun[] {
     const [a, b, c, d, e, f] = r.transform as [number, number, number, number, number, number]
     return { ...r, str, transform: [-a, b, c, d, e - r.width, f], hasEOL: lineEnds }
   })
+}
+
+// a letter, or its presentation form (which pdf.js gives for text shaped before it was drawn)
+const LETTER_OR_FORM = `${AR_LETTER}\uFB50-\uFDFF\uFE80-\uFEFC`
+const LEADING_ARABIC_MARKS = new RegExp(`^[${AR_MARK}]+(?=[${LETTER_OR_FORM}])`)
+const ENDS_WITH_ARABIC_LETTER = new RegExp(`[${LETTER_OR_FORM}][${AR_MARK}]*$`)
+
+/**
+ * A mark that ends the last word of a line drawn in visual order (ReportLab or fpdf2 after arabic_reshaper
+ * and python-bidi, the harakat kept: "ملخّصاً" at the left end of a line) is the first glyph the line draws,
+ * of no width, and pdf.js puts it in the run before, the line above, which it turns round: the mark comes
+ * out at the start of that line ("ًنستعمل"). No Arabic word begins with a mark: marks that start a run
+ * whose next run lies on another line and ends with a letter go back to the end of that run.
+ */
+function marksCarriedOver(items: readonly TextRun[]): readonly TextRun[] {
+  let out: TextRun[] | undefined
+  for (let i = 0; i < items.length; i++) {
+    const run = (out ?? items)[i]!
+    const marks = LEADING_ARABIC_MARKS.exec(run.str)?.[0]
+    if (!marks) continue
+    let j = i + 1
+    while (j < items.length && items[j]!.str.trim() === '') j++
+    const next = items[j]
+    if (!next || Math.abs(next.transform[5]! - run.transform[5]!) <= fontSize(run) * 0.3 || !ENDS_WITH_ARABIC_LETTER.test(next.str)) continue
+    out ??= [...items]
+    out[i] = { ...run, str: run.str.slice(marks.length) }
+    out[j] = { ...next, str: next.str + marks }
+  }
+  return out ?? items
 }
 
 /** A run whose text matrix is mirrored left to right on a horizontal line. */
