@@ -36,7 +36,7 @@ export const settings = {
   DB_STATEMENT_TIMEOUT_MS: [int(15000), 'Statement timeout for the service connection, 0 for none'],
   // --- auth
   SUPABASE_URL: [optionalUrl, 'Base URL of the Supabase API (auth under /auth/v1); defaults to the local gateway'],
-  JWT_SECRET: [z.string().min(32).default(LOCAL_JWT_SECRET), 'HS256 secret that signs and verifies access tokens (the local default is the Supabase CLI one)'],
+  JWT_SECRET: [z.string().min(32).default(LOCAL_JWT_SECRET), 'HS256 secret that signs and verifies access tokens. Unset, npm start uses its DATA_DIR\'s own (jwt-secret, made on the first start), not this default: the Supabase CLI\'s, published'],
   JWT_JWKS_URL: [optionalUrl, 'JWKS URL for asymmetric access tokens (RS256, ES256), e.g. https://<ref>.supabase.co/auth/v1/.well-known/jwks.json'],
   JWT_EXPIRY_SECONDS: [int(3600, 60), 'Lifetime of access tokens issued by the local auth server'],
   JWT_CLOCK_TOLERANCE_SECONDS: [int(5), 'Clock skew tolerated when checking exp and nbf'],

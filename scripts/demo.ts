@@ -3,7 +3,7 @@
 // an admin and a student (or signs in the ones of an earlier run), syncs the bundled demo portal, ingests every discovered reference with live
 // progress, shows the catalogue, asks the teacher a question in French and one in Arabic (streamed,
 // with sources), and prints the student's wallet and ledger. Exits non-zero on any failure.
-import { loadConfigOrExit } from './lib/load-config.ts'
+import { jwtSecretGiven, loadConfigOrExit } from './lib/load-config.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { createHmac } from 'node:crypto'
@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   let url = targetUrl
   if (!process.env.DEMO_URL && (config.PORT === 0 || !(await reachable(url)))) {
     out('No stack is running: starting one on the embedded database…')
-    stack = await startStack(config, createLogRoot({ level: process.env.DEMO_LOG_LEVEL === undefined ? 'warn' : config.LOG_LEVEL }))
+    stack = await startStack(config, createLogRoot({ level: process.env.DEMO_LOG_LEVEL === undefined ? 'warn' : config.LOG_LEVEL }), { folderJwtSecret: !jwtSecretGiven() })
     url = targetUrl = stack.gateway.url
   }
   try {

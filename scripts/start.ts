@@ -1,6 +1,6 @@
 // `npm start`: the whole local stack in one process. Embedded PGlite unless DATABASE_URL is set; the
 // platform shim and migrations applied; every router served under /functions/v1 on PORT.
-import { loadConfigOrExit } from './lib/load-config.ts'
+import { jwtSecretGiven, loadConfigOrExit } from './lib/load-config.ts'
 import type { Sql } from '../functions-shared/db/client.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import type { EmbeddedDb } from './lib/embedded-db.ts'
@@ -37,6 +37,7 @@ process.on('SIGINT', () => void shutdown('SIGINT'))
 process.on('SIGTERM', () => void shutdown('SIGTERM'))
 
 const stack = await startStack(config, logs, {
+  folderJwtSecret: !jwtSecretGiven(),
   onPart: (part) => {
     sql = part.sql ?? sql
     embedded = part.embedded ?? embedded

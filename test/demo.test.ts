@@ -109,7 +109,9 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     db = await createTestDatabase()
     const config = testConfig({ LOG_LEVEL: 'silent', DEMO_PORTAL: 'on', DATA_DIR: await tempDir(), EXPIRY_INTERVAL_SECONDS: '0', PORT: '0', ADMIN_API_KEY: 'cli-admin-key' })
     gw = await startGateway({ config, sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }) } })
-    env = { CT_URL: gw.url, LOG_LEVEL: 'warn' }
+    // the gateway's data folder, which has no JWT secret of its own: the CLI signs with the config's, as
+    // the gateway does, whatever a stack started in the repository left in .data
+    env = { CT_URL: gw.url, LOG_LEVEL: 'warn', DATA_DIR: config.DATA_DIR }
   })
   afterAll(async () => {
     await gw?.close()

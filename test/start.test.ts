@@ -9,6 +9,8 @@ import postgres from 'postgres'
 import { createClient } from '@supabase/supabase-js'
 import { afterAll, describe, expect, it } from 'vitest'
 import { DataDirLockedError, LOCK_FILE, lockDataDir } from '../scripts/lib/data-dir-lock.ts'
+import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
 
 const root = new URL('..', import.meta.url).pathname
 const node = `${root}node_modules/.bin/node`
@@ -122,6 +124,23 @@ describe('npm start (embedded mode)', () => {
         await expect(guess`select 1`).rejects.toMatchObject({ code: '28P01' })
         await guess.end({ timeout: 1 }).catch(() => {})
       }
+
+      // the keys are signed with the folder's own JWT secret (made on the first start, its owner's only),
+      // not the published default: a service-role token anyone can sign with that tops nobody up
+      const secret = (await readFile(join(dataDir, 'jwt-secret'), 'utf8')).trim()
+      expect(secret).toMatch(/^[A-Za-z0-9_-]{64}$/)
+      expect((await stat(join(dataDir, 'jwt-secret'))).mode & 0o777).toBe(0o600)
+      expect(s.serviceKey).toBe(await apiKey(secret, 'service_role'))
+      expect(s.anonKey).toBe(await apiKey(secret, 'anon'))
+      const forged = { Authorization: `Bearer ${await apiKey(LOCAL_JWT_SECRET, 'service_role')}`, 'Content-Type': 'application/json' }
+      const student = signUp.data.user!.id
+      const topUp = await fetch(`${s.apiUrl}/wallet/topup`, { method: 'POST', headers: forged, body: JSON.stringify({ user_id: student, tokens: 1_000_000, amount: 0, currency: 'MRU', payment_method: 'cash' }) })
+      expect(topUp.status).toBe(401)
+      expect((await fetch(`${s.apiUrl}/metrics/json`, { headers: forged })).status).toBe(401)
+      const rest = await fetch(`${s.baseUrl}/rest/v1/rpc/top_up`, { method: 'POST', headers: { ...forged, apikey: s.anonKey }, body: JSON.stringify({ p_user: student, p_tokens: 1_000_000, p_amount: 0, p_currency: 'MRU', p_payment_method: 'cash', p_reference: null, p_created_by: 'x' }) })
+      expect(rest.status).toBe(401)
+      const topUpWithKey = await fetch(`${s.apiUrl}/wallet/topup`, { method: 'POST', headers: { ...forged, Authorization: `Bearer ${s.serviceKey}` }, body: JSON.stringify({ user_id: student, tokens: 10, amount: 0, currency: 'MRU', payment_method: 'cash' }) })
+      expect(topUpWithKey.status).toBe(201)
     } finally {
       const code = await stop(s)
       expect(code, s.output()).toBe(0)
@@ -134,6 +153,9 @@ describe('npm start (embedded mode)', () => {
       expect(again.output()).toContain('"shim_applied":false,"applied":[]')
       // the folder keeps its database password
       expect(decodeURIComponent(new URL(again.dbUrl).password)).toBe((await readFile(join(dataDir, 'db-password'), 'utf8')).trim())
+      // and its JWT secret: the keys an app was given still work
+      expect(again.anonKey).toBe(s.anonKey)
+      expect(again.serviceKey).toBe(s.serviceKey)
     } finally {
       expect(await stop(again)).toBe(0)
     }
@@ -229,7 +251,8 @@ describe('startup failures are one sentence and exit 1', () => {
   it('the published JWT_SECRET on an interface other machines reach', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'ct-secret-'))
     dirs.push(dataDir)
-    const exposed = await run('scripts/start.ts', { DATA_DIR: dataDir, HOST: '0.0.0.0', PORT: '0', DB_PORT: '0' })
+    // set on purpose: without JWT_SECRET the stack signs with its data folder's own secret
+    const exposed = await run('scripts/start.ts', { DATA_DIR: dataDir, HOST: '0.0.0.0', PORT: '0', DB_PORT: '0', JWT_SECRET: LOCAL_JWT_SECRET })
     expect(exposed.code).toBe(1)
     expectSentence(exposed.err, 'JWT_SECRET', /HOST=0\.0\.0\.0/, /set JWT_SECRET/)
     // found before the database is opened

@@ -12,6 +12,7 @@ import { migrateRepository } from './migrations.ts'
 import { startGateway, type Gateway } from './gateway.ts'
 import { portProblem, StartupError, unreachableDatabase } from './startup-error.ts'
 import { isLoopback } from '../../functions-shared/local-auth/redirects.ts'
+import { folderJwtSecret } from './jwt-secret.ts'
 
 export interface Stack {
   gateway: Gateway
@@ -32,11 +33,16 @@ async function portFree(host: string, port: number): Promise<void> {
   })
 }
 
-export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?: (part: { sql?: Sql; embedded?: EmbeddedDb; gateway?: Gateway }) => void } = {}): Promise<Stack> {
+/**
+ * `folderJwtSecret`: the settings name no JWT_SECRET (`npm start`, `npm run demo` without one), so the
+ * stack signs with its data folder's secret, made on its first start (jwt-secret.ts), not the published
+ * default; tests that start a stack in process keep the secret of their config.
+ */
+export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?: (part: { sql?: Sql; embedded?: EmbeddedDb; gateway?: Gateway }) => void; folderJwtSecret?: boolean } = {}): Promise<Stack> {
   const log = logs.get('start')
   // the default JWT_SECRET is published (the Supabase CLI's): on an interface other machines reach,
   // anyone could sign a service-role or admin token with it
-  if (config.JWT_SECRET === LOCAL_JWT_SECRET && config.HOST !== 'localhost' && !isLoopback(config.HOST)) {
+  if (!hooks.folderJwtSecret && config.JWT_SECRET === LOCAL_JWT_SECRET && config.HOST !== 'localhost' && !isLoopback(config.HOST)) {
     throw new StartupError(`JWT_SECRET is the published local-development secret, and HOST=${config.HOST} lets other machines reach the gateway: set JWT_SECRET to a secret of your own (32 characters or more), or HOST=127.0.0.1`)
   }
   let embedded: EmbeddedDb | undefined
@@ -72,6 +78,9 @@ export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?
     throw unreachableDatabase(err, url, 'start PostgreSQL or fix DATABASE_URL (unset it to use the embedded database)') ?? err
   })
   log.info({ shim_applied: migrated.shimApplied, applied: migrated.applied }, 'database migrated')
+  // made once the folder is known to serve (its ports free, its database open): a start that fails
+  // earlier leaves a new folder as it found it
+  if (hooks.folderJwtSecret) config = { ...config, JWT_SECRET: folderJwtSecret(config.DATA_DIR, { create: true })! }
   const [anonKey, serviceKey] = await Promise.all([apiKey(config.JWT_SECRET, 'anon'), apiKey(config.JWT_SECRET, 'service_role')])
   const gateway = await startGateway({ config, sql, deps: { logs }, embedded: embedded !== undefined, databaseUrl }).catch((err: unknown) => {
     throw portProblem(err, 'the API gateway', 'PORT', config.HOST, config.PORT) ?? err
