@@ -470,6 +470,29 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(body.sources[0].document_id).toBe(docs['education-islamique']!.id)
   })
 
+  it('hands out no translation with a turn charged nothing (no lesson found): not in its answer, not in its usage row', async () => {
+    const student = await createUser(db.sql)
+    const translation = 'Le texte que le modèle a traduit gratuitement'
+    script.translate = () => ({ content: translation })
+    // a grade with no lesson: nothing is found, nothing is charged
+    for (const stream of [false, true]) {
+      const res = await chat(s, student, { message: 'ترجم هذا النص إلى الفرنسية من فضلك', grade: '9Z', subject: 'mathematiques', stream })
+      expect(res.status).toBe(200)
+      const text = await res.text()
+      expect(text).toContain('no_sources')
+      expect(text).toContain('"charged":0')
+      expect(text).not.toContain(translation)
+    }
+    const rows = await db.sql<{ details: Record<string, any>; charged: number }[]>`select details, charged from public.usage_log where user_id = ${student.id}`
+    expect(rows).toHaveLength(2)
+    for (const row of rows) {
+      expect(row.charged).toBe(0)
+      expect(row.details.retrieval).toMatchObject({ translated: true, query: 'ترجم هذا النص إلى الفرنسية من فضلك', cross_lingual: { status: 'searched', query: null } })
+      expect(JSON.stringify(row.details)).not.toContain(translation)
+    }
+    script.translate = () => ({ content: '' })
+  })
+
   it('caps the charge at twice the estimate', async () => {
     const student = await createUser(db.sql)
     script.chat = () => ({ content: 'mot '.repeat(2500) }) // 10,000 characters: 5 + 50 = 55 > 2 × 15

@@ -32,6 +32,16 @@ function toSources(result: RetrievalResult, message: string): Source[] {
   }))
 }
 
+/**
+ * What a turn charged nothing says of its retrieval: the question's translations are the provider's
+ * output, and a turn that found nothing, or whose client left, hands none out, in its answer or in the
+ * usage row its student reads (/rest/v1 usage_log): a question sent with a grade that has no lesson (or
+ * dropped at once) was a free translation of up to 2,000 characters, as often as the rate limit allowed.
+ */
+function uncharged(info: Record<string, unknown> & { cross_lingual: RetrievalResult['cross_lingual'] }, message: string) {
+  return { ...info, query: message, cross_lingual: { ...info.cross_lingual, query: null } }
+}
+
 /** Step 3. French query, dense top-K with prefilters, chunk text, rerank to the tier's N. */
 export async function retrieveStep(ctx: TurnContext, decision: Decision, hold: Hold, message: string, documentLanguage: string | null): Promise<RetrievalResult> {
   return timed(ctx, 'retrieve_and_rerank', async () => {
@@ -192,6 +202,7 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
     if (signal.aborted) {
       outcome = 'disconnected'
     } else if (retrieval.snippets.length === 0) {
+      sources = { sources: [], retrieval: uncharged(retrievalInfo, input.message) }
       delta(noSourcesAnswer(decision.language))
       outcome = 'no_sources'
     } else {
@@ -209,12 +220,12 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       characters,
       model: generated?.model ?? null,
       outcome,
-      extra: { retrieval: retrievalInfo, sources: retrieval.snippets.map((s) => s.chunk_id), extractive: generated?.extractive ?? false },
+      extra: { retrieval: billed ? retrievalInfo : uncharged(retrievalInfo, input.message), sources: retrieval.snippets.map((s) => s.chunk_id), extractive: generated?.extractive ?? false },
     })
     // an answer is delivered settled or not at all (JSON: no answer; SSE: an error event, not done)
     if (billed && !usage) throw new SettlementError('the answer could not be settled')
     if (billed) m.characters.inc(characters)
-    if (sources) sink.sources({ sources: [], retrieval: retrievalInfo })
+    if (sources) sink.sources({ sources: [], retrieval: billed ? retrievalInfo : uncharged(retrievalInfo, input.message) })
     sink.done({ outcome, usage, model: generated?.model ?? null, extractive: generated?.extractive ?? false, timings: ctx.timings })
     return outcome
   } catch (err) {
