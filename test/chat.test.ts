@@ -523,6 +523,29 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(await wallet(student.id)).toEqual({ balance: 50 - row!.charged, ledger: 50 - row!.charged })
   })
 
+  it('stops an answer that would outlive its reservation and settles it for what was streamed, not free', async () => {
+    const student = await createUser(db.sql)
+    // a slow model: three pieces, then the rest would come after the reservation's TTL
+    script.chat = () => ({ content: 'Pour résoudre une équation, on isole x puis on divise [1].', stallAfter: 3 })
+    const res = await chat(s, student, { message: 'Explique la résolution d\'une équation', subject: 'mathematiques', stream: true })
+    const reader = readSse(res)
+    let received = ''
+    let item = await reader.next()
+    for (; item && !(item.kind === 'event' && item.event === 'delta'); item = await reader.next());
+    received += (item as { data: { text: string } }).data.text
+    s.clock.advance(s.gw.deps.config.RESERVATION_TTL_SECONDS * 1000)
+    const rest = events(await reader.rest())
+    for (const e of rest) if (e.event === 'delta') received += e.data.text
+    const done = rest.find((e) => e.event === 'done')
+    expect(rest.find((e) => e.event === 'error')).toBeUndefined()
+    const characters = [...received].length
+    expect(done?.data).toMatchObject({ outcome: 'answered', usage: { characters, charged: 5 + Math.ceil(characters / 200) } })
+    const [row] = await usageRows(student.id)
+    expect(row).toMatchObject({ kind: 'chat', characters, charged: 5 + Math.ceil(characters / 200) })
+    expect(row!.details.cut_at_deadline).toBe(true)
+    expect(await wallet(student.id)).toEqual({ balance: 50 - row!.charged, ledger: 50 - row!.charged })
+  })
+
   it('answers 503 and reserves nothing when the provider fails while the subject is inferred', async () => {
     const student = await createUser(db.sql)
     server.embeddings = () => ({ status: 500 })

@@ -76,17 +76,40 @@ interface Generated {
   model: string | null
   extractive: boolean
   aborted: boolean
+  /** stopped before the reservation's expiry (generationDeadline) */
+  cut: boolean
+}
+
+/**
+ * How long an answer may still be generated: until a tenth of the reservation's TTL (at most 30 s)
+ * before it expires. A streamed answer has no limit of its own (only each piece has OPENAI_TIMEOUT_MS),
+ * and one that outlived its reservation was refunded by the expiry and could not be settled: in SSE its
+ * text had gone out, so a long answer of a slow model was free. Cut there, it is settled for what it has.
+ */
+export function generationDeadline(ctx: TurnContext, hold: Hold): number | null {
+  if (hold.reservedAt === undefined) return null
+  const ttlMs = ctx.deps.config.RESERVATION_TTL_SECONDS * 1000
+  return Math.max(0, hold.reservedAt + ttlMs - Math.min(30_000, ttlMs / 10) - ctx.deps.clock.now())
 }
 
 /** Step 4. The answer, streamed through the breaker; a client that leaves stops it (not a model failure). */
 export async function generate(ctx: TurnContext, decision: Decision, hold: Hold, input: ChatInput, snippets: RetrievalResult['snippets'], signal: AbortSignal, onDelta: (text: string) => void): Promise<Generated> {
   return timed(ctx, 'generate', async () => {
     const { deps } = ctx
-    const out: Generated = { characters: 0, model: null, extractive: false, aborted: false }
+    const out: Generated = { characters: 0, model: null, extractive: false, aborted: false, cut: false }
     const controller = new AbortController()
     const stop = () => controller.abort()
     signal.addEventListener('abort', stop)
     if (signal.aborted) controller.abort()
+    const deadline = generationDeadline(ctx, hold)
+    const cancelDeadline =
+      deadline === null
+        ? () => {}
+        : deps.clock.setTimer(deadline, () => {
+            if (controller.signal.aborted) return
+            out.cut = true
+            controller.abort()
+          })
     try {
       const messages = buildMessages({ message: input.message, language: decision.language, hintLevel: hold.hintLevel, history: input.history ?? [], maxChars: hold.maxChars, subject: decision.subject, grade: decision.grade })
       const result = await ctx.rt.breaker.run(async () => {
@@ -104,14 +127,15 @@ export async function generate(ctx: TurnContext, decision: Decision, hold: Hold,
           throw err
         }
       })
-      out.aborted = controller.signal.aborted
+      out.aborted = signal.aborted
       if (result) {
         out.model = result.model
         out.extractive = result.extractive
       }
-      ctx.log.info({ step: 'generate', characters: out.characters, model: out.model, extractive: out.extractive, aborted: out.aborted }, 'generate')
+      ctx.log.info({ step: 'generate', characters: out.characters, model: out.model, extractive: out.extractive, aborted: out.aborted, cut_at_deadline: out.cut }, 'generate')
       return out
     } finally {
+      cancelDeadline()
       signal.removeEventListener('abort', stop)
     }
   })
@@ -220,7 +244,7 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       characters,
       model: generated?.model ?? null,
       outcome,
-      extra: { retrieval: billed ? retrievalInfo : uncharged(retrievalInfo, input.message), sources: retrieval.snippets.map((s) => s.chunk_id), extractive: generated?.extractive ?? false },
+      extra: { retrieval: billed ? retrievalInfo : uncharged(retrievalInfo, input.message), sources: retrieval.snippets.map((s) => s.chunk_id), extractive: generated?.extractive ?? false, ...(generated?.cut ? { cut_at_deadline: true } : {}) },
     })
     // an answer is delivered settled or not at all (JSON: no answer; SSE: an error event, not done)
     if (billed && !usage) throw new SettlementError('the answer could not be settled')

@@ -56,6 +56,7 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
     const tiers = ['free', 'standard', 'premium'] as const
     const estimates = tiers.map((t) => estimateFor(deps, decision.path, t).estimated)
     const daily = tiers.map((t) => tierLimits(deps.config, t).dailyLimit ?? 0)
+    const reservedAt = deps.clock.now()
     const [row] = await deps.sql<[BeginTurnRow]>`
       select * from public.begin_chat_turn(${ctx.userId}, ${ctx.requestId}, ${estimates}::int[], ${daily}::int[],
                                            ${deps.config.RESERVATION_TTL_SECONDS}, ${deps.config.WELCOME_BONUS_TOKENS})`.catch((err: unknown) => {
@@ -82,7 +83,7 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
     }
     countReservation(deps.metrics.wallet, 'reserved', estimated)
     const reservation = { id: row.reservation_id, estimated: Number(row.estimated), expires_at: iso(row.expires_at)! }
-    const hold: Hold = { tier, hintLevel: row.hint_level, estimated, maxChars, reservation }
+    const hold: Hold = { tier, hintLevel: row.hint_level, estimated, maxChars, reservation, reservedAt }
     ctx.log.info({ step: 'check_wallet', tier, estimated, reservation_id: reservation.id, turns_today: turns }, 'check_wallet')
     return hold
   })

@@ -57,6 +57,8 @@ export interface Hold {
   estimated: number
   maxChars: number
   reservation: { id: string; estimated: number; expires_at: string }
+  /** when the reservation was asked for (the service's clock): its TTL runs from no earlier than this */
+  reservedAt?: number
 }
 
 export interface Source {
