@@ -353,6 +353,21 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     await server?.close()
   })
 
+  it('refuses with 402 a balance that pays no turn before the question is read: no embedding, no translation', async () => {
+    const student = await createUser(db.sql)
+    await db.sql`select * from public.reserve_tokens(${student.id}, 49, 'other', 300, 50)` // 1 left: not even a clarifying question
+    const before = server.calls.length
+    for (const stream of [false, true]) {
+      // no subject: the inference would embed and translate the question to find one
+      const res = await chat(s, student, { message: 'كيف نحل معادلة من الدرجة الأولى؟', stream })
+      expect(res.status).toBe(402)
+      expect(await res.json()).toMatchObject({ error: 'insufficient_balance', estimated: 2, token_balance: 1, request_id: res.headers.get('x-request-id') })
+    }
+    expect(server.calls.length).toBe(before)
+    expect(await reservations(student.id)).toBe(1)
+    expect(await wallet(student.id)).toEqual({ balance: 1, ledger: 1 })
+  })
+
   it('translates an Arabic question to French for retrieval and answers in Arabic from the French chunks', async () => {
     const student = await createUser(db.sql)
     script.translate = () => ({ content: 'Comment résoudre une équation du premier degré ?' })

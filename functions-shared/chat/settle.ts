@@ -89,6 +89,28 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
   })
 }
 
+/**
+ * Before the question is read: a wallet whose balance cannot pay the cheapest turn (a clarifying
+ * question, BILLING_CLARIFY_COST) is refused with 402 here, before the subject inference searches the
+ * catalogue and embeds (with a model: translates) the question. Without it an exhausted account still made
+ * the provider work on each of its turns (10 a minute), for a 402 in the end. A wallet not made yet (the
+ * first turn makes it with the welcome bonus) is left to check_wallet.
+ */
+export async function refuseEmptyWallet(ctx: TurnContext): Promise<void> {
+  const { deps } = ctx
+  const [wallet] = await deps.sql<{ token_balance: string; subscription_tier: Tier }[]>`
+    select w.token_balance, w.subscription_tier from public.wallets w where w.user_id = ${ctx.userId}`
+  if (!wallet) return
+  const balance = Number(wallet.token_balance)
+  const { estimated } = estimateFor(deps, 'clarify', wallet.subscription_tier)
+  if (balance >= estimated) return
+  countReservation(deps.metrics.wallet, 'insufficient')
+  ctx.log.info({ step: 'check_wallet', token_balance: balance, estimated }, 'the balance pays no turn: refused before the question is read')
+  throw new ApiError(ErrorCode.INSUFFICIENT_BALANCE, `A turn needs at least ${estimated} tokens reserved; the balance is ${balance}`, {
+    details: { estimated, token_balance: balance },
+  })
+}
+
 export class SettlementError extends Error {
   override name = 'SettlementError'
 }
