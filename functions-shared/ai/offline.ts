@@ -293,7 +293,7 @@ const topicKeys = (topic: string): Set<string> => {
  */
 export const SEARCH_RANK_WEIGHT = 0.3
 
-/** Each text's place in the search's order (0 for the nearest), from the search's figures: greater is nearer. */
+/** Each text's place in the search's order (0 for the nearest), from the search's figures (a greater figure is nearer; equal ones keep the candidates' order). */
 function searchPlaces(similarity: readonly number[]): number[] {
   const places = new Array<number>(similarity.length)
   similarity
