@@ -135,7 +135,7 @@ export function chatRouter(deps: Deps) {
         description: 'The answer: JSON, or an SSE stream of the same data',
         content: { 'application/json': { schema: ChatResponse }, 'text/event-stream': { schema: z.string().openapi({ description: SSE_DESCRIPTION }) } },
       },
-      402: jsonContent(ErrorSchema, 'Insufficient balance: nothing reserved, nothing charged'),
+      402: jsonContent(ErrorSchema, 'Insufficient balance (`estimated`, `token_balance`): nothing reserved, nothing charged. A balance below the cheapest turn (a clarifying question) is refused before the question is read'),
       404: jsonContent(ErrorSchema, 'Unknown or not ready textbook'),
       503: jsonContent(ErrorSchema, `${UNAVAILABLE_MESSAGE} (the chat model failed or its circuit is open); nothing charged`),
       ...errorResponses.protected,
