@@ -186,6 +186,29 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     expect(canonicalize(auto.pages[0]!.text)).toContain('الإسلام')
   })
 
+  it('puts right a layer that reads lam-alef backwards only after a joining letter, and the name of God backwards, by the recognizer\'s reading', async () => {
+    // LibreOffice with Noto Kufi Arabic (test/fixtures/typeset): "الإسالم", "التالميذ" and "هللا", the lone لا
+    // and على right; the words' shapes pass the check, the name read backwards on a page that reads no
+    // joined lam-alef right does not
+    const pdf = new Uint8Array(readFileSync(new URL('./fixtures/typeset/libreoffice-notokufiarabic.pdf', import.meta.url)))
+    const source = readFileSync(new URL('./fixtures/typeset/ar.txt', import.meta.url), 'utf8')
+    const words = (text: string) => text.normalize('NFKC').match(/[\p{L}\p{M}\p{N}]+/gu) ?? []
+    const kept = (text: string) => {
+      const got = new Set(words(canonicalize(text)))
+      return words(source).filter((w) => got.has(w)).length / words(source).length
+    }
+    const never = await readPdf(pdf, options({ language: 'ar', mode: 'never' }))
+    expect(readability(never.pages[0]!.text).readable).toBe(false)
+    expect(kept(never.pages[0]!.text)).toBeCloseTo(62 / 65, 6)
+    expect(canonicalize(never.pages[0]!.text)).toContain('شاء هللا')
+    const auto = await readPdf(pdf, options({ language: 'ar' }))
+    expect(auto.ocr.repaired).toBe(1)
+    expect(auto.pages[0]).toMatchObject({ source: 'pdf', confidence: null })
+    expect(readability(auto.pages[0]!.text).readable).toBe(true)
+    expect(kept(auto.pages[0]!.text)).toBe(1) // every word as written, harakat included
+    for (const w of ['مَبادئ الإسلام', 'يتعلّم التلاميذ', 'إن شاء الله']) expect(canonicalize(auto.pages[0]!.text)).toContain(w)
+  })
+
   it('leaves a readable text layer alone in auto mode, and replaces it with a confident reading in always mode', async () => {
     const pdf = await makePdf(SCAN_AR.slice(0, 1), { arabic: true, rtl: true })
     const auto = await readPdf(pdf, options({ language: 'ar' }))

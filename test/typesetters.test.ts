@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
 import { canonicalize, kashidaCodes, repairArabicLayer, repairSwappedLigatures, repairTexLigatures } from '../functions-shared/catalogue/canonicalize.ts'
 import { readability } from '../functions-shared/catalogue/readability.ts'
-import { orderAgreement, repairLamAlef } from '../functions-shared/catalogue/lam-alef.ts'
+import { orderAgreement, repairLamAlef, turnedNameOfGod } from '../functions-shared/catalogue/lam-alef.ts'
 import { joinHyphenatedWords } from '../functions-shared/catalogue/hyphenation.ts'
 
 const fixture = (name: string) => new URL(`./fixtures/typeset/${name}`, import.meta.url)
@@ -35,6 +35,17 @@ describe('Arabic text layers of other typesetters', () => {
     expect(ar!.readability.problems.unmapped).toBe(0)
     expect(kept(source.ar, ar!.canonical)).toEqual({ exact: 1, bare: 1 })
     for (const w of ['معرفة', 'الأسئلة', 'أنّ', 'الدَّرْسُ', 'لا', 'الله']) expect(ar!.canonical).toContain(w)
+  })
+
+  it('LibreOffice with Noto Kufi Arabic: lam-alef after a joining letter and the name of God read backwards, so the page fails the check', async () => {
+    const [ar, fr] = await pages('libreoffice-notokufiarabic.pdf')
+    // what there is to repair: the joined lam-alef and the name turned round, the lone لا and على right
+    for (const w of ['مَبادئ الإسالم', 'يتعلّم التالميذ', 'إن شاء هللا', 'لا ينبغي', 'على الفهم']) expect(ar!.canonical).toContain(w)
+    expect(kept(source.ar, ar!.canonical).exact).toBeCloseTo(62 / 65, 6)
+    // no word's shape tells ("سالم", "قالت" are words): the name does, on a page with no lam-alef read right
+    expect(ar!.readability.problems).toMatchObject({ reversedLamAlef: 1, brokenWords: 0 })
+    expect(ar!.readability.readable).toBe(false)
+    expect(kept(source.fr, fr!.canonical)).toEqual({ exact: 1, bare: 1 })
   })
 
   it('LibreOffice and XeLaTeX with Amiri, XeLaTeX with Noto Sans Arabic: readable, the words kept', async () => {
@@ -111,7 +122,7 @@ describe('Arabic text layers of other typesetters', () => {
   })
 
   it('reads the French page of every file whole', async () => {
-    for (const name of ['libreoffice-notonaskharabic.pdf', 'libreoffice-amiri.pdf', 'xelatex-amiri.pdf', 'chromium-amiri.pdf', 'chromium-notosansarabic.pdf', 'chromium-notonaskharabic.pdf', 'chromium-dejavusans.pdf']) {
+    for (const name of ['libreoffice-notonaskharabic.pdf', 'libreoffice-amiri.pdf', 'libreoffice-notokufiarabic.pdf', 'xelatex-amiri.pdf', 'chromium-amiri.pdf', 'chromium-notosansarabic.pdf', 'chromium-notonaskharabic.pdf', 'chromium-dejavusans.pdf']) {
       const [, fr] = await pages(name)
       expect(fr!.readability.readable, name).toBe(true)
       expect(kept(source.fr, fr!.canonical).bare, name).toBeGreaterThanOrEqual(0.93)
@@ -261,6 +272,34 @@ describe('readability of a layer that reads lam-alef backwards', () => {
   it('takes one such word in a long page for a typo', () => {
     expect(readability(`${page} األطفال`).readable).toBe(true)
   })
+
+  it('fails a page that reads the name of God backwards and no lam-alef after a joining letter the right way round', () => {
+    // as LibreOffice with Noto Kufi Arabic leaves it: the joined lam-alef turned, the lone لا right
+    const kufi = (text: string) => text.replace(new RegExp(`([${'\u0626\u0628\u062A-\u062E\u0633-\u063A\u0641-\u0647\u064A'}])\u0644([\u0627\u0623\u0625\u0622])`, 'g'), '$1$2\u0644').replace(/الله/g, 'هللا')
+    const text = `${page} لا يغيب عن ذكر الله أحد. يتعلم التلاميذ مبادئ الإسلام.`
+    expect(readability(text).readable).toBe(true)
+    const layer = kufi(text)
+    expect(layer).toContain('ذكر هللا أحد. يتعلم التالميذ مبادئ الإسالم')
+    expect(layer).toContain(' لا يغيب')
+    expect(turnedNameOfGod(layer)).toBe(1)
+    expect(readability(layer)).toMatchObject({ readable: false, problems: { reversedLamAlef: 1 } })
+    // without the name, the words' shapes pass ("الإسالم" as "سالم", a word): such a page is not caught
+    expect(readability(kufi(page)).readable).toBe(true)
+    // "هللا" on a page that reads a joined lam-alef right is a word (the dual of هلّل), not a turned layer
+    expect(turnedNameOfGod(`${page} هللا`)).toBe(0)
+    expect(readability(`${page} هللا`).readable).toBe(true)
+  })
+
+  it('never takes a page of the demo curriculum, or another typesetter\'s, for a layer read backwards by its name of God', async () => {
+    const lessons = (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: { language?: string; pages?: string[] }[] }).lessons
+    const arabic = lessons.filter((l) => l.language === 'ar').flatMap((l) => l.pages ?? [])
+    expect(arabic.length).toBeGreaterThanOrEqual(39)
+    for (const text of [...arabic, source.ar, readFileSync(fixture('zakat.txt'), 'utf8')]) expect(turnedNameOfGod(canonicalize(text)), text.slice(0, 40)).toBe(0)
+    for (const name of ['libreoffice-notonaskharabic.pdf', 'libreoffice-notosansarabic.pdf', 'libreoffice-amiri.pdf', 'xelatex-amiri.pdf', 'xelatex-notonaskharabic.pdf', 'xelatex-notosansarabic.pdf', 'chromium-notosansarabic.pdf', 'chromium-notonaskharabic.pdf', 'chromium-dejavusans.pdf', 'chromium-amiri.pdf', 'fpdf2-amiri.pdf', 'reportlab-amiri.pdf', 'ocrmypdf-ara.pdf']) {
+      const [ar] = await pages(name)
+      expect(turnedNameOfGod(ar!.canonical), name).toBe(0)
+    }
+  })
 })
 
 describe('lam-alef read backwards, put right by the recognizer\'s reading (repairLamAlef)', () => {
@@ -271,6 +310,15 @@ describe('lam-alef read backwards, put right by the recognizer\'s reading (repai
     expect(text).toBe('يتعلم التلاميذ مبادئ الإسلام، قال المعلم: لا تنس المثال.')
     expect(repaired).toBe(3)
     // "قال", "المثال" and the article are written alef then lam: the reading has them so, they stay
+  })
+
+  it('reads the name of God read backwards as the name in a layer known to read lam-alef backwards, unless the reading holds "هللا" too', () => {
+    const layer = 'يتعلم التالميذ مبادئ الإسالم، إن شاء هللا وبهللا فهللا.'
+    const reading = 'يتعلم التلاميذ مبادئ الإسلام إن شاء الله'
+    expect(repairLamAlef(layer, reading)).toEqual({ text: 'يتعلم التلاميذ مبادئ الإسلام، إن شاء الله وبالله فالله.', repaired: 5 })
+    expect(repairLamAlef('التالميذ هللا', 'التلاميذ هللا')).toEqual({ text: 'التلاميذ هللا', repaired: 1 })
+    // a layer that reads a joined lam-alef right is not turned: its "هللا" is the word written
+    expect(repairLamAlef('الإسلام هللا', 'الإسلام الله').text).toBe('الإسلام هللا')
   })
 
   it('keeps the layer\'s marks, and a word the reading does not hold as it is', () => {

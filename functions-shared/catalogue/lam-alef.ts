@@ -53,6 +53,31 @@ function repairWord(word: string, known: ReadonlySet<string>): string | null {
 
 const popcount = (n: number) => n.toString(2).replace(/0/g, '').length
 
+// letters that join the letter after them (alef, dal, ra, waw and their kin do not): lam-alef after one
+// is drawn in its final form, the glyph that some fonts map back turned round even where they map the
+// lone لا right ("الإسالم", "التالميذ" beside "لا ينبغي")
+const JOINING = '\u0626\u0628\u062A-\u062E\u0633-\u063A\u0640-\u0647\u064A\u067E\u0686\u06A4\u06A9\u06AF'
+const JOINED_LAM_ALEF = new RegExp(`[${JOINING}][${AR_MARK}]*\u0644[${AR_MARK}]*[\u0627\u0623\u0625\u0622]`, 'u')
+// the name of God, which such fonts draw as one ligature, read backwards ("هللا" for "الله"), with
+// و or ف and ب before it
+const TURNED_NAME = new RegExp(`(?<![${AR_LETTER}${AR_MARK}\u0640])([\u0648\u0641]?\u0628?)\u0647\u0644\u0644\u0627(?![${AR_LETTER}${AR_MARK}\u0640])`, 'gu')
+
+/**
+ * How many times a layer reads the name of God backwards ("هللا"), when nothing else on it reads
+ * lam-alef the right way round; 0 otherwise. A font that draws لا after a joining letter as one glyph
+ * whose characters come out turned round turns it in every word ("الإسالم", "التالميذ"), which the
+ * words' shapes cannot tell ("سالم", "قالت" are words), and draws the name as a ligature that comes out
+ * turned round too. A text writes "هللا" (the dual of هلّل) far too rarely to stand on a page that holds
+ * not one lam-alef after a joining letter, which correct text writes in most of its pages ("الإسلام",
+ * "كلام", "فلا"); a page that holds one is read as it is.
+ */
+export function turnedNameOfGod(text: string): number {
+  const names = text.match(TURNED_NAME)?.length ?? 0
+  if (names === 0) return 0
+  // the name's own lam, lam and alef aside
+  return JOINED_LAM_ALEF.test(text.replace(TURNED_NAME, ' ')) ? 0 : names
+}
+
 /**
  * The layer with each word whose alef-lam pairs were read backwards put right, by the recognizer's
  * reading of the same page; `repaired` counts the words changed.
@@ -60,7 +85,15 @@ const popcount = (n: number) => n.toString(2).replace(/0/g, '').length
 export function repairLamAlef(layer: string, reading: string): { text: string; repaired: number } {
   const known = vocabulary(reading)
   let repaired = 0
-  const text = layer.replace(ARABIC_WORD, (word) => {
+  // in a layer known to read lam-alef backwards, the name read backwards is the name, unless the
+  // recognizer read "هللا" too (turnedNameOfGod)
+  const named = turnedNameOfGod(layer) > 0 && !known.has(foldText('هللا'))
+    ? layer.replace(TURNED_NAME, (_, proclitic: string) => {
+        repaired++
+        return `${proclitic}\u0627\u0644\u0644\u0647`
+      })
+    : layer
+  const text = named.replace(ARABIC_WORD, (word) => {
     const fixed = repairWord(word, known)
     if (fixed === null) return word
     repaired++

@@ -4,6 +4,7 @@
 // that map to nothing; French comes out as encoding garbage ("Ã©" for "é"). Such a page is recognized
 // from its image too, and the better reading kept (ingestion/read-pdf.ts).
 import { AR_LETTER, AR_MARK, arabicShare, canonicalize, kashidaCodes, repairTexLigatures } from './canonicalize.ts'
+import { turnedNameOfGod } from './lam-alef.ts'
 
 export interface Readability {
   /** false when the problems are too many for the text to be stored as it is */
@@ -69,11 +70,15 @@ export function readability(raw: string): Readability {
     else if (word.length === 1 && !SINGLE_LETTERS.has(word)) brokenWords++
     else if (word.length === 2 && !TWO_LETTER_WORDS.has(word)) brokenWords++
   }
+  // the name of God read backwards on a page that reads no lam-alef after a joining letter the right way
+  // round: the whole layer reads it backwards, in words whose shapes cannot tell ("الإسالم", "التالميذ")
+  const turnedNames = turnedNameOfGod(text)
+  reversedLamAlef += turnedNames
   const words = Math.max(1, (text.match(/[\p{L}\p{N}]+/gu) ?? []).length)
   const problems = { unmapped, presentationForms, reversedLamAlef, brokenWords, mojibake, strange }
   const count = unmapped + presentationForms + reversedLamAlef + brokenWords + mojibake + strange
   const score = count / words
-  return { readable: (count < MIN_PROBLEMS || score < MAX_PROBLEM_SHARE) && reversedLamAlef < MIN_REVERSED_ARTICLES, score, problems, words }
+  return { readable: (count < MIN_PROBLEMS || score < MAX_PROBLEM_SHARE) && reversedLamAlef < MIN_REVERSED_ARTICLES && turnedNames === 0, score, problems, words }
 }
 
 /** Whether a page's text is mostly Arabic script (for the choice of recognizer languages). */
