@@ -368,6 +368,25 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(await wallet(student.id)).toEqual({ balance: 1, ledger: 1 })
   })
 
+  it('refuses with 429 a student at the daily limit before the question is read: no embedding, no translation', async () => {
+    const student = await createUser(db.sql)
+    await db.sql`select public.get_or_create_wallet(${student.id}, 50)`
+    await db.sql`insert into public.usage_log (request_id, user_id, reservation_id, kind, estimated, actual, charged)
+                 select 'earlier-' || g, ${student.id}, gen_random_uuid(), 'chat', 1, 1, 0 from generate_series(1, 50) g`
+    const before = server.calls.length
+    for (const stream of [false, true]) {
+      // no subject: the inference would embed and translate the question to find one
+      const res = await chat(s, student, { message: 'كيف نحل معادلة من الدرجة الأولى؟', stream })
+      expect(res.status).toBe(429)
+      const body = await res.json()
+      expect(body).toMatchObject({ error: 'daily_limit_reached', limit: 50, window: '1d', request_id: res.headers.get('x-request-id') })
+      expect(res.headers.get('retry-after')).toBe(String(body.retry_after))
+    }
+    expect(server.calls.length).toBe(before)
+    expect(await reservations(student.id)).toBe(0)
+    expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
+  })
+
   it('translates an Arabic question to French for retrieval and answers in Arabic from the French chunks', async () => {
     const student = await createUser(db.sql)
     script.translate = () => ({ content: 'Comment résoudre une équation du premier degré ?' })

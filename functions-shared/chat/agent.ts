@@ -14,7 +14,7 @@ import { catalogueOptions } from './infer.ts'
 import { retrieveAndRerank, type RetrievalResult } from './rerank.ts'
 import { decidePath } from './decide.ts'
 import { excerpts } from './excerpt.ts'
-import { actualFor, checkWallet, finalizeTurn, refuseEmptyWallet, SettlementError } from './settle.ts'
+import { actualFor, checkWallet, finalizeTurn, refuseBeforeReading, SettlementError } from './settle.ts'
 import { REFUSED_MESSAGE, UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type Decision, type Hold, type Source, type Usage, type Outcome, type TurnSink, timed, codePoints } from './turn.ts'
 
 function toSources(result: RetrievalResult, message: string): Source[] {
@@ -146,7 +146,7 @@ export async function generate(ctx: TurnContext, decision: Decision, hold: Hold,
 export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{ decision: Decision; hold: Hold }> {
   let decision: Decision
   try {
-    await refuseEmptyWallet(ctx)
+    await refuseBeforeReading(ctx)
   } catch (err) {
     ctx.rt.metrics.turns.inc({ path: 'undecided', outcome: toApiError(err)?.code ?? 'failed' })
     throw err

@@ -67,14 +67,7 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
     const tier = row.tier
     const turns = Number(row.turns)
     const { estimated, maxChars } = estimateFor(deps, decision.path, tier)
-    if (row.refused === 'daily_limit') {
-      const limit = tierLimits(deps.config, tier).dailyLimit
-      const retryAfter = untilUtcMidnight(deps.clock.now())
-      throw new ApiError(ErrorCode.DAILY_LIMIT_REACHED, `The ${tier} tier allows ${limit} chat turns per day`, {
-        details: { limit, window: '1d', retry_after: retryAfter },
-        headers: { 'Retry-After': String(retryAfter) },
-      })
-    }
+    if (row.refused === 'daily_limit') throw dailyLimitReached(deps, tier)
     if (row.refused === 'insufficient_balance') {
       countReservation(deps.metrics.wallet, 'insufficient')
       throw new ApiError(ErrorCode.INSUFFICIENT_BALANCE, `This answer needs ${estimated} tokens reserved; the balance is ${Number(row.token_balance)}`, {
@@ -89,20 +82,39 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
   })
 }
 
+/** The 429 of a tier whose chat turns for the UTC day are used, with the seconds until midnight UTC. */
+function dailyLimitReached(deps: Deps, tier: Tier): ApiError {
+  const limit = tierLimits(deps.config, tier).dailyLimit
+  const retryAfter = untilUtcMidnight(deps.clock.now())
+  return new ApiError(ErrorCode.DAILY_LIMIT_REACHED, `The ${tier} tier allows ${limit} chat turns per day`, {
+    details: { limit, window: '1d', retry_after: retryAfter },
+    headers: { 'Retry-After': String(retryAfter) },
+  })
+}
+
 /**
- * Before the question is read: a wallet whose balance cannot pay the cheapest turn (a clarifying
- * question, BILLING_CLARIFY_COST) is refused with 402 here, before the subject inference searches the
- * catalogue and embeds (with a model: translates) the question. Without it an exhausted account still made
- * the provider work on each of its turns (10 a minute), for a 402 in the end. A wallet not made yet (the
- * first turn makes it with the welcome bonus) is left to check_wallet.
+ * Before the question is read, what no turn of this wallet can get past is refused here, before the
+ * subject inference searches the catalogue and embeds (with a model: translates) the question:
+ * - a balance that cannot pay the cheapest turn (a clarifying question, BILLING_CLARIFY_COST): 402;
+ * - a tier whose settled turns of the UTC day (public.turns_today) reach its daily limit: 429.
+ * Without it an exhausted account, or one at its daily limit, still made the provider and the database
+ * work on each of its turns (10 a minute), for a 402 or a 429 in the end. Turns still in flight count
+ * in check_wallet (public.begin_chat_turn), which stays the rule; this only refuses earlier what it would
+ * refuse. A wallet not made yet (the first turn makes it with the welcome bonus) is left to check_wallet.
  */
-export async function refuseEmptyWallet(ctx: TurnContext): Promise<void> {
+export async function refuseBeforeReading(ctx: TurnContext): Promise<void> {
   const { deps } = ctx
-  const [wallet] = await deps.sql<{ token_balance: string; subscription_tier: Tier }[]>`
-    select w.token_balance, w.subscription_tier from public.wallets w where w.user_id = ${ctx.userId}`
+  const [wallet] = await deps.sql<{ token_balance: string; subscription_tier: Tier; turns: number }[]>`
+    select w.token_balance, w.subscription_tier, public.turns_today(w.user_id) as turns from public.wallets w where w.user_id = ${ctx.userId}`
   if (!wallet) return
+  const tier = wallet.subscription_tier
+  const daily = tierLimits(deps.config, tier).dailyLimit ?? 0
+  if (daily > 0 && Number(wallet.turns) >= daily) {
+    ctx.log.info({ step: 'check_wallet', tier, turns_today: Number(wallet.turns), daily_limit: daily }, 'the daily limit is reached: refused before the question is read')
+    throw dailyLimitReached(deps, tier)
+  }
   const balance = Number(wallet.token_balance)
-  const { estimated } = estimateFor(deps, 'clarify', wallet.subscription_tier)
+  const { estimated } = estimateFor(deps, 'clarify', tier)
   if (balance >= estimated) return
   countReservation(deps.metrics.wallet, 'insufficient')
   ctx.log.info({ step: 'check_wallet', token_balance: balance, estimated }, 'the balance pays no turn: refused before the question is read')
