@@ -385,6 +385,12 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(server.calls.length).toBe(before)
     expect(await reservations(student.id)).toBe(0)
     expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
+    // premium has no daily limit: the same day's turns refuse nothing
+    await db.sql`update public.wallets set subscription_tier = 'premium' where user_id = ${student.id}`
+    await db.sql`select * from public.top_up(${student.id}, 1000, 0, 'MRU', 'cash', null, 'test')`
+    const res = await chat(s, student, { message: 'Comment résoudre une équation ?', subject: 'mathematiques' })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({ tier: 'premium', path: 'answer' })
   })
 
   it('translates an Arabic question to French for retrieval and answers in Arabic from the French chunks', async () => {

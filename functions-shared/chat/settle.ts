@@ -104,12 +104,17 @@ function dailyLimitReached(deps: Deps, tier: Tier): ApiError {
  */
 export async function refuseBeforeReading(ctx: TurnContext): Promise<void> {
   const { deps } = ctx
-  const [wallet] = await deps.sql<{ token_balance: string; subscription_tier: Tier; turns: number }[]>`
-    select w.token_balance, w.subscription_tier, public.turns_today(w.user_id) as turns from public.wallets w where w.user_id = ${ctx.userId}`
+  // the day's turns are counted only for a tier that has a daily limit (premium has none)
+  const tiers = ['free', 'standard', 'premium'] as const
+  const limited = tiers.filter((t) => (tierLimits(deps.config, t).dailyLimit ?? 0) > 0)
+  const [wallet] = await deps.sql<{ token_balance: string; subscription_tier: Tier; turns: number | null }[]>`
+    select w.token_balance, w.subscription_tier,
+           case when w.subscription_tier = any(${limited}::text[]) then public.turns_today(w.user_id) end as turns
+      from public.wallets w where w.user_id = ${ctx.userId}`
   if (!wallet) return
   const tier = wallet.subscription_tier
   const daily = tierLimits(deps.config, tier).dailyLimit ?? 0
-  if (daily > 0 && Number(wallet.turns) >= daily) {
+  if (daily > 0 && wallet.turns !== null && Number(wallet.turns) >= daily) {
     ctx.log.info({ step: 'check_wallet', tier, turns_today: Number(wallet.turns), daily_limit: daily }, 'the daily limit is reached: refused before the question is read')
     throw dailyLimitReached(deps, tier)
   }
