@@ -12,10 +12,11 @@ const Field = z.enum(['title', 'major', 'category', 'grade', 'subject', 'languag
  * What a rule's pattern reads: `text` the link's text; `url` its URL (percent-decoded); `context` the text
  * of the element around it (its list item, table row, paragraph, definition, article or section); `attr`
  * one attribute of the link itself, named by `attr` (`title`, `data-subject`...); `column_header` the text
- * of the header cell above the link's table column. Portals often say the grade or subject only in
+ * of the header cell above the link's table column; `heading` the headings (h1–h6) the link sits under,
+ * outermost first, joined by " › " ("5AS › Mathématiques"). Portals often say the grade or subject only in
  * markup (a data attribute, a column heading), never in the link's text or URL.
  */
-const RuleFrom = z.enum(['text', 'url', 'context', 'attr', 'column_header'])
+const RuleFrom = z.enum(['text', 'url', 'context', 'attr', 'column_header', 'heading'])
 const Rule = z
   .object({
     field: Field,

@@ -12,6 +12,8 @@ export interface DiscoveredLink extends LinkFacts {
   attrs: Record<string, string>
   /** the text of the header cell above the link's table column; null outside a table with a header row */
   column_header: string | null
+  /** the headings (h1–h6) the link sits under in the page, outermost first, joined by " › "; null under none */
+  heading: string | null
   listing: string
 }
 
@@ -121,6 +123,38 @@ export function columnHeader(_$: cheerio.CheerioAPI, link: Selection): string | 
   const column = columnOf(row, cell)
   const h = header.cells.find((c) => column < c.end)
   return h ? leadingText(h.cell) || null : null
+}
+
+const HEADINGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6'])
+/** The longest a heading is read: a heading is a title, not a paragraph. */
+const MAX_HEADING_CHARS = 200
+
+/**
+ * The headings each of `targets` sits under: the page's outline at that point in document order (the last
+ * h1 before it, the last h2 after that h1, ...; a heading ends the ones below its level), outermost
+ * first, joined by " › ". A portal often says the grade in one heading and the subject in the next, above
+ * a list whose items say neither ("5AS" › "Mathématiques" › "Leçon 6"). The page is walked once,
+ * whatever the number of links; a heading inside a block (a div, a section) heads what follows it too.
+ */
+export function headingsOf(root: DomNode, targets: ReadonlySet<DomNode>): Map<DomNode, string | null> {
+  const found = new Map<DomNode, string | null>()
+  const outline: (string | undefined)[] = []
+  const stack: DomNode[] = [...(root.children ?? [])].reverse()
+  while (stack.length > 0 && found.size < targets.size) {
+    const n = stack.pop()!
+    if (n.name !== undefined && HEADINGS.has(n.name)) {
+      const level = Number(n.name[1]) - 1
+      outline.length = level
+      outline[level] = leadingText(n, MAX_HEADING_CHARS) || undefined
+      // a link inside a heading (a title that links its PDF) sits under that heading too
+    }
+    if (targets.has(n)) {
+      const trail = outline.filter((h): h is string => h !== undefined)
+      found.set(n, trail.length > 0 ? trail.join(' › ') : null)
+    }
+    if (n.children) for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]!)
+  }
+  return found
 }
 
 /**
@@ -237,7 +271,9 @@ export async function discoverLinks(
     const baseHref = $('base[href]').first().attr('href')
     const base = baseHref && URL.canParse(baseHref, page.url) ? new URL(baseHref, page.url).toString() : page.url
     const contexts = new Map<DomNode, string>()
-    $(source.link_selector).each((_, el) => {
+    const selected = $(source.link_selector)
+    const headings = headingsOf($.root().get(0) as unknown as DomNode, new Set(selected.toArray() as unknown as DomNode[]))
+    selected.each((_, el) => {
       const href = $(el).attr('href')
       if (!href) return
       let url: URL
@@ -256,7 +292,7 @@ export async function discoverLinks(
       let context = around ? contexts.get(around) : ''
       if (context === undefined) contexts.set(around!, (context = leadingText(around!)))
       const attrs = Object.fromEntries(Object.entries($(el).attr() ?? {}).map(([k, v]) => [k.toLowerCase(), squash(v)]))
-      seenLinks.set(key, { url: key, text: $(el).text().replace(/\s+/g, ' ').trim(), context, attrs, column_header: columnHeader($, $(el)), listing: page.url })
+      seenLinks.set(key, { url: key, text: $(el).text().replace(/\s+/g, ' ').trim(), context, attrs, column_header: columnHeader($, $(el)), heading: headings.get(el as unknown as DomNode) ?? null, listing: page.url })
     })
     $(source.next_selector).each((_, el) => {
       const href = $(el).attr('href')

@@ -31,6 +31,8 @@ export interface LinkFacts {
   attrs?: Record<string, string>
   /** the header of the table column the link sits in; null outside a table with a header row */
   column_header?: string | null
+  /** the headings the link sits under, outermost first, joined by " › "; null under none */
+  heading?: string | null
 }
 
 /**
@@ -63,6 +65,8 @@ function ruleInput(rule: SourceRule, link: LinkFacts): string | null {
       return link.attrs?.[rule.attr!.toLowerCase()] ?? null
     case 'column_header':
       return link.column_header ?? null
+    case 'heading':
+      return link.heading ?? null
   }
 }
 
