@@ -98,3 +98,83 @@ describe('a portal that says grade and subject only in the headings above its li
     expect(refs['/dl/104.pdf']).toMatchObject({ grade: '6AS', subject: 'histoire', job: 'queued' })
   })
 })
+
+describe('a portal with broken links, wrong types and files that are no lessons', () => {
+  const LISTING = `
+    <h2>Physique-chimie 7C</h2>
+    <ul>
+      <li><a href="/pc/absent.pdf">Leçon 1 (retirée)</a></li>
+      <li><a href="/pc/gone.pdf">Leçon 2 (supprimée)</a></li>
+      <li><a href="/pc/error.pdf">Leçon 3 : lois de Newton</a></li>
+      <li><a href="/pc/loop.pdf">Leçon 4 (boucle)</a></li>
+      <li><a href="/pc/elsewhere.pdf">Leçon 5 (hébergée ailleurs)</a></li>
+      <li><a href="/pc/login.pdf">Leçon 6 : l'énergie</a></li>
+      <li><a href="/pc/page.pdf">Leçon 7 (page)</a></li>
+      <li><a href="/pc/empty.pdf">Leçon 8 (vide)</a></li>
+      <li><a href="/pc/cut.pdf">Leçon 9 (tronquée)</a></li>
+      <li><a href="/pc/locked.pdf">Leçon 10 (protégée)</a></li>
+      <li><a href="/pc/octets.pdf">Cinématique du point</a></li>
+      <li><a href="/pc/typed-html.pdf">Acides et bases</a></li>
+      <li><a href="/pc/get.pdf?id=7&amp;dl=1">Acides faibles</a></li>
+      <li><a href="../pc/fragment.pdf#page=2">La respiration cellulaire</a></li>
+    </ul>`
+  const source = () => ({
+    name: 'broken',
+    index_urls: [`${url}/physique/liste.html`],
+    rules: [{ field: 'grade', from: 'heading', pattern: '(\\d+C)$' }, { field: 'subject', from: 'heading', pattern: '^(\\S+)' }],
+  })
+
+  it('registers every lesson it can read, and names each link it could not, with why', async () => {
+    routes.set('/physique/liste.html', html(LISTING))
+    routes.set('/pc/gone.pdf', (res) => void res.writeHead(410).end('gone'))
+    routes.set('/pc/error.pdf', (res) => void res.writeHead(500).end('database down'))
+    routes.set('/pc/loop.pdf', (res) => void res.writeHead(302, { location: '/pc/loop.pdf' }).end())
+    routes.set('/pc/elsewhere.pdf', (res) => void res.writeHead(302, { location: 'http://127.0.0.2:9/pc/elsewhere.pdf' }).end())
+    routes.set('/pc/login.pdf', (res) => void res.writeHead(302, { location: '/connexion.html' }).end())
+    routes.set('/connexion.html', html('<form><input name="login"></form>'))
+    routes.set('/pc/page.pdf', html('<p>Document en cours de mise à jour</p>'))
+    routes.set('/pc/empty.pdf', pdf(new Uint8Array()))
+    routes.set('/pc/cut.pdf', pdf((await pdfOf('physique-7c-energie')).subarray(0, 1500)))
+    routes.set('/pc/locked.pdf', pdf(new Uint8Array(readFileSync(new URL('./fixtures/encrypted/aes-256-user-password.pdf', import.meta.url)))))
+    routes.set('/pc/octets.pdf', pdf(await pdfOf('physique-6c-cinematique'), 'application/octet-stream'))
+    routes.set('/pc/typed-html.pdf', pdf(await pdfOf('chimie-7d-acides-bases'), 'text/html'))
+    routes.set('/pc/get.pdf', pdf(await pdfOf('chimie-7d-acides-faibles')))
+    routes.set('/pc/fragment.pdf', pdf(await pdfOf('svt-6c-respiration')))
+
+    const result = await sync(source())
+    expect(result).toMatchObject({ status: 'completed', found_count: 14, new_count: 4, duplicates: 0, quality_failed: 5, errors: 5 })
+    const refs = await references('broken')
+    expect(Object.keys(refs).sort()).toEqual(['/pc/fragment.pdf', '/pc/get.pdf', '/pc/octets.pdf', '/pc/typed-html.pdf'])
+    expect(Object.values(refs).every((r) => r.grade === '7C' && r.subject === 'physique-chimie' && r.job === 'queued')).toBe(true)
+    const [run] = await db.sql`select error_message from public.scrape_runs where id = ${result.run_id}`
+    const message = run!.error_message as string
+    // every link that gave no lesson is named, with what it gave
+    const named: [string, RegExp][] = [
+      ['absent.pdf', /HTTP 404/],
+      ['gone.pdf', /HTTP 410/],
+      ['error.pdf', /HTTP 500/],
+      ['loop.pdf', /too many redirects/],
+      ['elsewhere.pdf', /blocked destination/],
+      ['login.pdf', /not a PDF \(served as text\/html/],
+      ['page.pdf', /not a PDF \(served as text\/html/],
+      ['empty.pdf', /not a PDF/],
+      ['cut.pdf', /unreadable PDF/],
+      ['locked.pdf', /encrypted with a password/],
+    ]
+    for (const [file, why] of named) {
+      const said = message.split('; ').find((part) => part.includes(`/pc/${file}:`))
+      expect(said, `${file} named in: ${message}`).toBeDefined()
+      expect(said).toMatch(why)
+    }
+  })
+
+  it('picks up, on the next sync, the links that were broken and now give a lesson', async () => {
+    routes.set('/pc/error.pdf', pdf(await pdfOf('physique-7c-newton')))
+    routes.set('/pc/login.pdf', pdf(await pdfOf('physique-7c-energie')))
+    const result = await sync(source())
+    expect(result).toMatchObject({ status: 'completed', found_count: 14, new_count: 2, known: 4, quality_failed: 4, errors: 4 })
+    const refs = await references('broken')
+    expect(refs['/pc/error.pdf']).toMatchObject({ grade: '7C', subject: 'physique-chimie', status: 'discovered', job: 'queued' })
+    expect(refs['/pc/login.pdf']).toMatchObject({ grade: '7C', subject: 'physique-chimie', status: 'discovered', job: 'queued' })
+  })
+})

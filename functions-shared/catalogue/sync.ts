@@ -35,7 +35,14 @@ type Outcome = 'new' | 'needs_metadata' | 'duplicate' | 'quality_failed' | 'erro
 /** public.register_reference's outcome for a link that passed the checks */
 type Registration = Extract<Outcome, 'new' | 'needs_metadata' | 'duplicate' | 'known'>
 
-async function rejectForQuality(ctx: ServiceContext, source: Source, link: DiscoveredLink, reason: string) {
+/** A link whose download or reading failed, or whose file the quality check refused: its URL and why. */
+interface LinkFailure {
+  url: string
+  message: string
+}
+
+async function rejectForQuality(ctx: ServiceContext, source: Source, link: DiscoveredLink, reason: string, rejected: LinkFailure[]) {
+  rejected.push({ url: link.url, message: reason })
   await asService(ctx.deps.sql, (tx) => tx`
     insert into public.ingestion_audit (source_url, to_status, error_message, details)
     values (${link.url}, 'rejected', ${reason}, ${tx.json({ source: source.name, stage: 'quality_check', listing: link.listing })})`)
@@ -48,7 +55,7 @@ async function touchIfKnown(ctx: ServiceContext, urls: string[]): Promise<boolea
   return rows.length > 0
 }
 
-async function processLink(ctx: ServiceContext, source: Source, runId: string, link: DiscoveredLink): Promise<Outcome> {
+async function processLink(ctx: ServiceContext, source: Source, runId: string, link: DiscoveredLink, rejected: LinkFailure[]): Promise<Outcome> {
   const { config } = ctx.deps
   if (await touchIfKnown(ctx, [link.url])) return 'known'
   const file = await safeFetch(link.url, {
@@ -63,7 +70,7 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
   if (file.url !== link.url && (await touchIfKnown(ctx, [file.url]))) return 'known'
   if (!isPdf(file.bytes)) {
     // the body decides, not the type the server gave it: a portal can serve an error page as application/pdf
-    await rejectForQuality(ctx, source, link, `not a PDF (served as ${file.contentType || 'no content type'}; the body does not start with %PDF-)`)
+    await rejectForQuality(ctx, source, link, `not a PDF (served as ${file.contentType || 'no content type'}; the body does not start with %PDF-)`, rejected)
     return 'quality_failed'
   }
   const meta = linkMetadata(source, link)
@@ -81,7 +88,7 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
     })
   } catch (err) {
     if (!(err instanceof PdfError)) throw err
-    await rejectForQuality(ctx, source, link, err.message)
+    await rejectForQuality(ctx, source, link, err.message, rejected)
     return 'quality_failed'
   }
   countOcr(ctx.deps.metrics.ingestion, extracted.ocr)
@@ -112,7 +119,7 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
         { minTextChars: config.QUALITY_MIN_TEXT_CHARS, maxFileBytes: config.UPLOAD_MAX_BYTES, minConfidenceAr: config.OCR_MIN_CONFIDENCE_AR, minConfidenceFr: config.OCR_MIN_CONFIDENCE_FR },
       )
   if (!quality.passed) {
-    await rejectForQuality(ctx, source, link, quality.reason!)
+    await rejectForQuality(ctx, source, link, quality.reason!, rejected)
     return 'quality_failed'
   }
   const more = extracted.ocr.skipped
@@ -209,7 +216,10 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   const timeouts = new Map<string, number>()
   const skipped = new Map<string, number>()
   // links whose download or reading failed: named in the run's message, as unread listing pages are
-  const failedLinks: { url: string; message: string }[] = []
+  const failedLinks: LinkFailure[] = []
+  // links whose file the quality check refused (not a PDF, unreadable, encrypted, too short...): named
+  // too, as the reason is otherwise only in ingestion_audit, which no route shows
+  const rejectedLinks: LinkFailure[] = []
   await heartbeat()
   for (const link of links) {
     const host = new URL(link.url).host
@@ -219,7 +229,7 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
       continue
     }
     try {
-      counts[await processLink(ctx, source, runId, link)]++
+      counts[await processLink(ctx, source, runId, link, rejectedLinks)]++
       timeouts.set(host, 0)
     } catch (err) {
       counts.error++
@@ -242,6 +252,10 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   if (!failure && failedLinks.length > 0) {
     const named = failedLinks.slice(0, 5).map((f) => `${f.url}: ${f.message}`).join('; ')
     notes.push(`${failedLinks.length} ${failedLinks.length === 1 ? 'link' : 'links'} could not be downloaded or read: ${named}${failedLinks.length > 5 ? '; ...' : ''}`)
+  }
+  if (!failure && rejectedLinks.length > 0) {
+    const named = rejectedLinks.slice(0, 5).map((f) => `${f.url}: ${f.message}`).join('; ')
+    notes.push(`${rejectedLinks.length} ${rejectedLinks.length === 1 ? 'link gives' : 'links give'} no lesson the quality check accepts: ${named}${rejectedLinks.length > 5 ? '; ...' : ''}`)
   }
   for (const [host, n] of skipped) notes.push(`${n} ${n === 1 ? 'link' : 'links'} of ${host} left for the next run after ${SYNC_HOST_TIMEOUTS} downloads in a row timed out`)
   if (!failure && notes.length > 0) failure = notes.join('; ').slice(0, 2000)
