@@ -178,3 +178,31 @@ describe('a portal with broken links, wrong types and files that are no lessons'
     expect(refs['/pc/login.pdf']).toMatchObject({ grade: '7C', subject: 'physique-chimie', status: 'discovered', job: 'queued' })
   })
 })
+
+describe('a listing whose rows say grade and subject in cells of their own', () => {
+  it('reads the row as its cells, apart: "5AS" and "Mathématiques" are words a rule can find', async () => {
+    routes.set('/tableau/index.html', html(`<table>
+      <tr><td>5AS</td><td>Mathématiques</td><td><a href="/tableau/a.pdf">Télécharger</a></td></tr>
+      <tr><td>6AS</td><td>Histoire</td><td><a href="/tableau/b.pdf">Télécharger</a></td></tr>
+      </table>
+      <ul><li><p>7C</p><p>Physique</p><div><a href="/tableau/c.pdf">Télécharger</a></div></li></ul>`))
+    routes.set('/tableau/a.pdf', pdf(await pdfOf('maths-7c')))
+    routes.set('/tableau/b.pdf', pdf(await pdfOf('svt-5c')))
+    routes.set('/tableau/c.pdf', pdf(await pdfOf('physique-7c')))
+    const result = await sync({
+      name: 'cells',
+      index_urls: [`${url}/tableau/index.html`],
+      rules: [
+        { field: 'grade', from: 'context', pattern: '\\b(\\d+(?:AS|C|D))\\b' },
+        { field: 'subject', from: 'context', pattern: '\\b(Mathématiques|Histoire|Physique)\\b' },
+      ],
+    })
+    expect(result).toMatchObject({ status: 'completed', found_count: 3, new_count: 3, needs_metadata: 0 })
+    const refs = await references('cells')
+    expect(refs['/tableau/a.pdf']).toMatchObject({ grade: '5AS', subject: 'mathematiques', job: 'queued' })
+    expect(refs['/tableau/b.pdf']).toMatchObject({ grade: '6AS', subject: 'histoire', job: 'queued' })
+    // blocks of a list item are apart as well
+    expect(refs['/tableau/c.pdf']).toMatchObject({ grade: '7C', subject: 'physique', job: 'queued' })
+  })
+})
+

@@ -60,13 +60,31 @@ function leadingText(node: DomNode, max = 500): string {
   const stack: DomNode[] = [...(node.children ?? [])].reverse()
   for (let visited = 0; stack.length > 0 && visited < MAX_CONTEXT_NODES; visited++) {
     const n = stack.pop()!
-    if (n.type === 'text' && n.data) {
+    if (n === APART) text += ' '
+    else if (n.type === 'text' && n.data) {
       text += n.data.slice(0, max * 4).replace(/\s+/g, ' ')
       if (text.trimStart().length > max + 1) break
-    } else if (n.children) for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]!)
+    } else if (n.children) {
+      // a cell, a paragraph, a line break... is apart from the text around it, as a browser shows it:
+      // a row's "5AS" and "Mathématiques" cells are two words, not "5ASMathématiques", which no rule
+      // bounded by \b or a space could read
+      const apart = n.name !== undefined && BLOCKS.has(n.name)
+      if (apart) stack.push(APART)
+      for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]!)
+      if (apart) text += ' '
+    }
   }
   return squash(text, max)
 }
+
+/** Elements whose text a browser sets apart from the text around them (a line or a cell of its own). */
+const BLOCKS = new Set([
+  'address', 'article', 'aside', 'blockquote', 'br', 'caption', 'dd', 'details', 'div', 'dl', 'dt', 'fieldset', 'figcaption', 'figure', 'footer', 'form',
+  'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hr', 'legend', 'li', 'main', 'nav', 'ol', 'option', 'p', 'pre', 'section', 'summary', 'table', 'tbody', 'td',
+  'tfoot', 'th', 'thead', 'tr', 'ul',
+])
+/** A marker on leadingText's stack: the end of a block, where a space sets its text apart from what follows. */
+const APART: DomNode = { type: 'apart', parent: null }
 
 /** A cell's colspan as browsers read it: a positive integer, 1 when absent or invalid, at most 1000. */
 const spanOf = (cell: DomNode) => {
