@@ -206,3 +206,35 @@ describe('a listing whose rows say grade and subject in cells of their own', () 
   })
 })
 
+describe('a portal that writes one grade several ways', () => {
+  it('stores the one level whatever the spelling: "5ème AS", "5e AS", "5 AS", "5-as", "٥ AS" and "5AS" are 5AS', async () => {
+    const spellings = ['5ème AS', '5e AS', '5 AS', '5-as', '5AS', '7ème C', '1ère AS', '٥ AS']
+    const ids = ['maths-5as-statistiques', 'svt-6c-muscle', 'maths-4as', 'islam-4as', 'arabe-6as', 'islam-5as-zakat', 'histoire-7d', 'islam-5as-siyam']
+    routes.set('/niveaux/index.html', html(`<table><thead><tr><th>Niveau</th><th>Cours</th></tr></thead><tbody>${spellings
+      .map((grade, i) => `<tr><td>${grade}</td><td><a href="/niveaux/${i}.pdf" data-niveau="${grade}" data-matiere="Mathématiques">Cours ${i}</a></td></tr>`)
+      .join('')}</tbody></table>`))
+    for (const [i, id] of ids.entries()) routes.set(`/niveaux/${i}.pdf`, pdf(await pdfOf(id)))
+    const result = await sync({
+      name: 'spellings',
+      index_urls: [`${url}/niveaux/index.html`],
+      rules: [
+        { field: 'grade', from: 'attr', attr: 'data-niveau', pattern: '(.+)' },
+        { field: 'subject', from: 'attr', attr: 'data-matiere', pattern: '(.+)' },
+      ],
+    })
+    expect(result).toMatchObject({ status: 'completed', found_count: 8, errors: 0 })
+    const refs = await references('spellings')
+    expect(Object.keys(refs).sort().map((p) => [p, refs[p]!.grade])).toEqual([
+      ['/niveaux/0.pdf', '5AS'],
+      ['/niveaux/1.pdf', '5AS'],
+      ['/niveaux/2.pdf', '5AS'],
+      ['/niveaux/3.pdf', '5AS'],
+      ['/niveaux/4.pdf', '5AS'],
+      ['/niveaux/5.pdf', '7C'],
+      ['/niveaux/6.pdf', '1AS'],
+      // Arabic-Indic digits are digits: "٥ AS" was stored as "AS", a grade of no level
+      ['/niveaux/7.pdf', '5AS'],
+    ])
+    expect(new Set(Object.values(refs).map((r) => r.subject))).toEqual(new Set(['mathematiques']))
+  })
+})

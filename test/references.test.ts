@@ -131,7 +131,7 @@ describe('scraper rules over markup', () => {
       { field: 'grade', from: 'context', pattern: 'Niveau : (.+)' },
       { field: 'subject', from: 'column_header', pattern: '(.+)' },
     ] })
-    expect(linkMetadata(byHeader, { url: 'http://p/a.pdf', text: 'x', context: 'Niveau : 4ème AS', column_header: ' Sciences Naturelles ' })).toMatchObject({ grade: '4eme-AS', subject: 'sciences-naturelles' })
+    expect(linkMetadata(byHeader, { url: 'http://p/a.pdf', text: 'x', context: 'Niveau : 4ème AS', column_header: ' Sciences Naturelles ' })).toMatchObject({ grade: '4AS', subject: 'sciences-naturelles' })
   })
 
   it('bounds what a listing\'s text gives a reference: a title to 300 characters, a major or category to 100', () => {

@@ -34,7 +34,8 @@ export function filterForms(grade: string, subject: string): { grade: string | n
 
 /** A grade as a question names it (filterForms), or null. */
 export function gradeForm(grade: string): string | null {
-  const g = grade.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^A-Za-z0-9]+/g, '-').replace(/^-+|-+$/g, '')
+  // Arabic-Indic and Persian digits are digits ("٥ AS" is 5 AS; they were dropped, leaving "AS")
+  const g = foldDigits(grade).normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^A-Za-z0-9]+/g, '-').replace(/^-+|-+$/g, '')
   return g !== '' && g.length <= MAX_GRADE_CHARS ? g : null
 }
 
@@ -42,4 +43,28 @@ export function gradeForm(grade: string): string | null {
 export function subjectForm(subject: string): string | null {
   const s = namespaceSlug(subject)
   return /^[a-z0-9]+(?:-[a-z0-9]+)*$/.test(s) ? s : null
+}
+
+/** Arabic-Indic (U+0660–U+0669) and extended Arabic-Indic (U+06F0–U+06F9) digits as ASCII digits. */
+export function foldDigits(s: string): string {
+  return s.replace(/[\u0660-\u0669\u06f0-\u06f9]/g, (d) => String((d.codePointAt(0)! & 0xf) % 10))
+}
+
+// the ordinal suffixes a level's number is written with: 5e, 5ème, 5ieme, 1er, 1ère, 1re, 2nd, 2nde
+const ORDINAL = '(?:ieme|eme|ere|er|re|nde|nd|e)'
+const LEVEL = new RegExp(`^(\\d{1,2})(?:-?${ORDINAL})?-?([A-Za-z]{1,3})$`, 'i')
+const ORDINAL_ONLY = new RegExp(`^${ORDINAL}$`, 'i')
+
+/**
+ * A grade as a listing gives it, in the one form a level has in the catalogue: its number and its series
+ * joined, the series in capitals, an ordinal suffix dropped ("5ème AS", "5e AS", "5 AS", "5-as", "٥ AS" are
+ * 5AS; "7ème C" is 7C), as the curriculum writes its levels (4AS, 7C) and a question names them. A portal
+ * writes one level several ways, and each way was a level of its own: a question naming 5AS found none
+ * of the lessons stored as 5-AS or 5eme-AS. Anything else is gradeForm's form; null as gradeForm.
+ */
+export function levelForm(grade: string): string | null {
+  const g = gradeForm(grade)
+  const m = g === null ? null : LEVEL.exec(g)
+  if (!m || ORDINAL_ONLY.test(m[2]!)) return g
+  return `${Number(m[1])}${m[2]!.toUpperCase()}`
 }

@@ -1,7 +1,7 @@
 // How the catalogue applies a scraper source (sources-file.ts): the hosts its downloads may reach, and
 // what its rules read from a listing's link.
 import { parseHostList } from '../net/host-entry.ts'
-import { gradeForm, subjectForm } from './namespace.ts'
+import { levelForm, subjectForm } from './namespace.ts'
 import type { Source, SourceRule } from '../sources-file.ts'
 
 /** What downloads of this source may reach: its allowed_hosts, else the index URLs' hosts with their ports. */
@@ -97,7 +97,8 @@ export function linkMetadata(source: Source, link: LinkFacts): LinkMetadata {
   // a column headed "Sciences Naturelles" or a path's "Education_Islamique" is the subject a student
   // names as sciences-naturelles or education-islamique. A value with nothing in that form (a subject in
   // Arabic script) stays as given: no question can name it, the catalogue's inference can still find it
-  meta.grade = meta.grade === null ? null : (gradeForm(meta.grade) ?? (meta.grade.trim() || null))
+  // (a grade as one level whatever its spelling: "5ème AS", "5 AS" and "5-as" are 5AS, levelForm)
+  meta.grade = meta.grade === null ? null : (levelForm(meta.grade) ?? (meta.grade.trim() || null))
   meta.subject = meta.subject === null ? null : (subjectForm(meta.subject) ?? (meta.subject.trim() || null))
   meta.title = bounded(meta.title, MAX_TITLE_CHARS)
   meta.major = bounded(meta.major, MAX_LABEL_CHARS)
