@@ -209,7 +209,7 @@ describe('a listing whose rows say grade and subject in cells of their own', () 
 describe('a portal that writes one grade several ways', () => {
   it('stores the one level whatever the spelling: "5ème AS", "5e AS", "5 AS", "5-as", "٥ AS" and "5AS" are 5AS', async () => {
     const spellings = ['5ème AS', '5e AS', '5 AS', '5-as', '5AS', '7ème C', '1ère AS', '٥ AS']
-    const ids = ['maths-5as-statistiques', 'svt-6c-muscle', 'maths-4as', 'islam-4as', 'arabe-6as', 'islam-5as-zakat', 'histoire-7d', 'islam-5as-siyam']
+    const ids = ['maths-5as-statistiques', 'arabe-5as-tashbih', 'maths-4as', 'islam-4as', 'arabe-6as', 'islam-5as-zakat', 'histoire-7d', 'islam-5as-siyam']
     routes.set('/niveaux/index.html', html(`<table><thead><tr><th>Niveau</th><th>Cours</th></tr></thead><tbody>${spellings
       .map((grade, i) => `<tr><td>${grade}</td><td><a href="/niveaux/${i}.pdf" data-niveau="${grade}" data-matiere="Mathématiques">Cours ${i}</a></td></tr>`)
       .join('')}</tbody></table>`))
@@ -236,5 +236,43 @@ describe('a portal that writes one grade several ways', () => {
       ['/niveaux/7.pdf', '5AS'],
     ])
     expect(new Set(Object.values(refs).map((r) => r.subject))).toEqual(new Set(['mathematiques']))
+  })
+})
+
+describe('one lesson filed under two grades, and a second edition', () => {
+  it('ingests the lesson for each grade it is filed under; the second edition of a lesson of one grade is its duplicate', async () => {
+    const commune = await pdfOf('civique-5as-commune')
+    const peche = lesson('svt-6c-muscle')
+    routes.set('/civique/index.html', html(`
+      <ul>
+        <li><a href="/civique/5AS/education-civique/la-commune.pdf">La commune (5AS)</a></li>
+        <li><a href="/civique/6AS/education-civique/la-commune-rappel.pdf">La commune, rappel (6AS)</a></li>
+        <li><a href="/civique/6C/sciences-naturelles/muscle.pdf">Le muscle (6C)</a></li>
+        <li><a href="/civique/6C/sciences-naturelles/muscle-2e-edition.pdf">Le muscle, 2e édition (6C)</a></li>
+        <li><a href="/civique/sans-niveau/muscle-copie.pdf">Copie</a></li>
+      </ul>`))
+    routes.set('/civique/5AS/education-civique/la-commune.pdf', pdf(commune))
+    // the same file, linked again under another grade
+    routes.set('/civique/6AS/education-civique/la-commune-rappel.pdf', pdf(commune, 'application/octet-stream'))
+    routes.set('/civique/6C/sciences-naturelles/muscle.pdf', pdf(await makePdf(peche.pages)))
+    const edited = peche.pages.map((p, i) => (i === 0 ? p.replace(/\bLe\b/, 'Ce') : p))
+    routes.set('/civique/6C/sciences-naturelles/muscle-2e-edition.pdf', pdf(await makePdf(edited)))
+    routes.set('/civique/sans-niveau/muscle-copie.pdf', pdf(await makePdf(peche.pages)))
+    const result = await sync({
+      name: 'two-grades',
+      index_urls: [`${url}/civique/index.html`],
+      rules: [
+        { field: 'grade', from: 'url', pattern: '/civique/(\\d+(?:AS|C))/' },
+        { field: 'subject', from: 'url', pattern: '/civique/\\d+(?:AS|C)/([a-z-]+)/' },
+      ],
+    })
+    expect(result).toMatchObject({ status: 'completed', found_count: 5, new_count: 3, duplicates: 2, errors: 0 })
+    const refs = await references('two-grades')
+    expect(refs['/civique/5AS/education-civique/la-commune.pdf']).toMatchObject({ grade: '5AS', status: 'discovered', job: 'queued' })
+    expect(refs['/civique/6AS/education-civique/la-commune-rappel.pdf']).toMatchObject({ grade: '6AS', status: 'discovered', job: 'queued' })
+    expect(refs['/civique/6C/sciences-naturelles/muscle.pdf']).toMatchObject({ grade: '6C', status: 'discovered', job: 'queued' })
+    expect(refs['/civique/6C/sciences-naturelles/muscle-2e-edition.pdf']).toMatchObject({ grade: '6C', status: 'duplicate', job: null })
+    // a copy that says no grade adds nothing: a duplicate
+    expect(refs['/civique/sans-niveau/muscle-copie.pdf']).toMatchObject({ grade: null, status: 'duplicate', job: null })
   })
 })
