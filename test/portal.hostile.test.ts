@@ -6,7 +6,11 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
-import { createTestApp, type TestApp } from './helpers/app.ts'
+import { createTestApp, json, type TestApp } from './helpers/app.ts'
+import { bearer } from './helpers/tokens.ts'
+import { apiKey } from '../functions-shared/lib/keys.ts'
+import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+import { createOfflineEmbedder } from '../functions-shared/ai/offline-embedder.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { SourceSchema } from '../functions-shared/sources-file.ts'
 import { connectGuardNode, resolveHostNode } from '../scripts/lib/node-adapter.ts'
@@ -46,9 +50,10 @@ beforeAll(async () => {
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  t = createTestApp({ sql: db.sql, env: { FETCH_ALLOW_LOOPBACK: 'true', FETCH_TIMEOUT_MS: '5000' }, deps: { resolveHost: resolveHostNode, connectGuard: connectGuardNode } })
+  t = createTestApp({ sql: db.sql, env: { FETCH_ALLOW_LOOPBACK: 'true', FETCH_TIMEOUT_MS: '5000', FETCH_ALLOWED_HOSTS: new URL(url).host }, deps: { resolveHost: resolveHostNode, connectGuard: connectGuardNode, embedder: createOfflineEmbedder(), sleep: async () => {} } })
 })
 afterAll(async () => {
+  await t?.deps.background.idle()
   server?.closeAllConnections()
   await new Promise((r) => server?.close(r))
   await db?.close()
@@ -275,4 +280,25 @@ describe('one lesson filed under two grades, and a second edition', () => {
     // a copy that says no grade adds nothing: a duplicate
     expect(refs['/civique/sans-niveau/muscle-copie.pdf']).toMatchObject({ grade: null, status: 'duplicate', job: null })
   })
+})
+
+describe('the catalogue the portal leaves', () => {
+  it('ingests every queued lesson, whatever type or address it was served under, and lists each level once', async () => {
+    const service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
+    for (let i = 0; i < 60; i++) {
+      const res = await t.request('/admin/jobs/dispatch', { method: 'POST', headers: service })
+      const body = await json(res)
+      if (body.status === 'idle') break
+    }
+    await t.deps.background.idle()
+    const jobs = await db.sql`select r.pdf_source, j.status, j.error_message from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id where j.status <> 'ready' and not (j.status = 'queued' and j.needs_ocr)`
+    expect(jobs.map((j) => [j.pdf_source, j.status, j.error_message])).toEqual([])
+    const all = await json(await t.request('/curriculum/textbooks'))
+    // each level once, as the curriculum writes it, however the portal spelt it
+    expect(all.levels).toEqual(['1AS', '5AS', '6AS', '6C', '7C'])
+    const served = await db.sql`select r.pdf_source from public.documents d join public.curriculum_references r on r.id = d.reference_id where d.status = 'ready'`
+    const paths = served.map((r) => new URL(r.pdf_source as string).pathname + new URL(r.pdf_source as string).search)
+    // served as application/octet-stream, as text/html, with a query string, linked with a fragment and ../
+    expect(paths).toEqual(expect.arrayContaining(['/pc/octets.pdf', '/pc/typed-html.pdf', '/pc/get.pdf?id=7&dl=1', '/pc/fragment.pdf']))
+  }, 240_000)
 })
