@@ -12,6 +12,7 @@ import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { createOfflineEmbedder } from '../functions-shared/ai/offline-embedder.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
+import { AR_LESSON, FR_LESSON, FR_LESSON_NEAR, PHYSICS_LESSON } from './helpers/portal.ts'
 import { SourceSchema } from '../functions-shared/sources-file.ts'
 import { connectGuardNode, resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { syncSource } from '../functions-shared/catalogue/sync.ts'
@@ -279,6 +280,34 @@ describe('one lesson filed under two grades, and a second edition', () => {
     expect(refs['/civique/6C/sciences-naturelles/muscle-2e-edition.pdf']).toMatchObject({ grade: '6C', status: 'duplicate', job: null })
     // a copy that says no grade adds nothing: a duplicate
     expect(refs['/civique/sans-niveau/muscle-copie.pdf']).toMatchObject({ grade: null, status: 'duplicate', job: null })
+  })
+})
+
+describe('a portal that names subjects its own way', () => {
+  it('stores each subject as the catalogue names it: SVT, SN, "Sciences naturelles" and العلوم الطبيعية are sciences-naturelles', async () => {
+    const subjects: [string, string][] = [
+      ['SVT', 'sciences-naturelles'],
+      ['SN', 'sciences-naturelles'],
+      ['Sciences naturelles', 'sciences-naturelles'],
+      ['العلوم الطبيعية', 'sciences-naturelles'],
+      ['Maths', 'mathematiques'],
+      ['التربية الإسلامية', 'education-islamique'],
+      ['PC', 'physique-chimie'],
+    ]
+    const texts = [[FR_LESSON], [PHYSICS_LESSON], [FR_LESSON_NEAR], [AR_LESSON], lesson('histoire-7d-muqawama').pages, lesson('histoire-7d-mahadir').pages, lesson('arabe-5as-istiara').pages]
+    routes.set('/matieres/index.html', html(`<table><thead><tr>${subjects.map(([name]) => `<th>${name}</th>`).join('')}</tr></thead><tbody><tr>${subjects
+      .map((_, i) => `<td><a href="/matieres/${i}.pdf">Leçon</a></td>`)
+      .join('')}</tr></tbody></table>`))
+    for (const [i, pages] of texts.entries()) routes.set(`/matieres/${i}.pdf`, pdf(await makePdf(pages, { arabic: /[\u0600-\u06ff]/u.test(pages.join('')) })))
+    const result = await sync({
+      name: 'subjects',
+      index_urls: [`${url}/matieres/index.html`],
+      defaults: { grade: '5AS' },
+      rules: [{ field: 'subject', from: 'column_header', pattern: '(.+)' }],
+    })
+    expect(result).toMatchObject({ status: 'completed', found_count: 7, errors: 0 })
+    const refs = await references('subjects')
+    expect(subjects.map((_, i) => refs[`/matieres/${i}.pdf`]?.subject)).toEqual(subjects.map(([, slug]) => slug))
   })
 })
 

@@ -66,7 +66,7 @@ const NAMES: Record<string, string[]> = {
 /** Other slugs portals give the same subjects. */
 const SLUG_ALIASES: Record<string, string[]> = {
   mathematiques: ['maths', 'math', 'mathematique', 'riyadiyat'],
-  'sciences-naturelles': ['svt', 'sciences-de-la-vie-et-de-la-terre', 'biologie', 'sciences-naturelle', 'ulum-tabiiya'],
+  'sciences-naturelles': ['svt', 'sn', 'sciences-de-la-vie-et-de-la-terre', 'biologie', 'sciences-naturelle', 'ulum-tabiiya'],
   'education-islamique': ['instruction-islamique', 'instruction-religieuse', 'tarbiya-islamiya', 'islamique', 'islam'],
   arabe: ['langue-arabe', 'arabic', 'lugha-arabiya', 'al-arabiya'],
   francais: ['langue-francaise', 'french'],
@@ -76,6 +76,7 @@ const SLUG_ALIASES: Record<string, string[]> = {
   'histoire-geographie': ['histoire-geo', 'hg'],
   physique: ['sciences-physiques', 'physics'],
   chimie: ['chemistry'],
+  'physique-chimie': ['pc', 'physique-et-chimie'],
 }
 
 /** The key of this file (LEXICON, NAMES) that a catalogue's subject slug stands for, or null. */
@@ -83,6 +84,22 @@ export function subjectKey(slug: string): string | null {
   const s = slug.toLowerCase()
   if (s in NAMES) return s
   for (const [key, aliases] of Object.entries(SLUG_ALIASES)) if (aliases.includes(s)) return key
+  return null
+}
+
+/**
+ * The key of this file a subject as a portal writes it stands for: its slug or one of its other slugs
+ * (SVT, SN, "Sciences naturelles" are sciences-naturelles), or one of the names a student gives it, in
+ * French or Arabic, matched whole on folded words without the article ("التربية الإسلامية" is
+ * education-islamique, "العلوم الطبيعية" sciences-naturelles). Null for anything else.
+ */
+export function catalogueSubject(subject: string): string | null {
+  const words = normalizeWords(subject).split(' ').filter(Boolean)
+  const key = subjectKey(words.join('-'))
+  if (key) return key
+  const name = words.map(bare).join(' ')
+  if (name === '') return null
+  for (const [k, names] of Object.entries(NAMES)) if (names.some((n) => normalizeWords(n).split(' ').map(bare).join(' ') === name)) return k
   return null
 }
 
