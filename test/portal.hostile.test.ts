@@ -311,6 +311,42 @@ describe('a portal that names subjects its own way', () => {
   })
 })
 
+describe('a portal that links its PDFs through a viewer or a download page', () => {
+  // texts of their own: a page of one lesson and a page of another
+  const mixed = (a: string, b: string) => [lesson(a).pages[0]!, lesson(b).pages.at(-1)!]
+  const source = () => ({ name: 'viewer', index_urls: [`${url}/viewer/index.html`], defaults: { grade: '6C', subject: 'physique' } })
+
+  it('downloads the PDF a viewer link names, or the one PDF a download page leads to, and says what a page of several PDFs is', async () => {
+    routes.set('/viewer/index.html', html(`<ul>
+      <li><a href="/pdfjs/web/viewer.html?file=%2Fstock%2Fa.pdf">Cinématique (lire en ligne)</a></li>
+      <li><a href="/telecharger/b.pdf">Newton (téléchargement)</a></li>
+      <li><a href="/telecharger/c.pdf">Énergie (téléchargement)</a></li>
+      <li><a href="/telecharger/d.pdf">Dossier</a></li>
+    </ul>`))
+    // the viewer's page names no PDF: it reads it from its query with a script
+    routes.set('/pdfjs/web/viewer.html', html('<div id="viewerContainer"></div><script src="viewer.mjs"></script>'))
+    routes.set('/telecharger/b.pdf', html('<meta http-equiv="refresh" content="0; url=/stock/b.pdf"><p>Le téléchargement va commencer.</p>'))
+    routes.set('/telecharger/c.pdf', html('<h1>Énergie</h1><iframe src="../stock/c.pdf" width="100%"></iframe><a href="/">Accueil</a>'))
+    routes.set('/telecharger/d.pdf', html('<a href="/stock/d1.pdf">Cours</a> <a href="/stock/d2.pdf">Exercices</a>'))
+    routes.set('/stock/a.pdf', pdf(await makePdf(mixed('physique-6c-cinematique', 'svt-6c-respiration'))))
+    routes.set('/stock/b.pdf', pdf(await makePdf(mixed('physique-7c-newton', 'chimie-7d-acides-bases'))))
+    routes.set('/stock/c.pdf', pdf(await makePdf(mixed('physique-7c-energie', 'histoire-6as-etat'))))
+    routes.set('/stock/d1.pdf', pdf(await makePdf(mixed('maths-7c', 'geographie-5as-fleuve-senegal'))))
+    const result = await sync(source())
+    expect(result).toMatchObject({ status: 'completed', found_count: 4, new_count: 3, quality_failed: 1, errors: 0 })
+    const refs = await references('viewer')
+    expect(Object.keys(refs).sort()).toEqual(['/stock/a.pdf', '/stock/b.pdf', '/stock/c.pdf'])
+    expect(Object.values(refs).every((r) => r.status === 'discovered' && r.job === 'queued')).toBe(true)
+    const [run] = await db.sql`select error_message from public.scrape_runs where id = ${result.run_id}`
+    expect(run!.error_message).toMatch(/\/telecharger\/d\.pdf: not a PDF \(served as text\/html[^)]*\): the page links 2 PDFs/)
+  })
+
+  it('knows those PDFs on the next sync', async () => {
+    const result = await sync(source())
+    expect(result).toMatchObject({ status: 'completed', found_count: 4, new_count: 0, known: 3, duplicates: 0 })
+  })
+})
+
 describe('the catalogue the portal leaves', () => {
   it('ingests every queued lesson, whatever type or address it was served under, and lists each level once', async () => {
     const service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))

@@ -238,6 +238,50 @@ export function decodeListing(bytes: Uint8Array, contentType: string): string {
   }
 }
 
+/**
+ * The PDFs an HTML page served where a PDF was linked leads to: `named`, the PDF URLs the link's own query
+ * names (a viewer's link, `viewer.html?file=%2Fcours%2Fa.pdf`, whose page reads its file with a script);
+ * `linked`, those the page itself leads to (a `<meta http-equiv="refresh">`, an iframe, embed, object or
+ * link: a download page). Each is an http(s) URL whose path and query match `pdf`, in the page's order,
+ * once; links relative to the page's `<base href>`.
+ */
+export function pdfsOfPage(bytes: Uint8Array, contentType: string, pageUrl: string, linkUrl: string, pdf: RegExp): { named: string[]; linked: string[] } {
+  const accept = (candidate: string | undefined, base: string, into: string[]) => {
+    if (!candidate || !URL.canParse(candidate.trim(), base)) return
+    const u = new URL(candidate.trim(), base)
+    u.hash = ''
+    if ((u.protocol === 'http:' || u.protocol === 'https:') && pdf.test(u.pathname + u.search) && !into.includes(u.toString())) into.push(u.toString())
+  }
+  const named: string[] = []
+  for (const [, value] of new URL(linkUrl).searchParams) {
+    // a value that is a path or a URL, not a bare file name a script serves (download.php?file=a.pdf)
+    if (/^(?:https?:\/\/|\/)/i.test(value.trim())) accept(value, linkUrl, named)
+  }
+  // read as a listing page is: no larger, nested no deeper
+  if (bytes.byteLength > MAX_PAGE_BYTES) return { named, linked: [] }
+  const html = decodeListing(bytes, contentType)
+  if (nestingDepth(html) > MAX_LISTING_DEPTH) return { named, linked: [] }
+  const $ = cheerio.load(html)
+  const baseHref = $('base[href]').first().attr('href')
+  const base = baseHref && URL.canParse(baseHref, pageUrl) ? new URL(baseHref, pageUrl).toString() : pageUrl
+  // what the page shows or goes to first (a refresh, a frame), else its links: a download page's "click
+  // here" is a link, but so is a PDF in the template of every page of the portal, so a link counts only
+  // where the page shows none
+  const shown: string[] = []
+  $('meta[http-equiv]').each((_, el) => {
+    if (($(el).attr('http-equiv') ?? '').toLowerCase() !== 'refresh') return
+    accept(/url\s*=\s*['"]?([^'";]+)/i.exec($(el).attr('content') ?? '')?.[1], base, shown)
+  })
+  $('iframe[src], embed[src], object[data], source[src]').each((_, el) => accept($(el).attr('src') ?? $(el).attr('data'), base, shown))
+  if (shown.length > 0) return { named, linked: shown }
+  const linked: string[] = []
+  $('a[href]').each((_, el) => accept($(el).attr('href'), base, linked))
+  return { named, linked }
+}
+
+/** The largest listing page, or page served where a PDF was linked, that is read. */
+export const MAX_PAGE_BYTES = 5 * 1024 * 1024
+
 /** A listing page that could not be read: its URL and why. */
 export interface ListingFailure {
   url: string

@@ -5,7 +5,7 @@ import type { ServiceContext } from '../deps.ts'
 import { asService, isPgError } from '../db/tx.ts'
 import { DomainError } from '../domain/errors.ts'
 import { FetchError, safeFetch } from '../net/safe-fetch.ts'
-import { discoverLinks, type DiscoveredLink, type ListingFailure } from './discover.ts'
+import { discoverLinks, MAX_PAGE_BYTES, pdfsOfPage, type DiscoveredLink, type ListingFailure } from './discover.ts'
 import { allowedHosts, linkMetadata } from './sources.ts'
 import type { Source } from '../sources-file.ts'
 import { arabicShare, contentPages, matchingForm } from './canonicalize.ts'
@@ -58,20 +58,47 @@ async function touchIfKnown(ctx: ServiceContext, urls: string[]): Promise<boolea
 async function processLink(ctx: ServiceContext, source: Source, runId: string, link: DiscoveredLink, rejected: LinkFailure[]): Promise<Outcome> {
   const { config } = ctx.deps
   if (await touchIfKnown(ctx, [link.url])) return 'known'
-  const file = await safeFetch(link.url, {
-    allowedHosts: allowedHosts(source),
-    allowLoopback: config.FETCH_ALLOW_LOOPBACK,
-    maxBytes: config.UPLOAD_MAX_BYTES,
-    timeoutMs: config.FETCH_TIMEOUT_MS,
-    resolve: ctx.deps.resolveHost,
-    ...(ctx.deps.connectGuard ? { guard: ctx.deps.connectGuard } : {}),
-    accept: 'application/pdf',
-  })
+  const download = (url: string) =>
+    safeFetch(url, {
+      allowedHosts: allowedHosts(source),
+      allowLoopback: config.FETCH_ALLOW_LOOPBACK,
+      maxBytes: config.UPLOAD_MAX_BYTES,
+      timeoutMs: config.FETCH_TIMEOUT_MS,
+      resolve: ctx.deps.resolveHost,
+      ...(ctx.deps.connectGuard ? { guard: ctx.deps.connectGuard } : {}),
+      accept: 'application/pdf',
+    })
+  let file = await download(link.url)
+  // the URL the ingestion downloads the PDF from: the link's, or the one its page leads to
+  let pdfSource = link.url
   if (file.url !== link.url && (await touchIfKnown(ctx, [file.url]))) return 'known'
   if (!isPdf(file.bytes)) {
     // the body decides, not the type the server gave it: a portal can serve an error page as application/pdf
-    await rejectForQuality(ctx, source, link, `not a PDF (served as ${file.contentType || 'no content type'}; the body does not start with %PDF-)`, rejected)
-    return 'quality_failed'
+    let reason = `not a PDF (served as ${file.contentType || 'no content type'}; the body does not start with %PDF-)`
+    // an HTML page where a PDF was linked may lead to it: a viewer's link names it in its query, a download
+    // page refreshes to it or holds it in a frame. One such PDF is the link's document; a page that leads
+    // to several is a listing, which the run names
+    const page = /html|xml/i.test(file.contentType) || /^\s*</.test(new TextDecoder('latin1').decode(file.bytes.subarray(0, 64))) ? pdfsOfPage(file.bytes, file.contentType, file.url, link.url, new RegExp(source.pdf_pattern, 'iu')) : null
+    const leads = page ? (page.named.length > 0 ? page.named : page.linked) : []
+    if (leads.length === 1) {
+      const inner = leads[0]!
+      if (await touchIfKnown(ctx, [inner])) return 'known'
+      const found = await download(inner).catch((err: Error) => {
+        reason += `: the PDF it leads to, ${inner}, could not be downloaded: ${err.message}`
+        return null
+      })
+      if (found && found.url !== inner && (await touchIfKnown(ctx, [found.url]))) return 'known'
+      if (found && isPdf(found.bytes)) {
+        file = found
+        pdfSource = inner
+      } else if (found) reason += `: nor is the file it leads to, ${inner}`
+    } else if (leads.length > 1) {
+      reason += `: the page links ${leads.length} PDFs (${leads.slice(0, 3).join(', ')}${leads.length > 3 ? ', ...' : ''}); list it as a listing page (index_urls or next_selector) to have each registered`
+    }
+    if (!isPdf(file.bytes)) {
+      await rejectForQuality(ctx, source, link, reason, rejected)
+      return 'quality_failed'
+    }
   }
   const meta = linkMetadata(source, link)
   let extracted
@@ -130,7 +157,7 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
   // the registration, its duplicate decision, job and audit: one transaction in public.register_reference
   const details = { source: source.name, trigger: 'scraper sync', warnings: quality.warnings, ...(extracted.ocr.attempted > 0 ? { ocr_pages: extracted.ocr.pages } : {}) }
   const [registered] = await asService(ctx.deps.sql, (tx) => tx<{ outcome: Registration }[]>`
-    select outcome from public.register_reference(${source.name}, ${link.url}, ${file.url}, ${meta.title}, ${meta.major}, ${meta.weight}, ${meta.category},
+    select outcome from public.register_reference(${source.name}, ${pdfSource}, ${file.url}, ${meta.title}, ${meta.major}, ${meta.weight}, ${meta.category},
       ${meta.grade}, ${meta.subject}, ${language}, ${fingerprint}::bigint, ${runId}, ${config.DUPLICATE_HAMMING_THRESHOLD},
       ${hasNamespace(meta.grade, meta.subject)}, ${waitsForOcr || extracted.ocr.pages > 0}, ${tx.json(details)})`)
   const outcome: Outcome = registered!.outcome
@@ -196,7 +223,7 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
       source,
       {
         allowLoopback: ctx.deps.config.FETCH_ALLOW_LOOPBACK,
-        maxBytes: 5 * 1024 * 1024,
+        maxBytes: MAX_PAGE_BYTES,
         timeoutMs: ctx.deps.config.FETCH_TIMEOUT_MS,
         resolve: ctx.deps.resolveHost,
         ...(ctx.deps.connectGuard ? { guard: ctx.deps.connectGuard } : {}),
