@@ -212,7 +212,8 @@ describe('POST /chat with the offline provider', () => {
       [{ message: 'x'.repeat(2001) }, 'message'],
       [{ message: 'ok', language: 'en' }, 'language'],
       [{ message: 'ok', grade: '7C; drop table' }, 'grade'],
-      [{ message: 'ok', subject: 'التربية الإسلامية' }, 'subject'],
+      // Arabic script that names no subject the catalogue knows (التربية الإسلامية is education-islamique)
+      [{ message: 'ok', subject: 'مادة جديدة' }, 'subject'],
       [{ message: 'ok', subject: '--' }, 'subject'],
       // longer than the 32 characters a reference or an upload may give a grade
       [{ message: 'ok', grade: 'x'.repeat(33) }, 'grade'],

@@ -208,6 +208,31 @@ describe('POST /chat infers the subject from the catalogue (offline provider)', 
   })
   afterAll(async () => s?.gw.close())
 
+  it('finds a lesson whatever form of its grade and subject a request names: the portal\'s slug, the catalogue\'s, a name in Arabic', async () => {
+    const student = await createUser(db.sql)
+    await db.sql`select * from public.top_up(${student.id}, 1000, 0, 'MRU', 'cash', null, 'test')`
+    // stored as the portal gave them (tarbiya-islamiya, sciences-physiques), before the catalogue's forms
+    for (const [grade, subject, doc] of [
+      ['5AS', 'tarbiya-islamiya', 'tarbiya-islamiya'],
+      ['5eme-AS', 'education-islamique', 'tarbiya-islamiya'],
+      ['5-as', 'التربية الإسلامية', 'tarbiya-islamiya'],
+      ['6C', 'physique', 'sciences-physiques'],
+      ['6eme-C', 'Sciences Physiques', 'sciences-physiques'],
+    ] as const) {
+      const message = doc === 'tarbiya-islamiya' ? 'ما هو نصاب الفضة؟' : 'Qu\'est-ce qu\'un référentiel galiléen ?'
+      const body = await ask(s, student.token, { message, grade, subject })
+      expect(body, `${grade} ${subject}`).toMatchObject({ path: 'answer', reason: 'subject_given', subject: doc, grade: doc === 'tarbiya-islamiya' ? '5AS' : '6C' })
+      expect(body.sources.length).toBeGreaterThan(0)
+      expect(body.sources.every((x: { document_id: string }) => x.document_id === docs[doc])).toBe(true)
+    }
+    // the catalogue's listing reads them the same way
+    const listed = async (query: string) => ((await (await fetch(`${s.gw.url}/functions/v1/curriculum/textbooks?${query}`)).json()) as { textbooks: { id: string }[] }).textbooks.map((t) => t.id)
+    expect(await listed(`grade=${encodeURIComponent('5ème AS')}&subject=education-islamique`)).toEqual([docs['tarbiya-islamiya']])
+    expect(await listed('grade=6C&subject=physique')).toEqual([docs['sciences-physiques']])
+    expect(await listed('subject=histoire')).toEqual([docs.tarikh])
+    expect(await listed('grade=7C&subject=physique')).toEqual([])
+  })
+
   it('answers from a subject whose slug the code has never seen, with the reason recorded', async () => {
     const river = await ask(s, token, { message: 'À quelle saison le fleuve déborde-t-il sur les terres ?' })
     expect(river).toMatchObject({ path: 'answer', reason: 'subject_inferred_from_catalogue', subject: 'geographie' })

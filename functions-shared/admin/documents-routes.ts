@@ -52,7 +52,7 @@ export function adminDocumentsRouter(deps: Deps) {
   const { limit } = guards(deps)
   const upload = createRoute({
     method: 'post', path: '/upload-curriculum', tags: ['documents'], summary: 'Upload a curriculum PDF (processed in the request)', security: adminSecurity,
-    description: 'multipart/form-data: file, grade, subject, language required; namespace (grade-{grade}-{subject}, the only one allowed) and pdf_source (http or https) optional. The grade and subject are stored as questions filter on them: the grade\'s words joined by dashes (6 C: 6-C), the subject a lower-case slug (Sciences Physiques: sciences-physiques). Character chunks of 1000 with 150 overlap; the chunk text is also in the vector metadata. 30 per minute per admin.',
+    description: 'multipart/form-data: file, grade, subject, language required; namespace (grade-{grade}-{subject}, the only one allowed) and pdf_source (http or https) optional. The grade and subject are stored as questions filter on them: the grade as one level (6 C: 6C, 5ème AS: 5AS), the subject as the catalogue names it (SVT: sciences-naturelles, Sciences Physiques: physique), else a lower-case slug. Character chunks of 1000 with 150 overlap; the chunk text is also in the vector metadata. 30 per minute per admin.',
     request: { body: { content: { 'multipart/form-data': { schema: UploadForm } }, required: true } },
     responses: {
       201: jsonContent(z.object({ status: z.literal('ready'), document_id: z.uuid(), namespace: z.string(), pages: count, content_pages: count, chunks: count, vectors: count, ocr_pages: count.describe('Pages whose text was recognized from their image (OCR)') }).openapi('UploadResult'), 'The ready document'),

@@ -1,5 +1,6 @@
 // A reference's namespace (spec §2.2): the grade and subject of its vectors, as chat filters on them.
 // Kept apart from the pipeline so that the chat function loads no PDF code.
+import { catalogueSubject } from '../chat/subjects.ts'
 
 /** A grade or subject as a namespace writes it: accents off, lower case, runs of anything else one dash. */
 export function namespaceSlug(s: string): string {
@@ -20,16 +21,28 @@ export function hasNamespace(grade: unknown, subject: unknown): boolean {
 }
 
 /**
- * A grade and a subject as a question filters on them (chat takes a grade of letters, digits and dashes,
- * compared without case, and a subject slug compared as is): `6 C` → `6-C`, `Sciences Physiques` →
- * `sciences-physiques`. Null when nothing of the value is left in that form (a value in Arabic script or
+ * A grade and a subject as a question filters on them (chat reads its grade and subject the same way,
+ * levelForm and canonicalSubject): `6 C` → `6C`, `5ème AS` → `5AS`, `Sciences Physiques` → `physique`,
+ * `SVT` → `sciences-naturelles`. Null when nothing of the value is left in that form (a value in Arabic script or
  * of punctuation alone), which no question can name.
  */
 /** The longest grade a reference, an upload or a question may name (chat's filter and the catalogue's forms agree). */
 export const MAX_GRADE_CHARS = 32
 
 export function filterForms(grade: string, subject: string): { grade: string | null; subject: string | null } {
-  return { grade: gradeForm(grade), subject: subjectForm(subject) }
+  return { grade: levelForm(grade), subject: canonicalSubject(subject) }
+}
+
+/**
+ * A subject in the one form the catalogue stores and every filter compares: the subject the catalogue
+ * knows by that slug or name (SVT, SN, "Sciences naturelles", العلوم الطبيعية are sciences-naturelles;
+ * tarbiya-islamiya and التربية الإسلامية education-islamique: catalogueSubject), else its slug
+ * (subjectForm), else null. Applied alike to what a portal lists, an upload or an operator gives, and
+ * what a question or a catalogue query names, so that each finds the other whichever of its names it
+ * uses.
+ */
+export function canonicalSubject(subject: string): string | null {
+  return catalogueSubject(subject) ?? subjectForm(subject)
 }
 
 /** A grade as a question names it (filterForms), or null. */

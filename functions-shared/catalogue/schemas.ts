@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi'
 import { REFERENCE_STATUSES, SCRAPE_RUN_STATUSES } from '../domain/enums.ts'
-import { MAX_GRADE_CHARS } from './namespace.ts'
+import { canonicalSubject, levelForm, MAX_GRADE_CHARS } from './namespace.ts'
 
 export const ReferenceStatus = z.enum(REFERENCE_STATUSES)
 
@@ -50,15 +50,16 @@ export const page = <T extends z.ZodType>(item: T, name: string) =>
   z.object({ items: z.array(item), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }).openapi(name)
 
 /**
- * An operator's fix of a reference's metadata. Grade and subject are taken as the scraper's rules write
- * them (4AS, education-islamique): then the namespace grade-{grade}-{subject} is those very values in
- * lower case, and a question's subject filter (compared as is) finds the document.
+ * An operator's fix of a reference's metadata. Grade and subject are stored as the scraper's rules store
+ * them (levelForm, canonicalSubject: 5-as is 5AS, svt is sciences-naturelles): then the namespace
+ * grade-{grade}-{subject} is those very values in lower case, and a question's filters, read the same
+ * way, find the document.
  */
 export const UpdateReferenceRequest = z
   .strictObject({
     title: z.string().trim().min(1).max(300).optional(),
-    grade: z.string().trim().max(MAX_GRADE_CHARS).regex(/^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$/, 'letters and digits, words joined by single dashes (e.g. 4AS)').optional(),
-    subject: z.string().trim().max(64).regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'a lower-case slug: a-z and 0-9, words joined by single dashes (e.g. education-islamique)').optional(),
+    grade: z.string().trim().max(MAX_GRADE_CHARS).regex(/^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$/, 'letters and digits, words joined by single dashes (e.g. 4AS)').overwrite((g) => levelForm(g) ?? g).optional(),
+    subject: z.string().trim().max(64).regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'a lower-case slug: a-z and 0-9, words joined by single dashes (e.g. education-islamique)').overwrite((s) => canonicalSubject(s) ?? s).optional(),
     language: z.enum(['fr', 'ar', 'hassaniya']).optional(),
     category: z.string().trim().min(1).max(100).optional(),
     major: z.string().trim().min(1).max(100).optional(),

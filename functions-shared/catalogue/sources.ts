@@ -1,8 +1,7 @@
 // How the catalogue applies a scraper source (sources-file.ts): the hosts its downloads may reach, and
 // what its rules read from a listing's link.
 import { parseHostList } from '../net/host-entry.ts'
-import { levelForm, subjectForm } from './namespace.ts'
-import { catalogueSubject } from '../chat/subjects.ts'
+import { canonicalSubject, levelForm } from './namespace.ts'
 import type { Source, SourceRule } from '../sources-file.ts'
 
 /** What downloads of this source may reach: its allowed_hosts, else the index URLs' hosts with their ports. */
@@ -101,8 +100,8 @@ export function linkMetadata(source: Source, link: LinkFacts): LinkMetadata {
   // (a grade as one level whatever its spelling: "5ème AS", "5 AS" and "5-as" are 5AS, levelForm)
   meta.grade = meta.grade === null ? null : (levelForm(meta.grade) ?? (meta.grade.trim() || null))
   // (a subject as the catalogue names it, whatever the portal's own slug or name: SVT, SN and العلوم
-  // الطبيعية are sciences-naturelles, catalogueSubject; one the catalogue does not know keeps its slug)
-  meta.subject = meta.subject === null ? null : (catalogueSubject(meta.subject) ?? subjectForm(meta.subject) ?? (meta.subject.trim() || null))
+  // الطبيعية are sciences-naturelles, canonicalSubject; one the catalogue does not know keeps its slug)
+  meta.subject = meta.subject === null ? null : (canonicalSubject(meta.subject) ?? (meta.subject.trim() || null))
   meta.title = bounded(meta.title, MAX_TITLE_CHARS)
   meta.major = bounded(meta.major, MAX_LABEL_CHARS)
   meta.category = bounded(meta.category, MAX_LABEL_CHARS)

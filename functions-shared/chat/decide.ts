@@ -8,14 +8,23 @@ import { isSmallTalk } from './small-talk.ts'
 import { prepareQuery, translationUseful, type PreparedQuery, type QuestionLanguage } from './query.ts'
 import { type ChatInput, type TurnContext, type Decision, timed } from './turn.ts'
 import { DomainError } from '../domain/errors.ts'
+import { cataloguePlaces, storedFilters } from '../catalogue/filters.ts'
 
 /**
  * Step 1. Answer, or ask. A subject given, or implied by a textbook, is used as is; otherwise the
  * catalogue decides (infer.ts): the subject its best hits agree on, or a clarifying question when the
  * message is small talk (small-talk.ts, before any search), nothing matches, or two subjects are tied.
  */
-export async function decidePath(ctx: TurnContext, input: ChatInput): Promise<Decision> {
+export async function decidePath(ctx: TurnContext, request: ChatInput): Promise<Decision> {
   return timed(ctx, 'decide_path', async () => {
+    // a grade and a subject named in the request, as the catalogue stores them (catalogue/filters.ts: the
+    // request reads them in the catalogue's form, and a document stored in another form of the same one
+    // is still found); a textbook brings its own
+    let input = request
+    if (!request.textbook_id && (request.grade || request.subject)) {
+      const stored = storedFilters(await cataloguePlaces(ctx.deps), { grade: request.grade ?? null, subject: request.subject ?? null })
+      input = { ...request, grade: stored.grade ?? undefined, subject: stored.subject ?? undefined }
+    }
     const language = input.language ?? detectLanguage(input.message)
     let subject = input.subject ?? null
     let grade = input.grade ?? null

@@ -11,7 +11,7 @@ import { completeTurn, prepareTurn } from './agent.ts'
 import { UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type TurnSink } from './turn.ts'
 import { sseResponse } from './sse.ts'
 import { TIERS } from '../domain/enums.ts'
-import { MAX_GRADE_CHARS, namespaceSlug } from '../catalogue/namespace.ts'
+import { canonicalSubject, levelForm, MAX_GRADE_CHARS, namespaceSlug } from '../catalogue/namespace.ts'
 
 const SourceSchema = z
   .object({
@@ -89,17 +89,18 @@ export function chatRequestSchema(deps: Deps) {
         .regex(/[\p{L}\p{N}\p{P}\p{S}]/u, 'a message with a letter, digit, punctuation mark or symbol in it, not only invisible characters or marks')
         .openapi({ description: `the question, at most ${config.CHAT_MESSAGE_MAX_CHARS} characters, with a letter, digit, punctuation mark or symbol in it` }),
       language: z.enum(['fr', 'ar', 'hassaniya']).optional().openapi({ description: 'language of the question and the answer; detected from the script when absent' }),
-      grade: z.string().trim().min(1).max(MAX_GRADE_CHARS).regex(/^[0-9A-Za-z-]+$/, 'a grade such as 7C or 4AS').optional(),
-      // a subject as the catalogue writes it (namespaceSlug): "Éducation islamique", "sciences_naturelles"
-      // and "Sciences Naturelles" are the slugs education-islamique and sciences-naturelles
+      // a grade and a subject in the form the catalogue stores them, whatever the portal's or the student's
+      // spelling: "5ème-AS", "5-as" and "5AS" are the level 5AS (levelForm); "Éducation islamique",
+      // "tarbiya-islamiya", "التربية الإسلامية" are education-islamique, "SVT" sciences-naturelles (canonicalSubject)
+      grade: z.string().trim().min(1).max(MAX_GRADE_CHARS).regex(/^[0-9A-Za-z-]+$/, 'a grade such as 7C or 4AS').overwrite((g) => levelForm(g) ?? g).optional(),
       subject: z
         .string()
         .max(128)
         .regex(/^[^\p{Cc}\p{Cs}]*$/u, 'a subject without control characters')
-        .overwrite(namespaceSlug)
+        .overwrite((s) => canonicalSubject(s) ?? namespaceSlug(s))
         .regex(/^[a-z][a-z0-9-]{0,63}$/, 'a subject in Latin letters such as mathematiques or sciences-naturelles')
         .optional()
-        .openapi({ description: 'subject slug (mathematiques, physique, sciences-naturelles, education-islamique, arabe, histoire; accents, case, spaces and underscores are read as the slug: "Éducation islamique" is education-islamique); inferred from the question when absent' }),
+        .openapi({ description: 'subject slug (mathematiques, physique, sciences-naturelles, education-islamique, arabe, histoire; accents, case, spaces and underscores are read as the slug: "Éducation islamique" is education-islamique; a portal\'s other slugs and the names in Arabic as the catalogue\'s: svt is sciences-naturelles, tarbiya-islamiya and التربية الإسلامية education-islamique); inferred from the question when absent' }),
       textbook_id: z.uuid().optional().openapi({ description: 'answer from this textbook only (a ready document)' }),
       document_language: z.enum(['fr', 'ar']).optional().openapi({ description: 'search only documents in this language' }),
       history: z
