@@ -219,6 +219,28 @@ describe('anon, errors and the edges of the subset', () => {
     expect(written.status).toBe(400)
   })
 
+  it('filters with like and ilike only columns of text, as PostgREST: never a jsonb column read as text, whose matching cost the query string times the row', async () => {
+    // a turn that found no lesson is free and keeps the question (up to 2,000 characters) in its usage
+    // details, which the student reads; 20 such rows here, 14,400 a day at the chat's rate limit
+    const question = 'a'.repeat(1999) + '?'
+    for (let i = 0; i < 20; i++) {
+      const [res] = await db.sql<[{ id: string }]>`select id from public.reserve_tokens(${me.id}, 5)`
+      await db.sql`select * from public.finalize_chat_turn(${res.id}, 0, ${`like-${i}`}, 'released', 2, 0, null, ${db.sql.json({ outcome: 'no_sources', retrieval: { query: question } } as never)}::jsonb)`
+    }
+    const get = (filter: string) => fetch(`${gateway.url}/rest/v1/usage_log?select=id&${filter}`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
+    // a pattern whose literal part is compared at each of the question's 2,000 positions, in each row:
+    // 2.5 s of the one database connection for 300 rows, for one request of 7 kB
+    const pattern = `%25${'a'.repeat(7000)}b`
+    for (const op of ['like', 'ilike']) {
+      const res = await get(`details=${op}.${pattern}`)
+      expect(res.status, op).toBe(404)
+      expect(await res.json(), op).toMatchObject({ code: '42883', message: expect.stringContaining('operator does not exist: jsonb') })
+    }
+    // text columns still match, as supabase-js's like() and ilike() ask
+    expect(await as(me).from('usage_log').select('request_id').like('request_id', 'like-1_').order('request_id').limit(2)).toMatchObject({ status: 200, data: [{ request_id: 'like-10' }, { request_id: 'like-11' }] })
+    expect(await as(me).from('usage_log').select('request_id').ilike('request_id', 'LIKE-0')).toMatchObject({ status: 200, data: [{ request_id: 'like-0' }] })
+  })
+
   it('refuses a body nested deeper than 512 levels with 400 PGRST102, never 500', async () => {
     const nest = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`
     const send = (method: string, path: string, body: string) =>
