@@ -241,6 +241,22 @@ describe('anon, errors and the edges of the subset', () => {
     expect(await as(me).from('usage_log').select('request_id').ilike('request_id', 'LIKE-0')).toMatchObject({ status: 200, data: [{ request_id: 'like-0' }] })
   })
 
+  it('refuses a filter value nested deeper than 512 levels for a json column with 400, never 500, and the database answers on', async () => {
+    const get = (filter: string) => fetch(`${gateway.url}/rest/v1/usage_log?select=id&${filter}`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
+    const nest = (depth: number, open = '[', close = ']') => `${open.repeat(depth)}${close.repeat(depth)}`
+    // 7,000 levels fit in the 16 KB a request line may have: PostgreSQL's parser of json recursed past its stack
+    for (const filter of [`details=gt.${nest(7000)}`, `details=eq.${nest(7000)}`, `details=in.(${nest(7000)})`, `details=lt.${'{"":'.repeat(1000)}1${'}'.repeat(1000)}`]) {
+      const res = await get(filter)
+      expect(res.status, filter.slice(0, 20)).toBe(400)
+      expect(await res.json()).toMatchObject({ code: 'PGRST100', message: 'A json value nested deeper than 512 levels (details)' })
+    }
+    // within the bound, and brackets inside a string, are read by PostgreSQL as before
+    expect((await get(`details=gt.${nest(500)}`)).status).toBe(200)
+    expect((await get(`details=neq.${encodeURIComponent(JSON.stringify({ q: '['.repeat(5000) }))}`)).status).toBe(200)
+    expect(await db.sql`select 1 as ok`).toEqual([{ ok: 1 }])
+    expect(await as(me).from('wallets').select('user_id')).toMatchObject({ status: 200, data: [{ user_id: me.id }] })
+  })
+
   it('refuses a body nested deeper than 512 levels with 400 PGRST102, never 500', async () => {
     const nest = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`
     const send = (method: string, path: string, body: string) =>

@@ -3,6 +3,7 @@
 // quoted, and whose values are parameters cast to their column's type. What the subset does not read
 // is refused by name (outsideSubset), never ignored.
 import { badRequest, outsideSubset, RestError } from './errors.ts'
+import { MAX_JSON_DEPTH } from '../lib/text.ts'
 
 export interface Relation {
   schema: string
@@ -56,6 +57,32 @@ export function selectList(r: Relation, select: string | null): string {
   return names.map((n) => (n === '*' ? '*' : ident(n))).join(', ')
 }
 
+/** Whether JSON text, read as written (brackets in strings left out), opens more than `max` arrays and objects at once. */
+export function jsonTextDeeperThan(text: string, max: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]
+    if (inString) {
+      if (ch === '\\') i++
+      else if (ch === '"') inString = false
+    } else if (ch === '"') inString = true
+    else if (ch === '[' || ch === '{') {
+      if (++depth > max) return true
+    } else if (ch === ']' || ch === '}') depth--
+  }
+  return false
+}
+
+/**
+ * A value for a json or jsonb column (or an array of them), held to the depth a JSON body may have:
+ * PostgreSQL's parser of json recurses once per level, and 7,000 levels, which a request line of 16 KB
+ * holds, went past its stack (a 500; on the embedded database an exchange that never answered).
+ */
+export function checkJsonValue(type: string, column: string, text: string): void {
+  if (/^jsonb?(\[\])*$/.test(type) && jsonTextDeeperThan(text, MAX_JSON_DEPTH)) throw badRequest(`A json value nested deeper than ${MAX_JSON_DEPTH} levels (${column})`)
+}
+
 /** `(a,b,"c,d")` of an in. filter. */
 function inList(raw: string): string[] {
   if (!raw.startsWith('(') || !raw.endsWith(')')) throw badRequest(`in. takes a list in parentheses, e.g. in.(1,2,3): "${raw}"`)
@@ -97,6 +124,7 @@ export function whereClause(r: Relation, query: URLSearchParams, params: unknown
     // sent as text and cast by PostgreSQL: the driver would turn a value for a typed parameter into its
     // own idea of it first ("yesterday" for a timestamptz failed in JavaScript, "1" became 2001-01-01)
     const param = (v: unknown, cast: string) => {
+      for (const text of Array.isArray(v) ? v : [v]) if (typeof text === 'string') checkJsonValue(cast, name, text)
       params.push(v)
       const text = cast.endsWith('[]') ? 'text[]' : 'text'
       return cast === text ? `$${params.length}::${text}` : `$${params.length}::${text}::${cast}`
@@ -176,10 +204,15 @@ export function preferences(header: string | undefined): Preferences {
   return { returnRepresentation: prefs.includes('return=representation'), count: count === 'count=exact' }
 }
 
-/** A JSON body value as a parameter for a column of `type`. */
-export function bodyValue(value: unknown, type: string): unknown {
+/** A JSON body value as a parameter for a column (or argument) `name` of `type`. */
+export function bodyValue(value: unknown, type: string, name = 'value'): unknown {
   if (value === null || value === undefined) return null
-  if (type.endsWith('[]') && Array.isArray(value)) return value.map((v) => (v === null ? null : typeof v === 'object' ? JSON.stringify(v) : String(v)))
-  if (typeof value === 'object') return JSON.stringify(value)
-  return String(value)
+  const text = (v: unknown) => {
+    const t = typeof v === 'object' ? JSON.stringify(v) : String(v)
+    // a string holding json text is parsed by PostgreSQL as deep as it nests
+    checkJsonValue(type, name, t)
+    return t
+  }
+  if (type.endsWith('[]') && Array.isArray(value)) return value.map((v) => (v === null ? null : text(v)))
+  return text(value)
 }

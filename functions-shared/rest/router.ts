@@ -195,7 +195,7 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
       }
       const params: unknown[] = []
       const named = keys.map((k) => {
-        params.push(bodyValue((args as Record<string, unknown>)[k], fit.types[fit.names.indexOf(k)]!))
+        params.push(bodyValue((args as Record<string, unknown>)[k], fit.types[fit.names.indexOf(k)]!, k))
         return `${ident(k)} => $${params.length}::${fit.types[fit.names.indexOf(k)]}`
       })
       const call = `${ident(schema)}.${ident(name)}(${named.join(', ')})`
@@ -257,7 +257,7 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
       if (chosen.length === 0) throw new RestError(400, 'PGRST102', 'An insert needs at least one column')
       const params: unknown[] = []
       // a key an object leaves out takes the column's default
-      const values = items.map((item) => `(${chosen.map((col) => (Object.hasOwn(item as object, col) ? `$${params.push(bodyValue((item as Record<string, unknown>)[col], r.columns.get(col)!))}::${r.columns.get(col)}` : 'default')).join(', ')})`)
+      const values = items.map((item) => `(${chosen.map((col) => (Object.hasOwn(item as object, col) ? `$${params.push(bodyValue((item as Record<string, unknown>)[col], r.columns.get(col)!, col))}::${r.columns.get(col)}` : 'default')).join(', ')})`)
       // one statement carries at most 65535 parameters (the protocol counts them in 16 bits)
       if (params.length > MAX_PARAMETERS) throw outsideSubset(`An insert of more than ${MAX_PARAMETERS} values (${params.length}; send the rows in parts)`)
       const returning = prefs.returnRepresentation ? selectList(r, query.get('select')) : null
@@ -276,7 +276,7 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
       const params: unknown[] = []
       const sets = Object.entries(payload).map(([col, v]) => {
         writableColumn(r, col)
-        params.push(bodyValue(v, r.columns.get(col)!))
+        params.push(bodyValue(v, r.columns.get(col)!, col))
         return `${ident(col)} = $${params.length}::${r.columns.get(col)}`
       })
       const where = whereClause(r, query, params)
