@@ -718,6 +718,27 @@ describe('a JSON client that leaves before its answer is sent', () => {
     const [held] = await db.sql`select count(*)::int as n from public.reservations where user_id = ${student.id} and status = 'reserved'`
     expect(held!.n).toBe(0)
   })
+
+  it('finds none of the sources in its usage row either: a turn charged nothing names no page that answers', async () => {
+    const student = await createUser(db.sql)
+    started = new Promise<void>((r) => (generating = r))
+    const left = new AbortController()
+    const pending = chat(s, student, { message: 'Comment isole-t-on l\'inconnue dans une équation ?', grade: '4AS', subject: 'mathematiques', stream: false }, {}, left.signal).catch((err: unknown) => err)
+    await started
+    left.abort()
+    await pending
+    await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
+    await s.gw.deps.background.idle()
+    // the usage row as the student reads it (/rest/v1): its chunk ids were sha256(document:page:index), so
+    // every one named the textbook and the page that answer the question, found and reranked for nothing
+    const res = await fetch(`${s.gw.url}/rest/v1/usage_log?select=kind,charged,details`, { headers: { apikey: student.token, Authorization: `Bearer ${student.token}` } })
+    expect(res.status).toBe(200)
+    const [row] = (await res.json()) as { kind: string; charged: number; details: Record<string, unknown> }[]
+    expect(row).toMatchObject({ kind: 'released', charged: 0, details: { outcome: 'disconnected', sources: [] } })
+    const chunks = await db.sql<{ id: string }[]>`select c.id from public.document_chunks c join public.documents d on d.id = c.file_id where d.grade = '4AS' and d.subject = 'mathematiques'`
+    expect(chunks.length).toBeGreaterThan(0)
+    for (const { id } of chunks) expect(JSON.stringify(row!.details)).not.toContain(id)
+  })
 })
 
 describe('a client that leaves while its turn is being decided', () => {

@@ -250,7 +250,10 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       characters,
       model: generated?.model ?? null,
       outcome,
-      extra: { retrieval: billed ? retrievalInfo : uncharged(retrievalInfo, input.message), sources: retrieval.snippets.map((s) => s.chunk_id), extractive: generated?.extractive ?? false, ...(generated?.cut ? { cut_at_deadline: true } : {}) },
+      // the chunk ids name the pages that answer (sha256 of document, page and index, both public): a turn
+      // charged nothing (a client gone before any text, a JSON client gone before its body) names none in
+      // the usage row its student reads, as it hands out no source in its answer
+      extra: { retrieval: billed ? retrievalInfo : uncharged(retrievalInfo, input.message), sources: billed ? retrieval.snippets.map((s) => s.chunk_id) : [], extractive: generated?.extractive ?? false, ...(generated?.cut ? { cut_at_deadline: true } : {}) },
     })
     // an answer is delivered settled or not at all (JSON: no answer; SSE: an error event, not done)
     if (billed && !usage) throw new SettlementError('the answer could not be settled')
