@@ -20,12 +20,13 @@ begin
     return;
   end if;
   if p_fingerprint is not null then
-    -- the nearest stored copy that files the text where this one would (find_near_duplicates orders by distance)
+    -- the nearest stored copy that files the text where this one would (the first discovered of equally near ones)
     select d.canonical_of into canonical_id
       from public.find_near_duplicates(p_fingerprint, p_threshold) d
       join public.curriculum_references c on c.id = d.canonical_of
      where not p_queue or c.grade is null or c.subject is null
         or (lower(c.grade) = lower(p_grade) and c.subject = p_subject)
+     order by d.distance, d.discovered_at
      limit 1;
   end if;
   insert into public.curriculum_references (source, pdf_source, source_url, title, major, weight, category, grade, subject, language,
