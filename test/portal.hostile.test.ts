@@ -347,6 +347,33 @@ describe('a portal that links its PDFs through a viewer or a download page', () 
   })
 })
 
+describe('a portal in Arabic that lists lessons written in French', () => {
+  it('stores the language the PDF is written in, not the one its link text is in', async () => {
+    // the demo portal's rule: a link text in Arabic script makes the lesson Arabic
+    routes.set('/ar/index.html', html(`<ul dir="rtl">
+      <li><a href="/ar/maths.pdf">الرياضيات — الدرس الثالث</a></li>
+      <li><a href="/ar/fiqh.pdf">الفقه — الدرس الأول</a></li>
+      <li><a href="/ar/arabic-by-french-link.pdf">Leçon d'arabe</a></li>
+    </ul>`))
+    routes.set('/ar/maths.pdf', pdf(await makePdf([lesson('chimie-7d-acides-faibles').pages[0]!, lesson('svt-6c-muscle').pages.at(-1)!])))
+    routes.set('/ar/fiqh.pdf', pdf(await makePdf([lesson('islam-5as-siyam').pages[0]!, lesson('arabe-5as-istiara').pages.at(-1)!], { arabic: true, rtl: true })))
+    routes.set('/ar/arabic-by-french-link.pdf', pdf(await makePdf([lesson('histoire-7d-mahadir').pages[0]!, lesson('islam-4as').pages.at(-1)!], { arabic: true, rtl: true })))
+    const result = await sync({
+      name: 'arabic-portal',
+      index_urls: [`${url}/ar/index.html`],
+      defaults: { grade: '7D', subject: 'chimie', language: 'fr' },
+      rules: [{ field: 'language', from: 'text', pattern: '[\\u0600-\\u06FF]', value: 'ar' }],
+    })
+    expect(result).toMatchObject({ status: 'completed', found_count: 3, new_count: 3, errors: 0 })
+    const rows = await db.sql`select pdf_source, language from public.curriculum_references where source = 'arabic-portal'`
+    expect(Object.fromEntries(rows.map((r) => [new URL(r.pdf_source as string).pathname, r.language]))).toEqual({
+      '/ar/maths.pdf': 'fr',
+      '/ar/fiqh.pdf': 'ar',
+      '/ar/arabic-by-french-link.pdf': 'ar',
+    })
+  })
+})
+
 describe('the catalogue the portal leaves', () => {
   it('ingests every queued lesson, whatever type or address it was served under, and lists each level once', async () => {
     const service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
@@ -360,7 +387,7 @@ describe('the catalogue the portal leaves', () => {
     expect(jobs.map((j) => [j.pdf_source, j.status, j.error_message])).toEqual([])
     const all = await json(await t.request('/curriculum/textbooks'))
     // each level once, as the curriculum writes it, however the portal spelt it
-    expect(all.levels).toEqual(['1AS', '5AS', '6AS', '6C', '7C'])
+    expect(all.levels).toEqual(['1AS', '5AS', '6AS', '6C', '7C', '7D'])
     const served = await db.sql`select r.pdf_source from public.documents d join public.curriculum_references r on r.id = d.reference_id where d.status = 'ready'`
     const paths = served.map((r) => new URL(r.pdf_source as string).pathname + new URL(r.pdf_source as string).search)
     // served as application/octet-stream, as text/html, with a query string, linked with a fragment and ../

@@ -126,7 +126,7 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
   // pages that need the recognizer where this process has none (Edge Functions): the document is
   // registered and its job waits for a Node worker, which reads and judges the pages
   const waitsForOcr = extracted.needsOcr.length > 0
-  const language = meta.language ?? (text.length > 0 ? (arabicShare(text) > 0.5 ? 'ar' : 'fr') : null)
+  const language = meta.language === 'hassaniya' ? meta.language : (writtenIn(extracted.pages, config.QUALITY_MIN_TEXT_CHARS, options) ?? meta.language ?? (text.length > 0 ? (arabicShare(text) > 0.5 ? 'ar' : 'fr') : null))
   const quality = waitsForOcr
     ? { passed: true, warnings: [`${extracted.needsOcr.length} of ${extracted.pageCount} pages need OCR: the job waits for a Node worker`] }
     : checkQuality(
@@ -165,6 +165,22 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
     ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, url: file.url, grade: meta.grade, subject: meta.subject }, 'reference registered without grade or subject: not queued')
   }
   return outcome
+}
+
+/**
+ * The language a PDF's text layer is written in, when it says so clearly: Arabic when more than 80 % of
+ * its letters are Arabic, French when fewer than 20 % are, over at least `minChars` characters; else
+ * null. It decides over what the listing says (a rule on the link's text): an Arabic portal lists French
+ * lessons under Arabic link texts, and a French one Arabic lessons under French ones, and such a lesson was
+ * stored, judged, chunked and filtered on in the listing's language. Pages the recognizer read are left
+ * out: they were read in the listing's language. (Hassaniya, written in Arabic script, is the listing's
+ * to say.)
+ */
+function writtenIn(read: { text: string; source: string }[], minChars: number, options: Parameters<typeof contentPages>[2]): 'ar' | 'fr' | null {
+  const layer = contentPages(read.filter((p) => p.source !== 'ocr').map((p) => p.text), 0, options).join('\n')
+  if (matchingForm(layer, options).length < minChars) return null
+  const share = arabicShare(layer)
+  return share > 0.8 ? 'ar' : share < 0.2 ? 'fr' : null
 }
 
 /** Downloads in a row from one host that time out before the run leaves that host's other links for the next. */
