@@ -374,6 +374,19 @@ describe('a portal in Arabic that lists lessons written in French', () => {
   })
 })
 
+describe('a portal that adds a new query string to its links on every page view', () => {
+  it('knows the lesson on the next sync instead of registering it again as its own duplicate', async () => {
+    let views = 0
+    routes.set('/cache/index.html', (res) => html(`<a href="/cache/5AS/histoire/lecon.pdf?v=${++views}">Histoire 5AS</a>`)(res))
+    routes.set('/cache/5AS/histoire/lecon.pdf', pdf(await makePdf([lesson('histoire-6as-etat').pages[0]!, lesson('islam-4as').pages.at(-1)!], { arabic: true })))
+    const source = { name: 'cache-buster', index_urls: [`${url}/cache/index.html`], rules: [{ field: 'grade', from: 'url', pattern: '/(\\d+AS)/' }, { field: 'subject', from: 'url', pattern: '/\\d+AS/([a-z]+)/' }] }
+    expect(await sync(source)).toMatchObject({ status: 'completed', found_count: 1, new_count: 1 })
+    for (let run = 0; run < 2; run++) expect(await sync(source)).toMatchObject({ status: 'completed', found_count: 1, new_count: 0, duplicates: 0, known: 1 })
+    const rows = await db.sql`select status from public.curriculum_references where source = 'cache-buster'`
+    expect(rows.map((r) => r.status)).toEqual(['discovered'])
+  })
+})
+
 describe('the catalogue the portal leaves', () => {
   it('ingests every queued lesson, whatever type or address it was served under, and lists each level once', async () => {
     const service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))

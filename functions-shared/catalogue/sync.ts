@@ -55,6 +55,18 @@ async function touchIfKnown(ctx: ServiceContext, urls: string[]): Promise<boolea
   return rows.length > 0
 }
 
+/** Marks checked, and says whether there is, a reference of the source at `url` but for its query, of that fingerprint, grade and subject. */
+async function touchIfSameFile(ctx: ServiceContext, source: string, url: string, fingerprint: string, grade: string | null, subject: string | null): Promise<boolean> {
+  const bare = new URL(url)
+  bare.search = ''
+  const rows = await asService(ctx.deps.sql, (tx) => tx`
+    update public.curriculum_references set last_checked_at = now()
+     where source = ${source} and content_fingerprint = ${fingerprint}::bigint and split_part(pdf_source, '?', 1) = ${bare.toString()}
+       and lower(grade) is not distinct from lower(${grade}::text) and subject is not distinct from ${subject}::text
+    returning id`)
+  return rows.length > 0
+}
+
 async function processLink(ctx: ServiceContext, source: Source, runId: string, link: DiscoveredLink, rejected: LinkFailure[]): Promise<Outcome> {
   const { config } = ctx.deps
   if (await touchIfKnown(ctx, [link.url])) return 'known'
@@ -154,6 +166,11 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
   // the fingerprint compares folded text: two typesettings of one lesson differ in hamza forms and tatweel
   // (a scan that waits for OCR has too little text to compare: it gets none, and is not a duplicate)
   const fingerprint = waitsForOcr && matchingForm(text, options).length < config.QUALITY_MIN_TEXT_CHARS ? null : toSigned(simhash(matchingForm(text, options))).toString()
+  // the same file at the same address but for its query string, filed under the same grade and subject:
+  // the reference already stored. A portal that puts a new query on its links at every page view (a
+  // cache buster, a session) had each sync download the file again and register it again, as a duplicate
+  // of itself, a reference more each time
+  if (fingerprint !== null && new URL(pdfSource).search !== '' && (await touchIfSameFile(ctx, source.name, pdfSource, fingerprint, meta.grade, meta.subject))) return 'known'
   // the registration, its duplicate decision, job and audit: one transaction in public.register_reference
   const details = { source: source.name, trigger: 'scraper sync', warnings: quality.warnings, ...(extracted.ocr.attempted > 0 ? { ocr_pages: extracted.ocr.pages } : {}) }
   const [registered] = await asService(ctx.deps.sql, (tx) => tx<{ outcome: Registration }[]>`
