@@ -137,7 +137,9 @@ describe('a portal with broken links, wrong types and files that are no lessons'
     routes.set('/pc/loop.pdf', (res) => void res.writeHead(302, { location: '/pc/loop.pdf' }).end())
     routes.set('/pc/elsewhere.pdf', (res) => void res.writeHead(302, { location: 'http://127.0.0.2:9/pc/elsewhere.pdf' }).end())
     routes.set('/pc/login.pdf', (res) => void res.writeHead(302, { location: '/connexion.html' }).end())
-    routes.set('/connexion.html', html('<form><input name="login"></form>'))
+    // the portal's template links its user guide on every page, the login page too: no lesson's PDF
+    routes.set('/connexion.html', html('<form><input name="login"></form><footer><a href="/aide/guide.pdf">Guide</a></footer>'))
+    routes.set('/aide/guide.pdf', pdf(await makePdf([lesson('svt-6c-muscle').pages[0]!, lesson('maths-7c').pages.at(-1)!])))
     routes.set('/pc/page.pdf', html('<p>Document en cours de mise à jour</p>'))
     routes.set('/pc/empty.pdf', pdf(new Uint8Array()))
     routes.set('/pc/cut.pdf', pdf((await pdfOf('physique-7c-energie')).subarray(0, 1500)))

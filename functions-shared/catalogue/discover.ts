@@ -241,11 +241,11 @@ export function decodeListing(bytes: Uint8Array, contentType: string): string {
 /**
  * The PDFs an HTML page served where a PDF was linked leads to: `named`, the PDF URLs the link's own query
  * names (a viewer's link, `viewer.html?file=%2Fcours%2Fa.pdf`, whose page reads its file with a script);
- * `linked`, those the page itself leads to (a `<meta http-equiv="refresh">`, an iframe, embed, object or
- * link: a download page). Each is an http(s) URL whose path and query match `pdf`, in the page's order,
+ * `shown`, those the page shows or goes to (a `<meta http-equiv="refresh">`, an iframe, embed or object);
+ * `linked`, those it links (a download page's "click here", but also a PDF in every page's template). Each is an http(s) URL whose path and query match `pdf`, in the page's order,
  * once; links relative to the page's `<base href>`.
  */
-export function pdfsOfPage(bytes: Uint8Array, contentType: string, pageUrl: string, linkUrl: string, pdf: RegExp): { named: string[]; linked: string[] } {
+export function pdfsOfPage(bytes: Uint8Array, contentType: string, pageUrl: string, linkUrl: string, pdf: RegExp): { named: string[]; shown: string[]; linked: string[] } {
   const accept = (candidate: string | undefined, base: string, into: string[]) => {
     if (!candidate || !URL.canParse(candidate.trim(), base)) return
     const u = new URL(candidate.trim(), base)
@@ -258,25 +258,21 @@ export function pdfsOfPage(bytes: Uint8Array, contentType: string, pageUrl: stri
     if (/^(?:https?:\/\/|\/)/i.test(value.trim())) accept(value, linkUrl, named)
   }
   // read as a listing page is: no larger, nested no deeper
-  if (bytes.byteLength > MAX_PAGE_BYTES) return { named, linked: [] }
+  if (bytes.byteLength > MAX_PAGE_BYTES) return { named, shown: [], linked: [] }
   const html = decodeListing(bytes, contentType)
-  if (nestingDepth(html) > MAX_LISTING_DEPTH) return { named, linked: [] }
+  if (nestingDepth(html) > MAX_LISTING_DEPTH) return { named, shown: [], linked: [] }
   const $ = cheerio.load(html)
   const baseHref = $('base[href]').first().attr('href')
   const base = baseHref && URL.canParse(baseHref, pageUrl) ? new URL(baseHref, pageUrl).toString() : pageUrl
-  // what the page shows or goes to first (a refresh, a frame), else its links: a download page's "click
-  // here" is a link, but so is a PDF in the template of every page of the portal, so a link counts only
-  // where the page shows none
   const shown: string[] = []
   $('meta[http-equiv]').each((_, el) => {
     if (($(el).attr('http-equiv') ?? '').toLowerCase() !== 'refresh') return
     accept(/url\s*=\s*['"]?([^'";]+)/i.exec($(el).attr('content') ?? '')?.[1], base, shown)
   })
   $('iframe[src], embed[src], object[data], source[src]').each((_, el) => accept($(el).attr('src') ?? $(el).attr('data'), base, shown))
-  if (shown.length > 0) return { named, linked: shown }
   const linked: string[] = []
   $('a[href]').each((_, el) => accept($(el).attr('href'), base, linked))
-  return { named, linked }
+  return { named, shown, linked }
 }
 
 /** The largest listing page, or page served where a PDF was linked, that is read. */

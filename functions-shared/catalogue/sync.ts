@@ -91,7 +91,10 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
     // page refreshes to it or holds it in a frame. One such PDF is the link's document; a page that leads
     // to several is a listing, which the run names
     const page = /html|xml/i.test(file.contentType) || /^\s*</.test(new TextDecoder('latin1').decode(file.bytes.subarray(0, 64))) ? pdfsOfPage(file.bytes, file.contentType, file.url, link.url, new RegExp(source.pdf_pattern, 'iu')) : null
-    const leads = page ? (page.named.length > 0 ? page.named : page.linked) : []
+    // what its query names, else what the page shows or goes to (a refresh, a frame), else what it links,
+    // and that only when the page is the link's own: a login page a link was redirected to can hold a
+    // PDF of the portal's template, which is no lesson's
+    const leads = !page ? [] : page.named.length > 0 ? page.named : page.shown.length > 0 ? page.shown : file.url === link.url ? page.linked : []
     if (leads.length === 1) {
       const inner = leads[0]!
       if (await touchIfKnown(ctx, [inner])) return 'known'
