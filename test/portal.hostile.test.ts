@@ -389,6 +389,33 @@ describe('a portal that adds a new query string to its links on every page view'
   })
 })
 
+describe('a portal whose links all say "Télécharger"', () => {
+  it('titles each lesson with what its row or list item says, not with the word of its link', async () => {
+    routes.set('/titres/index.html', html(`<table>
+      <tr><td>Leçon 3 : les lois de Newton</td><td><a href="/titres/a.pdf">Télécharger</a></td></tr>
+      <tr><td>Leçon 4 : l'énergie</td><td><a href="/titres/b.pdf"><img src="/pdf.png" alt="PDF"></a></td></tr>
+      </table>
+      <ul><li>الدرس الأول: أركان الإسلام <a href="/titres/c.pdf">تحميل</a></li>
+      <li><a href="/titres/d.pdf">Les acides faibles</a> — <a href="/titres/e.pdf">Télécharger</a></li></ul>`))
+    routes.set('/titres/a.pdf', pdf(await makePdf([lesson('physique-7c').pages[0]!, lesson('chimie-7d-acides-bases').pages.at(-1)!])))
+    routes.set('/titres/b.pdf', pdf(await makePdf([lesson('svt-5c').pages[0]!, lesson('histoire-6as-independance').pages.at(-1)!])))
+    routes.set('/titres/c.pdf', pdf(await makePdf([lesson('islam-5as-zakat').pages[0]!, lesson('arabe-6as').pages.at(-1)!], { arabic: true })))
+    routes.set('/titres/d.pdf', pdf(await makePdf([lesson('maths-5as-pourcentages').pages[0]!, lesson('physique-6c-cinematique').pages.at(-1)!])))
+    routes.set('/titres/e.pdf', pdf(await makePdf([lesson('maths-5as-statistiques').pages[0]!, lesson('svt-6c-respiration').pages.at(-1)!])))
+    const result = await sync({ name: 'titles', index_urls: [`${url}/titres/index.html`], defaults: { grade: '7C', subject: 'physique' } })
+    expect(result).toMatchObject({ status: 'completed', found_count: 5, errors: 0 })
+    const rows = await db.sql`select pdf_source, title from public.curriculum_references where source = 'titles'`
+    expect(Object.fromEntries(rows.map((r) => [new URL(r.pdf_source as string).pathname, r.title]))).toEqual({
+      '/titres/a.pdf': 'Leçon 3 : les lois de Newton',
+      '/titres/b.pdf': "Leçon 4 : l'énergie",
+      '/titres/c.pdf': 'الدرس الأول: أركان الإسلام',
+      '/titres/d.pdf': 'Les acides faibles',
+      // an item with two links says whose title is whose no better than the link: its word stays
+      '/titres/e.pdf': 'Télécharger',
+    })
+  })
+})
+
 describe('the catalogue the portal leaves', () => {
   it('ingests every queued lesson, whatever type or address it was served under, and lists each level once', async () => {
     const service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))

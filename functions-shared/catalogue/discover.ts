@@ -14,6 +14,8 @@ export interface DiscoveredLink extends LinkFacts {
   column_header: string | null
   /** the headings (h1–h6) the link sits under in the page, outermost first, joined by " › "; null under none */
   heading: string | null
+  /** the text of the list item, table row, paragraph or definition the link is the only link of, without the link's own text; null otherwise */
+  item: string | null
   listing: string
 }
 
@@ -47,6 +49,7 @@ function nearest(node: DomNode | null, names: ReadonlySet<string>, self = false)
 }
 
 const CONTEXTS = new Set(['li', 'tr', 'p', 'dd', 'article', 'section'])
+const ITEMS = new Set(['li', 'tr', 'p', 'dd'])
 const CELLS = new Set(['td', 'th'])
 const TABLES = new Set(['table'])
 
@@ -329,6 +332,13 @@ export async function discoverLinks(
     const baseHref = $('base[href]').first().attr('href')
     const base = baseHref && URL.canParse(baseHref, page.url) ? new URL(baseHref, page.url).toString() : page.url
     const contexts = new Map<DomNode, string>()
+    // per item (row, list item...): how many links it holds and its text, counted once per item
+    const items = new Map<DomNode, { links: number; text: string }>()
+    const itemOf = (item: DomNode) => {
+      let known = items.get(item)
+      if (!known) items.set(item, (known = { links: $(item as never).find('a[href]').length, text: leadingText(item) }))
+      return known
+    }
     const selected = $(source.link_selector)
     const headings = headingsOf($.root().get(0) as unknown as DomNode, new Set(selected.toArray() as unknown as DomNode[]))
     selected.each((_, el) => {
@@ -349,8 +359,12 @@ export async function discoverLinks(
       const around = nearest(el as unknown as DomNode, CONTEXTS)
       let context = around ? contexts.get(around) : ''
       if (context === undefined) contexts.set(around!, (context = leadingText(around!)))
+      const text = $(el).text().replace(/\s+/g, ' ').trim()
+      const itemNode = nearest(el as unknown as DomNode, ITEMS)
+      const item = itemNode ? itemOf(itemNode) : null
+      const itemText = item && item.links === 1 ? squash(item.text.replace(text, ' ')).replace(/^[\s\-–—:|•·›»]+|[\s\-–—:|•·‹«]+$/gu, '') : ''
       const attrs = Object.fromEntries(Object.entries($(el).attr() ?? {}).map(([k, v]) => [k.toLowerCase(), squash(v)]))
-      seenLinks.set(key, { url: key, text: $(el).text().replace(/\s+/g, ' ').trim(), context, attrs, column_header: columnHeader($, $(el)), heading: headings.get(el as unknown as DomNode) ?? null, listing: page.url })
+      seenLinks.set(key, { url: key, text, item: itemText || null, context, attrs, column_header: columnHeader($, $(el)), heading: headings.get(el as unknown as DomNode) ?? null, listing: page.url })
     })
     $(source.next_selector).each((_, el) => {
       const href = $(el).attr('href')

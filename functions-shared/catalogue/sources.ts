@@ -33,7 +33,15 @@ export interface LinkFacts {
   column_header?: string | null
   /** the headings the link sits under, outermost first, joined by " › "; null under none */
   heading?: string | null
+  /** the text of the row, list item or paragraph the link is the only link of, without the link's text */
+  item?: string | null
 }
+
+/**
+ * A link text that names no lesson: the word of a download button ("Télécharger", "PDF", "تحميل"), or
+ * nothing (an icon). Its row or list item says the lesson's title.
+ */
+const GENERIC_LINK = /^(?:(?:t[ée]l[ée]charger|download|voir|lire|ouvrir|consulter|afficher|cliquez ici|cliquer ici|ici|lien|fichier|document|pdf|تحميل|تنزيل|اضغط هنا|انقر هنا|هنا|عرض|اقرأ|قراءة|الملف|رابط)(?:\s+(?:le|la|ce|du|en)?\s*(?:pdf|fichier|document|cours|le cours|la leçon|الملف|الدرس))?)?[\s.:!»›>()\[\]-]*$/iu
 
 /**
  * A URL's text percent-decoded: escapes that spell UTF-8 as UTF-8, others as windows-1252, the encoding a
@@ -73,7 +81,10 @@ function ruleInput(rule: SourceRule, link: LinkFacts): string | null {
 /** The metadata of one discovered PDF from the source's defaults and rules. */
 export function linkMetadata(source: Source, link: LinkFacts): LinkMetadata {
   const meta: LinkMetadata = {
-    title: link.text.trim() || decodeUrlText(new URL(link.url).pathname.split('/').pop() ?? '').replace(/\.pdf$/i, '') || null,
+    // a link that says only "Télécharger" (or shows an icon) is titled by its row or list item, as a reader
+    // reads the row; every such lesson of a portal was titled "Télécharger", in the catalogue and in each
+    // answer quoting it
+    title: (GENERIC_LINK.test(link.text.trim()) && link.item ? link.item : link.text.trim()) || decodeUrlText(new URL(link.url).pathname.split('/').pop() ?? '').replace(/\.pdf$/i, '') || null,
     major: source.defaults.major ?? null,
     category: source.defaults.category ?? null,
     grade: source.defaults.grade ?? null,
