@@ -29,7 +29,9 @@ export default defineConfig({
     // `npm test` runs both; `npm run test:unit` watches the quick one (every other file, about a minute)
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: E2E } },
-      { extends: true, test: { name: 'e2e', include: E2E } },
+      // real processes and the page recognizer: on two cores shared with other machines (steal time up to
+      // a quarter of the CPU, seen 2026-11-26) a recognition of several pages took past the 30 s default
+      { extends: true, test: { name: 'e2e', include: E2E, testTimeout: 120_000 } },
     ],
   },
 })
