@@ -236,13 +236,14 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     // run to its end whatever the page's deadline
     const storm = type3Storm(60_000, 2_000)
     // a deadline that the next document's page, drawn by a new process beside the rest of the suite on
-    // two cores, still meets (3 s was missed under that load)
-    const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 6_000, idleMs: 0 })
+    // two cores, still meets (3 s was missed under that load, and 6 s on cores that other machines share)
+    const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 12_000, idleMs: 0 })
     try {
       const started = performance.now()
-      expect(await hasty.recognize(storm, [1], ['fra'])).toEqual([{ number: 1, error: 'recognition took longer than 6000 ms' }])
-      // the deadline plus the start of a recognizer and of the drawing process, far from the drawing's own 33 s
-      expect(performance.now() - started).toBeLessThan(15_000)
+      expect(await hasty.recognize(storm, [1], ['fra'])).toEqual([{ number: 1, error: 'recognition took longer than 12000 ms' }])
+      // the deadline plus the start of a recognizer and of the drawing process, short of the drawing's own
+      // 33 s (more on a loaded machine)
+      expect(performance.now() - started).toBeLessThan(25_000)
       // the recognizer was not the late one: it reads the next document
       expect((await hasty.recognize(scanFr, [1], ['fra']))[0]).toMatchObject({ number: 1, text: expect.stringMatching(/\S/) })
     } finally {
