@@ -177,6 +177,7 @@ describe('retrieveAndRerank', () => {
     caches = {
       chunks: new TtlCache({ ttlMs: 3_600_000, max: 1000, clock: app.clock }),
       rerank: new TtlCache({ ttlMs: 900_000, max: 1000, clock: app.clock }),
+      places: new TtlCache({ ttlMs: 10_000, max: 1, clock: app.clock }),
     }
   }
   const rerankCalls = () => server.calls.filter((c) => c.body.model === 'rerank-model').length
@@ -259,7 +260,7 @@ describe('a page cut into two chunks', () => {
     const half2 = 'Le cycliste part du haut de la côte. Sur une piste en pente, on mesure la durée au chronomètre.'
     const other = 'La vitesse moyenne d\'un cycliste se calcule aussi sur une piste plate.'
     const doc = await seedDocument(db.sql, { name: 'cyclisme', grade: '3AS', subject: 'physique', language: 'fr', texts: [half1, half2, other], pages: [1, 1, 2] })
-    const caches = (): RetrievalCaches => ({ chunks: new TtlCache({ ttlMs: 3_600_000, max: 1000, clock: t.clock }), rerank: new TtlCache({ ttlMs: 900_000, max: 1000, clock: t.clock }) })
+    const caches = (): RetrievalCaches => ({ chunks: new TtlCache({ ttlMs: 3_600_000, max: 1000, clock: t.clock }), rerank: new TtlCache({ ttlMs: 900_000, max: 1000, clock: t.clock }), places: new TtlCache({ ttlMs: 10_000, max: 1, clock: t.clock }) })
     const question = 'Comment calculer la vitesse moyenne d\'un cycliste sur une piste en pente avec le chronomètre ?'
     for (const tier of ['free', 'standard'] as const) {
       const r = await retrieveAndRerank(t.deps, { message: question, language: 'fr', filters: { grade: '3AS', subject: 'physique' }, tier }, caches())
@@ -279,7 +280,7 @@ describe('a lesson ingested twice', () => {
   // in seven misread, as a scan's recognizer misreads them
   const misread = (text: string) => text.split(' ').map((w, i) => (i % 7 === 3 ? `${w.slice(0, -1)}ii` : w)).join(' ')
   const copy = muscle.slice(0, -1).map((p) => `Ministère de l'Éducation nationale — édition 2024. ${misread(p)}`)
-  const fresh = (): RetrievalCaches => ({ chunks: new TtlCache({ ttlMs: 3_600_000, max: 1000, clock: t.clock }), rerank: new TtlCache({ ttlMs: 900_000, max: 1000, clock: t.clock }) })
+  const fresh = (): RetrievalCaches => ({ chunks: new TtlCache({ ttlMs: 3_600_000, max: 1000, clock: t.clock }), rerank: new TtlCache({ ttlMs: 900_000, max: 1000, clock: t.clock }), places: new TtlCache({ ttlMs: 10_000, max: 1, clock: t.clock }) })
 
   it('answers from the document ingested first, with none of the copy\'s pages among the sources', async () => {
     // the copy first in the table, the original a day older

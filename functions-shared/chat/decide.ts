@@ -22,7 +22,7 @@ export async function decidePath(ctx: TurnContext, request: ChatInput): Promise<
     // is still found); a textbook brings its own
     let input = request
     if (!request.textbook_id && (request.grade || request.subject)) {
-      const stored = storedFilters(await cataloguePlaces(ctx.deps), { grade: request.grade ?? null, subject: request.subject ?? null })
+      const stored = storedFilters(await cachedPlaces(ctx), { grade: request.grade ?? null, subject: request.subject ?? null })
       input = { ...request, grade: stored.grade ?? undefined, subject: stored.subject ?? undefined }
     }
     const language = input.language ?? detectLanguage(input.message)
@@ -87,4 +87,16 @@ async function findInCatalogue(ctx: TurnContext, input: ChatInput, prepared: Pre
   // a follow-up ("and the second one?") takes its subject from what came before (not translated again)
   const withHistory = await attempt(await prepareQuery(deps, [...recent, input.message].join('\n'), language, { translate: false }))
   return withHistory.kind === 'match' ? withHistory : found
+}
+
+/** The catalogue's grades and subjects (cataloguePlaces), one read shared by the turns of PLACES_TTL_MS; a failed read is not kept. */
+function cachedPlaces(ctx: TurnContext) {
+  const cache = ctx.rt.caches.places
+  let places = cache.get('ready')
+  if (!places) {
+    places = cataloguePlaces(ctx.deps)
+    cache.set('ready', places)
+    places.catch(() => cache.delete('ready'))
+  }
+  return places
 }

@@ -8,12 +8,26 @@ import { TtlCache } from '../lib/ttl-cache.ts'
 import { CircuitBreaker } from '../lib/circuit-breaker.ts'
 import { refusedByModel } from '../ai/provider.ts'
 import type { ChunkText } from './retrieve.ts'
+import type { CataloguePlace } from '../catalogue/filters.ts'
 
-/** chunk text by chunk id and ingestion timestamp; a ranking (chunk ids) by question, scope and tier */
+/**
+ * chunk text by chunk id and ingestion timestamp; a ranking (chunk ids) by question, scope and tier; the
+ * catalogue's grades and subjects (catalogue/filters.ts), read at most once every PLACES_TTL_MS
+ */
 export interface RetrievalCaches {
   chunks: TtlCache<ChunkText>
   rerank: TtlCache<string[]>
+  places: TtlCache<Promise<CataloguePlace[]>>
 }
+
+/**
+ * How long the catalogue's grades and subjects are kept between turns. They change only when a document is
+ * published or deleted, and what a turn reads them for (a grade or subject stored in an older form of the
+ * names a request gives) concerns documents stored long before: a document just published is stored in the
+ * form the request is read in, and found without them. Read on every turn, they cost 12 % of a turn at 8
+ * students on the embedded database (bench:chat, 2026-11-26).
+ */
+export const PLACES_TTL_MS = 10_000
 
 export interface ChatRuntime {
   caches: RetrievalCaches
@@ -40,6 +54,7 @@ export function createChatRuntime(config: Config, clock: Clock, metrics: ChatMet
     caches: {
       chunks: new TtlCache({ ttlMs: config.CHUNK_CACHE_TTL_SECONDS * 1000, max: 20_000, clock, onLookup: lookup('chunk') }),
       rerank: new TtlCache({ ttlMs: config.RERANK_CACHE_TTL_SECONDS * 1000, max: 5_000, clock, onLookup: lookup('rerank') }),
+      places: new TtlCache({ ttlMs: PLACES_TTL_MS, max: 1, clock }),
     },
     breaker,
     metrics,

@@ -26,6 +26,10 @@ export class TtlCache<V extends {}> {
     this.#lru.set(key, value)
   }
 
+  delete(key: string): void {
+    this.#lru.delete(key)
+  }
+
   get size(): number {
     return this.#lru.size
   }
