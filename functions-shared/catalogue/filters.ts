@@ -22,13 +22,13 @@ export async function cataloguePlaces(deps: Deps): Promise<CataloguePlace[]> {
 }
 
 /** The form two grades are one level in: levelForm, without case (a grade filter compares without case). */
-export const gradeKey = (grade: string): string => (levelForm(grade) ?? grade).toLowerCase()
+export const gradeMatchKey = (grade: string): string => (levelForm(grade) ?? grade).toLowerCase()
 /** The form two subjects are one subject in: canonicalSubject. */
-export const subjectKey = (subject: string): string => canonicalSubject(subject) ?? subject
+export const subjectMatchKey = (subject: string): string => canonicalSubject(subject) ?? subject
 
 /**
  * The stored value that stands for `wanted`: `wanted` itself when a document has it (a grade in any
- * case), else the stored value of the same key (gradeKey, subjectKey) that the most documents have;
+ * case), else the stored value of the same key (gradeMatchKey, subjectMatchKey) that the most documents have;
  * `wanted` when none has.
  */
 function storedValue(values: readonly { value: string; documents: number }[], wanted: string, key: (s: string) => string, caseless: boolean): string {
@@ -48,7 +48,7 @@ export function storedFilters(places: readonly CataloguePlace[], wanted: { grade
     return [...counts].map(([value, documents]) => ({ value, documents }))
   }
   return {
-    grade: wanted.grade === null ? null : storedValue(tally('grade'), wanted.grade, gradeKey, true),
-    subject: wanted.subject === null ? null : storedValue(tally('subject'), wanted.subject, subjectKey, false),
+    grade: wanted.grade === null ? null : storedValue(tally('grade'), wanted.grade, gradeMatchKey, true),
+    subject: wanted.subject === null ? null : storedValue(tally('subject'), wanted.subject, subjectMatchKey, false),
   }
 }

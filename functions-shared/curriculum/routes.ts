@@ -1,6 +1,6 @@
 // /curriculum: the public catalogue of ready documents (spec §4.9).
 import { createRoute, z } from '@hono/zod-openapi'
-import { gradeKey, subjectKey } from '../catalogue/filters.ts'
+import { gradeMatchKey, subjectMatchKey } from '../catalogue/filters.ts'
 import type { Deps } from '../deps.ts'
 import { createRouter } from '../http/router.ts'
 import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
@@ -77,14 +77,14 @@ export function curriculumRouter(deps: Deps) {
       const q = c.req.valid('query')
       // a grade and a subject read as chat reads them (catalogue/filters.ts): "5ème AS" is the level 5AS,
       // "Mathématiques" and "Maths" are mathematiques, whichever form a document was stored in
-      const grade = q.grade === undefined ? null : gradeKey(q.grade)
-      const subject = q.subject === undefined ? null : subjectKey(q.subject)
+      const grade = q.grade === undefined ? null : gradeMatchKey(q.grade)
+      const subject = q.subject === undefined ? null : subjectMatchKey(q.subject)
       const language = q.language ?? null
       const ready = await asService(deps.sql, (tx) => tx<DocumentRow[]>`
         select * from public.documents
          where status = 'ready' and (${language}::text is null or language = ${language})
          order by grade, subject, weight desc, title`)
-      const rows = ready.filter((r) => (grade === null || (r.grade !== null && gradeKey(r.grade) === grade)) && (subject === null || (r.subject !== null && subjectKey(r.subject) === subject)))
+      const rows = ready.filter((r) => (grade === null || (r.grade !== null && gradeMatchKey(r.grade) === grade)) && (subject === null || (r.subject !== null && subjectMatchKey(r.subject) === subject)))
       const levels = [...new Set(rows.map((r) => r.grade).filter((g): g is string => !!g))].sort()
       return c.json({ levels, textbooks: rows.map(textbookJson) }, 200)
     })
