@@ -700,13 +700,19 @@ describe('a JSON client that leaves before its answer is sent', () => {
   })
   afterAll(async () => s?.gw.close())
 
-  it('is charged nothing: the answer it would have read was never sent', async () => {
+  /** A student whose JSON client leaves once the answer is being generated; what its request came to. */
+  const leaveWhileGenerating = async () => {
     const student = await createUser(db.sql)
     started = new Promise<void>((r) => (generating = r))
     const left = new AbortController()
     const pending = chat(s, student, { message: 'Comment isole-t-on l\'inconnue dans une équation ?', grade: '4AS', subject: 'mathematiques', stream: false }, {}, left.signal).catch((err: unknown) => err)
     await started
     left.abort()
+    return { student, pending }
+  }
+
+  it('is charged nothing: the answer it would have read was never sent', async () => {
+    const { student, pending } = await leaveWhileGenerating()
     expect(await pending).toBeInstanceOf(Error)
     await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
     await s.gw.deps.background.idle()
@@ -720,12 +726,7 @@ describe('a JSON client that leaves before its answer is sent', () => {
   })
 
   it('finds none of the sources in its usage row either: a turn charged nothing names no page that answers', async () => {
-    const student = await createUser(db.sql)
-    started = new Promise<void>((r) => (generating = r))
-    const left = new AbortController()
-    const pending = chat(s, student, { message: 'Comment isole-t-on l\'inconnue dans une équation ?', grade: '4AS', subject: 'mathematiques', stream: false }, {}, left.signal).catch((err: unknown) => err)
-    await started
-    left.abort()
+    const { student, pending } = await leaveWhileGenerating()
     await pending
     await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
     await s.gw.deps.background.idle()
