@@ -542,26 +542,42 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(await wallet(student.id)).toEqual({ balance: 20, ledger: 20 })
   })
 
-  it('bills a client that leaves mid-stream for what was generated only', async () => {
+  it('does not stop an answer whose SSE client leaves mid-stream: stored whole, billed once, resumed after its Last-Event-ID', async () => {
     const student = await createUser(db.sql)
     const full = Array.from({ length: 400 }, (_, i) => `mot${i}`).join(' ')
-    script.chat = () => ({ content: full, pieceDelayMs: 5 })
+    script.chat = () => ({ content: full, pieceDelayMs: 2 })
     const res = await chat(s, student, { message: 'Explique la résolution d\'une équation', stream: true })
+    const turnId = res.headers.get('x-turn-id')!
+    expect(turnId).toMatch(/^[0-9a-f-]{36}$/)
     const reader = readSse(res)
+    const first: { id?: number; event: string; data: any }[] = []
     let received = ''
     for (let item = await reader.next(); item; item = await reader.next()) {
-      if (item.kind === 'event' && item.event === 'delta') received += item.data.text
+      if (item.kind !== 'event') continue
+      first.push(item)
+      if (item.event === 'delta') received += item.data.text
       if (received.length > 300) break
     }
     await reader.cancel()
+    expect(first[0]!.data).toMatchObject({ turn_id: turnId, conversation_id: res.headers.get('x-conversation-id') })
+    // the answer goes on without its client, to its end
     await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
     await s.gw.deps.background.idle()
     const [row] = await usageRows(student.id)
-    expect(row!.details.outcome).toBe('disconnected')
-    expect(row!.characters).toBeGreaterThanOrEqual([...received].length)
-    expect(row!.characters).toBeLessThan(full.length)
-    expect(row).toMatchObject({ kind: 'chat', actual: 5 + Math.ceil(row!.characters / 200), charged: 5 + Math.ceil(row!.characters / 200) })
+    expect(row!.details).toMatchObject({ outcome: 'answered', turn_id: turnId })
+    expect(row).toMatchObject({ kind: 'chat', characters: full.length, actual: 5 + Math.ceil(full.length / 200), charged: 5 + Math.ceil(full.length / 200) })
     expect(await wallet(student.id)).toEqual({ balance: 50 - row!.charged, ledger: 50 - row!.charged })
+    // the student comes back: the events after the last one received, to the end, with no duplicate
+    const again = await fetch(`${s.gw.url}/functions/v1/chat/turns/${turnId}`, { headers: { Authorization: `Bearer ${student.token}`, accept: 'text/event-stream', 'last-event-id': String(first.at(-1)!.id) } })
+    expect(again.status).toBe(200)
+    const rest = events(await readSse(again).rest())
+    const all = [...first, ...rest]
+    const ids = all.map((e) => e.id!)
+    expect(ids.every((id, i) => i === 0 || id > ids[i - 1]!)).toBe(true)
+    expect(all.filter((e) => e.event === 'delta').map((e) => e.data.text).join('')).toBe(full)
+    expect(rest.at(-1)).toMatchObject({ event: 'done', data: { outcome: 'answered', usage: { charged: row!.charged } } })
+    const [stored] = await db.sql`select content, status from public.chat_messages where turn_id = ${turnId} and role = 'teacher'`
+    expect(stored).toEqual({ content: full, status: 'answered' })
   })
 
   it('stops an answer that would outlive its reservation and settles it for what was streamed, not free', async () => {
@@ -626,6 +642,7 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(res.status).toBe(200)
     const items = events(await readSse(res).rest())
     expect(items.map((e) => e.event)).toEqual(['meta', 'error']) // no text, so no sources either
+    expect(items.map((e) => e.id)).toEqual([1, 3])
     expect(items[1]!.data).toEqual({ error: 'service_unavailable', message: 'Service temporarily unavailable, please retry', request_id: res.headers.get('x-request-id') })
     await s.gw.deps.background.idle()
     expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
@@ -653,14 +670,16 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(seen.at(-1)).toBe('done')
   })
 
-  it('sends the sources with the first text: a client that leaves before any text gets no excerpt and pays nothing', async () => {
+  it('sends the sources with the first text; a client that leaves before any text finds its answer stored and billed once', async () => {
     const student = await createUser(db.sql)
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
     let asked!: () => void
     const modelAsked = new Promise<void>((r) => (asked = r))
-    script.chat = () => (asked(), { content: 'La célérité du son dans l\'air est de 340 m/s [1].', gate })
+    const answer = 'La célérité du son dans l\'air est de 340 m/s [1].'
+    script.chat = () => (asked(), { content: answer, gate })
     const res = await chat(s, student, { message: 'la célérité du son dans l\'air', stream: true })
+    const turnId = res.headers.get('x-turn-id')!
     const reader = readSse(res)
     const seen: string[] = []
     // retrieval is over and the model is asked: what the client has by then, up to a heartbeat
@@ -671,27 +690,36 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     }
     await reader.cancel()
     expect(seen).toEqual(['meta', ':heartbeat'])
-    // the turn stops asking the model when the client leaves, and settles
-    await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
+    // leaving is not cancelling: the model goes on, and the answer is kept
     release()
+    await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
     await s.gw.deps.background.idle()
     const [row] = await usageRows(student.id)
-    expect(row).toMatchObject({ kind: 'released', charged: 0 })
-    expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
+    expect(row).toMatchObject({ kind: 'chat', characters: [...answer].length, charged: 5 + Math.ceil([...answer].length / 200) })
+    expect(await wallet(student.id)).toEqual({ balance: 50 - row!.charged, ledger: 50 - row!.charged })
+    const turn = await (await fetch(`${s.gw.url}/functions/v1/chat/turns/${turnId}`, { headers: { Authorization: `Bearer ${student.token}` } })).json()
+    expect(turn).toMatchObject({ turn_id: turnId, status: 'answered', outcome: 'answered', answer, usage: { charged: row!.charged } })
+    expect(turn.sources.length).toBeGreaterThan(0)
   })
 })
 
 describe('a JSON client that leaves before its answer is sent', () => {
   // the model has written part of the answer and is still at work when the client leaves
+  const FIRST = 'Pour isoler l\'inconnue, on retranche le même nombre aux deux membres [1], '
+  const REST = 'puis on divise les deux membres par le coefficient de l\'inconnue [1].'
   let generating!: () => void
   let started = new Promise<void>((r) => (generating = r))
+  let goOn!: () => void
+  let gate = new Promise<void>((r) => (goOn = r))
   const offline = createOfflineProvider()
   const ai: AiProvider = Object.assign(Object.create(offline) as AiProvider, {
     chat: async (request: Parameters<AiProvider['chat']>[0], onDelta: (text: string) => void) => {
-      onDelta('Pour isoler l\'inconnue, on retranche le même nombre aux deux membres [1], ')
+      onDelta(FIRST)
       generating()
-      await new Promise<void>((resolve) => (request.signal?.aborted ? resolve() : request.signal?.addEventListener('abort', () => resolve())))
-      throw new Error('aborted')
+      await Promise.race([gate, new Promise<void>((resolve) => request.signal?.addEventListener('abort', () => resolve()))])
+      if (request.signal?.aborted) throw new Error('aborted')
+      onDelta(REST)
+      return { model: 'scripted-model', extractive: false }
     },
   })
   let s: Stack
@@ -704,6 +732,7 @@ describe('a JSON client that leaves before its answer is sent', () => {
   const leaveWhileGenerating = async () => {
     const student = await createUser(db.sql)
     started = new Promise<void>((r) => (generating = r))
+    gate = new Promise<void>((r) => (goOn = r))
     const left = new AbortController()
     const pending = chat(s, student, { message: 'Comment isole-t-on l\'inconnue dans une équation ?', grade: '4AS', subject: 'mathematiques', stream: false }, {}, left.signal).catch((err: unknown) => err)
     await started
@@ -711,40 +740,53 @@ describe('a JSON client that leaves before its answer is sent', () => {
     return { student, pending }
   }
 
-  it('is charged nothing: the answer it would have read was never sent', async () => {
+  it('gets its whole answer stored and billed once: it reads it later from its conversations', async () => {
     const { student, pending } = await leaveWhileGenerating()
     expect(await pending).toBeInstanceOf(Error)
+    // the gateway has seen the connection close; the model goes on
+    await vi.waitFor(async () => expect(await new Promise((resolve) => s.gw.server.getConnections((_, n) => resolve(n)))).toBe(0), { timeout: 10_000 })
+    goOn()
     await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
     await s.gw.deps.background.idle()
     const [row] = await usageRows(student.id)
-    expect(row).toMatchObject({ kind: 'released', charged: 0 })
-    expect(row!.characters).toBeGreaterThan(0)
-    expect(row!.details.outcome).toBe('disconnected')
-    expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
+    const characters = [...(FIRST + REST)].length
+    expect(row).toMatchObject({ kind: 'chat', characters, charged: 5 + Math.ceil(characters / 200) })
+    expect(row!.details.outcome).toBe('answered')
+    expect(await wallet(student.id)).toEqual({ balance: 50 - row!.charged, ledger: 50 - row!.charged })
     const [held] = await db.sql`select count(*)::int as n from public.reservations where user_id = ${student.id} and status = 'reserved'`
     expect(held!.n).toBe(0)
+    // the student's app lists its conversations (/rest/v1, as supabase-js does) and reads the answer
+    const rest = (path: string) => fetch(`${s.gw.url}/rest/v1/${path}`, { headers: { apikey: student.token, Authorization: `Bearer ${student.token}` } }).then((r) => r.json())
+    const [conversation] = (await rest('conversations?select=id,title,updated_at&order=updated_at.desc')) as { id: string; title: string }[]
+    expect(conversation!.title).toBe('Comment isole-t-on l\'inconnue dans une équation ?')
+    const messages = await rest(`chat_messages?select=role,content,status&conversation_id=eq.${conversation!.id}&order=created_at`)
+    expect(messages).toEqual([
+      { role: 'student', content: 'Comment isole-t-on l\'inconnue dans une équation ?', status: 'sent' },
+      { role: 'teacher', content: FIRST + REST, status: 'answered' },
+    ])
   })
 
-  it('finds none of the sources in its usage row either: a turn charged nothing names no page that answers', async () => {
+  it('is charged for what was generated until its cancel, and a turn cancelled before any text costs nothing and names no page', async () => {
     const { student, pending } = await leaveWhileGenerating()
     await pending
-    await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
+    const [turn] = await db.sql<{ id: string }[]>`select turn_id as id from public.chat_messages m join public.conversations c on c.id = m.conversation_id where c.user_id = ${student.id} and m.role = 'teacher'`
+    const cancel = await fetch(`${s.gw.url}/functions/v1/chat/turns/${turn!.id}/cancel`, { method: 'POST', headers: { Authorization: `Bearer ${student.token}` } })
+    expect(cancel.status).toBe(200)
+    const body = await cancel.json()
+    const characters = [...FIRST].length
+    expect(body).toMatchObject({ turn_id: turn!.id, status: 'cancelled', outcome: 'cancelled', answer: FIRST, usage: { characters, charged: 5 + Math.ceil(characters / 200) } })
     await s.gw.deps.background.idle()
-    // the usage row as the student reads it (/rest/v1): its chunk ids were sha256(document:page:index), so
-    // every one named the textbook and the page that answer the question, found and reranked for nothing
-    const res = await fetch(`${s.gw.url}/rest/v1/usage_log?select=kind,charged,details`, { headers: { apikey: student.token, Authorization: `Bearer ${student.token}` } })
-    expect(res.status).toBe(200)
-    const [row] = (await res.json()) as { kind: string; charged: number; details: Record<string, unknown> }[]
-    expect(row).toMatchObject({ kind: 'released', charged: 0, details: { outcome: 'disconnected', sources: [] } })
-    const chunks = await db.sql<{ id: string }[]>`select c.id from public.document_chunks c join public.documents d on d.id = c.file_id where d.grade = '4AS' and d.subject = 'mathematiques'`
-    expect(chunks.length).toBeGreaterThan(0)
-    for (const { id } of chunks) expect(JSON.stringify(row!.details)).not.toContain(id)
+    expect(await wallet(student.id)).toEqual({ balance: 50 - body.usage.charged, ledger: 50 - body.usage.charged })
+    // cancelling again says the same; a turn that ended otherwise is a conflict
+    const twice = await fetch(`${s.gw.url}/functions/v1/chat/turns/${turn!.id}/cancel`, { method: 'POST', headers: { Authorization: `Bearer ${student.token}` } })
+    expect(twice.status).toBe(200)
+    expect((await twice.json()).status).toBe('cancelled')
   })
 })
 
 describe('a client that leaves while its turn is being decided', () => {
   // the question's embedding (the subject inference) waits until the client has gone and the gateway has
-  // seen its connection close: the turn goes on to its answer, which nobody can be sent any more
+  // seen its connection close: the turn goes on to its answer, which the student reads later
   let embedding!: () => void
   let embedStarted = new Promise<void>((r) => (embedding = r))
   let goOn!: () => void
@@ -764,7 +806,7 @@ describe('a client that leaves while its turn is being decided', () => {
   afterAll(async () => s?.gw.close())
 
   for (const stream of [false, true]) {
-    it(`is charged nothing (${stream ? 'SSE' : 'JSON'}): the signal had fired before the turn listened to it`, async () => {
+    it(`finds its answer stored and billed once (${stream ? 'SSE' : 'JSON'}): leaving before the first event is not cancelling`, async () => {
       const student = await createUser(db.sql)
       embedStarted = new Promise<void>((r) => (embedding = r))
       gate = new Promise<void>((r) => (goOn = r))
@@ -773,15 +815,18 @@ describe('a client that leaves while its turn is being decided', () => {
       await embedStarted
       left.abort()
       expect(await pending).toBeInstanceOf(Error)
-      // the gateway has closed the connection (and so aborted the request's signal) before the turn goes on
       await vi.waitFor(async () => expect(await new Promise((resolve) => s.gw.server.getConnections((_, n) => resolve(n)))).toBe(0), { timeout: 10_000 })
       goOn()
       await vi.waitFor(async () => expect((await usageRows(student.id)).length).toBe(1), { timeout: 10_000 })
       await s.gw.deps.background.idle()
       const [row] = await usageRows(student.id)
-      expect(row).toMatchObject({ kind: 'released', charged: 0 })
-      expect(row!.details.outcome).toBe('disconnected')
-      expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
+      expect(row!.kind).toBe('chat')
+      expect(row!.charged).toBeGreaterThan(0)
+      expect(row!.details.outcome).toBe('answered')
+      expect(await wallet(student.id)).toEqual({ balance: 50 - row!.charged, ledger: 50 - row!.charged })
+      const [stored] = await db.sql`select m.content, m.status from public.chat_messages m where m.turn_id = ${row!.details.turn_id} and m.role = 'teacher'`
+      expect(stored!.status).toBe('answered')
+      expect([...(stored!.content as string)].length).toBe(row!.characters)
     })
   }
 })

@@ -14,6 +14,7 @@ import { catalogueOptions } from './infer.ts'
 import { retrieveAndRerank, type RetrievalResult } from './rerank.ts'
 import { decidePath } from './decide.ts'
 import { excerpts } from './excerpt.ts'
+import { withinBudget } from './turn-store.ts'
 import { actualFor, checkWallet, finalizeTurn, refuseBeforeReading, SettlementError } from './settle.ts'
 import { REFUSED_MESSAGE, UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type Decision, type Hold, type Source, type Usage, type Outcome, type TurnSink, timed, codePoints } from './turn.ts'
 
@@ -111,7 +112,7 @@ export async function generate(ctx: TurnContext, decision: Decision, hold: Hold,
             controller.abort()
           })
     try {
-      const messages = buildMessages({ message: input.message, language: decision.language, hintLevel: hold.hintLevel, history: input.history ?? [], maxChars: hold.maxChars, subject: decision.subject, grade: decision.grade })
+      const messages = buildMessages({ message: input.message, language: decision.language, hintLevel: hold.hintLevel, history: input.conversation ? withinBudget(input.history ?? [], hold.maxChars) : input.history ?? [], maxChars: hold.maxChars, subject: decision.subject, grade: decision.grade })
       const result = await ctx.rt.breaker.run(async () => {
         try {
           return await deps.ai.chat(
@@ -173,18 +174,9 @@ export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{
   }
 }
 
-/**
- * How the sink reaches the client: `stream` (SSE) hands each piece over as it is made, so a client that
- * leaves has what was generated until then; `body` (JSON) hands everything over at the end, so a client
- * that leaves before it has received nothing, and is charged nothing.
- */
-export type Delivery = 'stream' | 'body'
-
-/** The rest of the turn; never throws: failures go to the sink and release the reservation. */
-export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared: { decision: Decision; hold: Hold }, sink: TurnSink, signal: AbortSignal, delivery: Delivery = 'stream'): Promise<Outcome> {
-  const { decision, hold } = prepared
-  const m = ctx.rt.metrics
-  sink.meta({
+/** The turn's first event: how it was decided and what is held for it. */
+export function turnMeta(ctx: TurnContext, { decision, hold }: { decision: Decision; hold: Hold }): Record<string, unknown> {
+  return {
     request_id: ctx.requestId,
     path: decision.path,
     reason: decision.reason,
@@ -194,7 +186,18 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
     tier: hold.tier,
     hint_level: hold.hintLevel,
     reservation: hold.reservation,
-  })
+  }
+}
+
+/**
+ * The rest of the turn; never throws: failures go to the sink and release the reservation. The client's
+ * leaving does not stop it (the answer is stored and billed, and read later); `signal` is the turn's
+ * cancel (POST /chat/turns/{id}/cancel), which bills the characters generated until then.
+ */
+export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared: { decision: Decision; hold: Hold }, sink: TurnSink, signal: AbortSignal): Promise<Outcome> {
+  const { decision, hold } = prepared
+  const m = ctx.rt.metrics
+  sink.meta(turnMeta(ctx, prepared))
   let outcome: Outcome = 'failed'
   let retrieval: RetrievalResult | null = null
   let generated: Generated | null = null
@@ -206,12 +209,8 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       ctx.log.info({ step: 'ask_clarifying', reason: decision.reason }, 'ask_clarifying')
       sink.sources({ sources: [], retrieval: null })
       sink.delta(question)
-      // a JSON client that left will never read the question: nothing to charge
-      const gone = delivery === 'body' && signal.aborted
-      outcome = gone ? 'disconnected' : 'clarified'
-      usage = await finalizeTurn(ctx, decision, hold, gone
-        ? { actual: 0, kind: 'released', characters: codePoints(question), model: null, outcome }
-        : { actual: ctx.deps.config.BILLING_CLARIFY_COST, kind: 'clarify', characters: codePoints(question), model: null, outcome })
+      outcome = 'clarified'
+      usage = await finalizeTurn(ctx, decision, hold, { actual: ctx.deps.config.BILLING_CLARIFY_COST, kind: 'clarify', characters: codePoints(question), model: null, outcome })
       if (!usage) throw new SettlementError('the clarifying answer could not be settled')
       sink.done({ outcome, usage, model: null, extractive: false, timings: ctx.timings })
       return outcome
@@ -230,20 +229,19 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       sink.delta(text)
     }
     if (signal.aborted) {
-      outcome = 'disconnected'
+      outcome = 'cancelled'
     } else if (retrieval.snippets.length === 0) {
       sources = { sources: [], retrieval: uncharged(retrievalInfo, input.message) }
       delta(noSourcesAnswer(decision.language))
       outcome = 'no_sources'
     } else {
       generated = await generate(ctx, decision, hold, input, retrieval.snippets, signal, delta)
-      outcome = generated.aborted ? 'disconnected' : 'answered'
+      outcome = generated.aborted ? 'cancelled' : 'answered'
     }
-    // billed: the characters generated (also when an SSE client left mid-answer: it has them); nothing
-    // without text, and nothing for a JSON client that left, since its answer was never sent
+    // billed: the characters generated, whether the client stayed or left (the answer is stored, and it
+    // reads it later), and until its cancel; nothing without text
     const characters = generated?.characters ?? 0
-    if (delivery === 'body' && signal.aborted) outcome = 'disconnected'
-    const billed = characters > 0 && !(delivery === 'body' && signal.aborted)
+    const billed = characters > 0
     usage = await finalizeTurn(ctx, decision, hold, {
       actual: billed ? actualFor(ctx.deps, characters) : 0,
       kind: billed ? 'chat' : 'released',
@@ -251,8 +249,8 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       model: generated?.model ?? null,
       outcome,
       // the chunk ids name the pages that answer (sha256 of document, page and index, both public): a turn
-      // charged nothing (a client gone before any text, a JSON client gone before its body) names none in
-      // the usage row its student reads, as it hands out no source in its answer
+      // charged nothing (cancelled before any text) names none in the usage row its student reads, as it
+      // hands out no source in its answer
       extra: { retrieval: billed ? retrievalInfo : uncharged(retrievalInfo, input.message), sources: billed ? retrieval.snippets.map((s) => s.chunk_id) : [], extractive: generated?.extractive ?? false, ...(generated?.cut ? { cut_at_deadline: true } : {}) },
     })
     // an answer is delivered settled or not at all (JSON: no answer; SSE: an error event, not done)

@@ -9,6 +9,7 @@ import { prepareQuery, translationUseful, type PreparedQuery, type QuestionLangu
 import { type ChatInput, type TurnContext, type Decision, timed } from './turn.ts'
 import { DomainError } from '../domain/errors.ts'
 import { cataloguePlaces, storedFilters } from '../catalogue/filters.ts'
+import { namedSubjects } from './subjects.ts'
 
 /**
  * Step 1. Answer, or ask. A subject given, or implied by a textbook, is used as is; otherwise the
@@ -44,6 +45,13 @@ export async function decidePath(ctx: TurnContext, request: ChatInput): Promise<
       reason = 'textbook_given'
     } else if (!subject && isSmallTalk(input.message)) {
       reason = 'small_talk'
+    } else if (!subject && input.conversation?.subject && !(await namesASubject(ctx, input.message))) {
+      // a follow-up that names no subject ("et pour une suite arithmétique ?") is about the conversation's
+      // lesson: its grade and subject, searched like an inferred subject (dropped when nothing matches)
+      subject = input.conversation.subject
+      grade = grade ?? input.conversation.grade
+      inferred = true
+      reason = 'subject_from_conversation'
     } else if (!subject) {
       // prepared once: the retrieval searches the same forms with the same vectors
       prepared = await prepareQuery(ctx.deps, input.message, language, { translate: translationUseful(language, input.document_language) })
@@ -87,6 +95,12 @@ async function findInCatalogue(ctx: TurnContext, input: ChatInput, prepared: Pre
   // a follow-up ("and the second one?") takes its subject from what came before (not translated again)
   const withHistory = await attempt(await prepareQuery(deps, [...recent, input.message].join('\n'), language, { translate: false }))
   return withHistory.kind === 'match' ? withHistory : found
+}
+
+/** Whether the message names one of the catalogue's subjects ("en chimie", "في التاريخ"). */
+async function namesASubject(ctx: TurnContext, message: string): Promise<boolean> {
+  const subjects = [...new Set((await cachedPlaces(ctx)).map((p) => p.subject).filter((s): s is string => s !== null))]
+  return namedSubjects(message, subjects).length > 0
 }
 
 /** The catalogue's grades and subjects (cataloguePlaces), one read shared by the turns of PLACES_TTL_MS; a failed read is not kept. */

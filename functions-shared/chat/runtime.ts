@@ -9,6 +9,7 @@ import { CircuitBreaker } from '../lib/circuit-breaker.ts'
 import { refusedByModel } from '../ai/provider.ts'
 import type { ChunkText } from './retrieve.ts'
 import type { CataloguePlace } from '../catalogue/filters.ts'
+import { LiveTurns } from './turn-store.ts'
 
 /**
  * chunk text by chunk id and ingestion timestamp; a ranking (chunk ids) by question, scope and tier; the
@@ -33,6 +34,8 @@ export interface ChatRuntime {
   caches: RetrievalCaches
   breaker: CircuitBreaker
   metrics: ChatMetrics
+  /** the turns this process generates, for the followers and cancels that reach this process */
+  live: LiveTurns
 }
 
 export function createChatRuntime(config: Config, clock: Clock, metrics: ChatMetrics, log: Logger): ChatRuntime {
@@ -58,5 +61,6 @@ export function createChatRuntime(config: Config, clock: Clock, metrics: ChatMet
     },
     breaker,
     metrics,
+    live: new LiveTurns(),
   }
 }

@@ -150,7 +150,7 @@ export async function finalizeTurn(ctx: TurnContext, decision: Decision, hold: H
     const details = {
       path: decision.path, reason: decision.reason, outcome: settle.outcome, language: decision.language, subject: decision.subject, grade: decision.grade,
       ...(decision.inference ? { inference: decision.inference, inferred_grade: decision.inferredGrade ?? null } : {}),
-      tier: hold.tier, hint_level: hold.hintLevel, timings: ctx.timings, ...settle.extra,
+      tier: hold.tier, hint_level: hold.hintLevel, ...(ctx.turnId ? { turn_id: ctx.turnId } : {}), timings: ctx.timings, ...settle.extra,
     }
     let r: Awaited<ReturnType<typeof finalize>>
     try {

@@ -1,9 +1,9 @@
-// A text/event-stream response: named events with one JSON data line each, a `: heartbeat` comment
+// A text/event-stream response: named events (with their id, when given) with one JSON data line each, a `: heartbeat` comment
 // after `heartbeatMs` without output, and the client's leaving reported through onCancel (the runtime
 // cancels the body stream when the connection closes).
 import type { Clock } from '../lib/clock.ts'
 
-export type SendEvent = (event: string, data: unknown) => void
+export type SendEvent = (event: string, data: unknown, id?: number) => void
 
 export const SSE_HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',
@@ -12,7 +12,7 @@ export const SSE_HEADERS = {
   'X-Accel-Buffering': 'no',
 } as const
 
-export function sseResponse(options: { clock: Clock; heartbeatMs: number; run: (send: SendEvent) => Promise<void>; onCancel: () => void }): Response {
+export function sseResponse(options: { clock: Clock; heartbeatMs: number; run: (send: SendEvent) => Promise<void>; onCancel: () => void; headers?: Record<string, string> }): Response {
   const encoder = new TextEncoder()
   let closed = false
   let cancelHeartbeat = () => {}
@@ -33,7 +33,7 @@ export function sseResponse(options: { clock: Clock; heartbeatMs: number; run: (
       }
       arm()
       void options
-        .run((event, data) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`))
+        .run((event, data, id) => write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`))
         .finally(() => {
           cancelHeartbeat()
           if (closed) return
@@ -51,5 +51,5 @@ export function sseResponse(options: { clock: Clock; heartbeatMs: number; run: (
       options.onCancel()
     },
   })
-  return new Response(body, { status: 200, headers: SSE_HEADERS })
+  return new Response(body, { status: 200, headers: { ...SSE_HEADERS, ...options.headers } })
 }

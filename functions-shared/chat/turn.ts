@@ -20,6 +20,8 @@ export interface ChatInput {
   textbook_id?: string | undefined
   document_language?: 'fr' | 'ar' | undefined
   history?: { role: 'user' | 'assistant'; content: string }[] | undefined
+  /** the conversation the turn belongs to (its lesson; its history is `history`, bounded by the tier's budget) */
+  conversation?: { id: string; grade: string | null; subject: string | null } | undefined
 }
 
 export interface TurnContext {
@@ -27,6 +29,8 @@ export interface TurnContext {
   rt: ChatRuntime
   requestId: string
   userId: string
+  /** the turn's id (chat_turns, chat_messages), named in its usage row */
+  turnId?: string | undefined
   log: Logger
   /** ms per step (and per retrieval part) */
   timings: Record<string, number>
@@ -34,7 +38,7 @@ export interface TurnContext {
 
 export interface Decision {
   path: 'answer' | 'clarify'
-  reason: 'subject_given' | 'textbook_given' | 'subject_inferred_from_catalogue' | 'small_talk' | 'no_match' | 'subjects_tied'
+  reason: 'subject_given' | 'textbook_given' | 'subject_inferred_from_catalogue' | 'subject_from_conversation' | 'small_talk' | 'no_match' | 'subjects_tied'
   language: ChatLanguage
   subject: string | null
   /** the subject was found in the catalogue: retrieval may drop it when it finds nothing */
@@ -82,7 +86,7 @@ export interface Usage {
   token_balance: number
 }
 
-export type Outcome = 'answered' | 'clarified' | 'no_sources' | 'disconnected' | 'model_refused' | 'model_unavailable' | 'unsettled' | 'failed'
+export type Outcome = 'answered' | 'clarified' | 'no_sources' | 'cancelled' | 'model_refused' | 'model_unavailable' | 'unsettled' | 'failed'
 
 /** Where a turn's output goes: SSE events, or one JSON body. */
 export interface TurnSink {

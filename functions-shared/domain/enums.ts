@@ -17,6 +17,10 @@ export const REFERENCE_STATUSES = ['discovered', 'processing', 'ready', 'failed'
 export const JOB_STATUSES = ['queued', 'parsing', 'tokenizing', 'embedding_request_sent', 'embedding_upserted', 'ready', 'failed'] as const
 export const DOCUMENT_STATUSES = ['processing', 'ready', 'failed'] as const
 export const DOCUMENT_ORIGINS = ['reference', 'upload'] as const
+export const TURN_STATUSES = ['streaming', 'answered', 'clarified', 'cancelled', 'failed', 'interrupted'] as const
+export const MESSAGE_ROLES = ['student', 'teacher'] as const
+/** a student's message is 'sent'; a teacher's follows its turn */
+export const MESSAGE_STATUSES = ['sent', ...TURN_STATUSES] as const
 
 /** Each set and the column whose check constraint holds it. */
 export const CHECKED_COLUMNS = {
@@ -34,4 +38,7 @@ export const CHECKED_COLUMNS = {
   'ingestion_jobs.status': JOB_STATUSES,
   'documents.status': DOCUMENT_STATUSES,
   'documents.origin': DOCUMENT_ORIGINS,
+  'chat_turns.status': TURN_STATUSES,
+  'chat_messages.role': MESSAGE_ROLES,
+  'chat_messages.status': MESSAGE_STATUSES,
 } as const satisfies Record<string, readonly string[]>

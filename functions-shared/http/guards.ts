@@ -14,6 +14,7 @@ const LIMIT_SETTING = {
   public: 'RATE_LIMIT_PUBLIC_PER_MINUTE',
   profile: 'RATE_LIMIT_PROFILE_PER_MINUTE',
   rest: 'RATE_LIMIT_REST_PER_MINUTE',
+  turns: 'RATE_LIMIT_TURNS_PER_MINUTE',
 } as const
 
 /** Scopes keyed by client IP; the others are keyed by the authenticated principal. */

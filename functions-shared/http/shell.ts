@@ -62,11 +62,11 @@ export function withCommonMiddleware(app: OpenAPIHono, deps: Deps, mount: (app: 
     cors({
       origin: deps.config.CORS_ORIGIN,
       allowHeaders: [
-        'authorization', 'x-client-info', 'apikey', 'content-type', 'x-request-id', 'x-admin-key', 'idempotency-key', 'x-retry-count', 'x-supabase-api-version',
+        'authorization', 'x-client-info', 'apikey', 'content-type', 'x-request-id', 'x-admin-key', 'idempotency-key', 'last-event-id', 'x-retry-count', 'x-supabase-api-version',
         'prefer', 'range', 'range-unit', 'accept-profile', 'content-profile',
       ],
       allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-      exposeHeaders: ['X-Request-ID', 'Retry-After', 'Deprecation', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Total-Count', 'Link', 'X-Supabase-Api-Version', 'Content-Range'],
+      exposeHeaders: ['X-Request-ID', 'Retry-After', 'Deprecation', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Total-Count', 'Link', 'X-Supabase-Api-Version', 'Content-Range', 'X-Turn-Id', 'X-Conversation-Id'],
       maxAge: 86400,
     }),
   )

@@ -342,8 +342,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           expireReservations({ ctx: { deps, requestId: `expiry-${Date.now()}` } })
             .then((r) => r.expired > 0 && log.info(r, 'expired stale reservations'))
             .catch((err: Error) => log.error({ err: { message: err.message } }, 'expiry job failed'))
+          interruptStaleTurns()
         }, config.EXPIRY_INTERVAL_SECONDS * 1000).unref()
       : undefined
+  // chat turns whose process died (a crash, kill -9: their lease ran out) are interrupted, their holds
+  // released: at start, and on the expiry interval (pg_cron on Supabase)
+  function interruptStaleTurns(): void {
+    deps.sql<{ n: number }[]>`select public.interrupt_stale_turns() as n`
+      .then(([r]) => r && r.n > 0 && log.info({ interrupted: r.n }, 'interrupted chat turns whose process had stopped'))
+      .catch((err: Error) => log.error({ err: { message: err.message } }, 'interrupting stale chat turns failed'))
+  }
+  interruptStaleTurns()
   return {
     url,
     deps,

@@ -1,5 +1,5 @@
 // Reads a text/event-stream response as it arrives: events (name + parsed JSON data) and comments.
-export type SseItem = { kind: 'event'; event: string; data: any } | { kind: 'comment'; text: string }
+export type SseItem = { kind: 'event'; event: string; data: any; id?: number } | { kind: 'comment'; text: string }
 
 export interface SseReader {
   /** the next event or comment; null at the end of the stream */
@@ -18,12 +18,14 @@ export function readSse(res: Response): SseReader {
     const lines = block.split('\n')
     if (lines.every((l) => l.startsWith(':'))) return { kind: 'comment', text: lines.map((l) => l.slice(1).trim()).join('\n') }
     let event = 'message'
+    let id: number | undefined
     const data: string[] = []
     for (const line of lines) {
       if (line.startsWith('event:')) event = line.slice(6).trim()
       else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''))
+      else if (line.startsWith('id:')) id = Number(line.slice(3).trim())
     }
-    return { kind: 'event', event, data: JSON.parse(data.join('\n')) }
+    return { kind: 'event', event, data: JSON.parse(data.join('\n')), ...(id === undefined ? {} : { id }) }
   }
   const next = async (): Promise<SseItem | null> => {
     for (;;) {

@@ -6,7 +6,7 @@ import { principalKey } from '../auth.ts'
 import type { RateLimitStore } from './store.ts'
 import '../context.ts'
 
-export type RateLimitScope = 'chat' | 'wallet' | 'upload' | 'auth' | 'admin' | 'public' | 'profile' | 'rest'
+export type RateLimitScope = 'chat' | 'wallet' | 'upload' | 'auth' | 'admin' | 'public' | 'profile' | 'rest' | 'turns'
 
 export interface RateLimitOptions {
   scope: RateLimitScope
