@@ -15,6 +15,7 @@ const E2E = [
   'test/worker.test.ts',
   'test/ingestion.crash.test.ts',
   'test/pg-cron.test.ts',
+  'test/chat.resume.e2e.test.ts',
 ]
 
 export default defineConfig({

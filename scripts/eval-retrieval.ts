@@ -4,7 +4,10 @@
 // grade and subject of its lesson, and without them as a student would ask — for dense-only and for
 // hybrid retrieval. One table: page@1 (the first source is the right page), document@1 (the answer's
 // first source is the right lesson), document@3 (the right lesson among the first three sources), MRR of the right page, and the clarification rate; the items
-// labelled "clarify" (greetings, off-curriculum) are counted apart. With --check, it exits 1 when a
+// labelled "clarify" (greetings, off-curriculum) are counted apart. Then, on hybrid retrieval, the
+// two-turn dialogues of eval/retrieval-dialogues.json: the first question without grade and subject
+// (a new conversation), the elliptical follow-up in that conversation (`conversation_id`), and the same
+// follow-up alone, as the baseline that tells what the conversation adds. With --check, it exits 1 when a
 // figure falls below its floor in eval/floors.json. `--json` prints the figures as JSON.
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -37,6 +40,29 @@ interface Question {
   /** the set it comes from: '' for eval/retrieval-questions.json, else one of APART */
   set?: string
 }
+
+/** one turn of a dialogue of eval/retrieval-dialogues.json: the question and where its answer is */
+interface Turn {
+  question: string
+  lesson: string
+  page: number
+  also?: string[]
+}
+
+/** two turns: an ordinary question, then an elliptical follow-up that names no subject and is read in its light */
+interface Dialogue {
+  id: string
+  language: 'fr' | 'ar' | 'hassaniya'
+  first: Turn
+  second: Turn
+}
+
+/** the three readings of the dialogues, by their tallies' key (`dialogues/hybrid/<part>`) and their label in the table */
+const DIALOGUE_PARTS = [
+  { part: 'first', label: 'dialogues, first question' },
+  { part: 'conversation', label: 'dialogues, follow-up in its conversation' },
+  { part: 'alone', label: 'dialogues, follow-up alone' },
+] as const
 
 interface Lesson {
   id: string
@@ -104,11 +130,19 @@ async function main(): Promise<void> {
       return [l.id, { id: l.id, path: l.path, grade, subject }]
     }),
   )
-  const answers = (q: Question) => [`${q.lesson}:${q.page}`, ...(q.also ?? [])].map((a) => {
+  const answers = (q: { lesson: string | null; page?: number; also?: string[] }) => [`${q.lesson}:${q.page}`, ...(q.also ?? [])].map((a) => {
     const [lesson = '', page = ''] = a.split(':')
     return { lesson, page: Number(page) }
   })
   for (const q of questions) for (const a of q.lesson ? answers(q) : []) if (!lessons.has(a.lesson)) throw new Error(`question ${q.id}: unknown lesson ${a.lesson}`)
+  const dialogues = (JSON.parse(await readFile(`${root}eval/retrieval-dialogues.json`, 'utf8')) as { dialogues: Dialogue[] }).dialogues
+  const turns = (d: Dialogue) => [['first', d.first], ['second', d.second]] as const
+  for (const d of dialogues) {
+    for (const [which, t] of turns(d)) {
+      if (!t || typeof t.question !== 'string' || !t.lesson || !Number.isInteger(t.page)) throw new Error(`dialogue ${d.id}: its ${which} turn needs a question, a lesson and a page`)
+      for (const a of answers(t)) if (!lessons.has(a.lesson)) throw new Error(`dialogue ${d.id}: unknown lesson ${a.lesson}`)
+    }
+  }
 
   // EVAL_MODES=hybrid runs one retrieval mode only (a quicker loop while tuning)
   const modes = (process.env.EVAL_MODES ?? 'dense,hybrid').split(',').filter((m): m is Mode => m === 'dense' || m === 'hybrid')
@@ -145,7 +179,7 @@ async function main(): Promise<void> {
     for (const mode of ['hybrid', 'dense'] as const) gateways[mode] = await startGateway({ config: base(mode), sql, deps: { logs }, embedded: true })
     const serviceKey = await apiKey(base('hybrid').JWT_SECRET, 'service_role')
     const admin = new ApiClient({ url: gateways.hybrid!.url, token: serviceKey })
-    if (!args.has('--json')) out(`== retrieval evaluation: ${questions.length} questions, the demo curriculum, the ${provider} provider`)
+    if (!args.has('--json')) out(`== retrieval evaluation: ${questions.length} questions${modes.includes('hybrid') ? ` and ${dialogues.length} two-turn dialogues` : ''}, the demo curriculum, the ${provider} provider`)
     await syncAndIngest(admin, 'demo', { deadline: started + 600_000 })
 
     // the lesson of each document, by the path of its reference
@@ -156,12 +190,33 @@ async function main(): Promise<void> {
       if (d) docOf.set(l.id, d.id as string)
     }
     for (const q of questions) for (const a of q.lesson ? answers(q) : []) if (!docOf.has(a.lesson)) throw new Error(`question ${q.id}: lesson ${a.lesson} has no ready document`)
+    for (const d of dialogues) for (const [, t] of turns(d)) for (const a of answers(t)) if (!docOf.has(a.lesson)) throw new Error(`dialogue ${d.id}: lesson ${a.lesson} has no ready document`)
 
+    // a student with a balance that pays every turn asked of it (a turn reserves at most a few thousand tokens)
     const stamp = Date.now().toString(36)
-    const user = await admin.post('/admin/users', { email: `eval-${stamp}@eval.mr`, password: `eval-${stamp}-Passw0rd`, full_name: 'Évaluation', role: 'student' })
-    await admin.post('/wallet/topup', { user_id: user.id, tokens: 10_000_000, amount: 1, currency: 'MRU', payment_method: 'cash', reference: 'retrieval evaluation' })
-    const signin = await admin.withToken('').post('/auth/signin', { email: user.email, password: `eval-${stamp}-Passw0rd` })
-    const token = signin.data.access_token as string
+    const newStudent = async (name: string): Promise<string> => {
+      const password = `eval-${stamp}-Passw0rd`
+      const user = await admin.post('/admin/users', { email: `${name}-${stamp}@eval.mr`, password, full_name: 'Évaluation', role: 'student' })
+      await admin.post('/wallet/topup', { user_id: user.id, tokens: 10_000_000, amount: 1, currency: 'MRU', payment_method: 'cash', reference: 'retrieval evaluation' })
+      const signin = await admin.withToken('').post('/auth/signin', { email: user.email, password })
+      return signin.data.access_token as string
+    }
+    const token = await newStudent('eval')
+    const sourceLabel = (s: { document_id: string; page_number: number }) => `${[...docOf].find(([, d]) => d === s.document_id)?.[0] ?? '?'}:${s.page_number}`
+    type Sources = { document_id: string; page_number: number }[]
+    /** counts one answer in a tally: its path, and the rank of the right page and lesson among its sources; the rank of the right page (0: not among them) */
+    const score = (t: Tally, res: Record<string, unknown>, right: { doc: string; page: number }[]): number => {
+      const sources = (res.sources ?? []) as Sources
+      t.n++
+      if (res.path === 'clarify') t.clarified++
+      const rank = sources.findIndex((s) => right.some((r) => s.document_id === r.doc && s.page_number === r.page)) + 1
+      const rightDoc = (s: { document_id: string } | undefined) => right.some((r) => s?.document_id === r.doc)
+      if (rank === 1) t.page1++
+      if (rank > 0) t.rr += 1 / rank
+      if (rightDoc(sources[0])) t.doc1++
+      if (sources.slice(0, 3).some(rightDoc)) t.doc3++
+      return rank
+    }
 
     const tallies = new Map<string, Tally>()
     const clarifyItems = new Map<string, { n: number; clarified: number }>()
@@ -196,15 +251,8 @@ async function main(): Promise<void> {
           }
           const right = answers(q).map((a) => ({ doc: docOf.get(a.lesson)!, page: a.page }))
           const t = q.cross_lingual ? cross : (apart.get(q.set ?? '') ?? tally)
-          t.n++
-          if (res.path === 'clarify') t.clarified++
-          const rank = sources.findIndex((s) => right.some((r) => s.document_id === r.doc && s.page_number === r.page)) + 1
-          const rightDoc = (s: { document_id: string } | undefined) => right.some((r) => s?.document_id === r.doc)
-          if (rank === 1) t.page1++
-          if (rank > 0) t.rr += 1 / rank
-          if (rightDoc(sources[0])) t.doc1++
-          if (sources.slice(0, 3).some(rightDoc)) t.doc3++
-          if (rank !== 1 && !q.cross_lingual && !apartSet(q.set)?.sealed && args.has('--misses')) misses.push(`${mode} ${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${sources.map((s) => `${[...docOf].find(([, d]) => d === s.document_id)?.[0] ?? '?'}:${s.page_number}`).join(' ')} (want ${[`${lesson.id}:${q.page}`, ...(q.also ?? [])].join(' or ')})`)
+          const rank = score(t, res, right)
+          if (rank !== 1 && !q.cross_lingual && !apartSet(q.set)?.sealed && args.has('--misses')) misses.push(`${mode} ${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${sources.map(sourceLabel).join(' ')} (want ${[`${lesson.id}:${q.page}`, ...(q.also ?? [])].join(' or ')})`)
         }
         tallies.set(`${mode}/${filters}`, tally)
         tallies.set(`${mode}/${filters}/cross_lingual`, cross)
@@ -213,16 +261,53 @@ async function main(): Promise<void> {
       }
     }
 
+    // the dialogues, on hybrid retrieval, by a student of their own: the first question without grade and
+    // subject opens a conversation; the follow-up is asked in it (`conversation_id`), then alone (a new
+    // conversation), so that the two rows differ by the conversation only
+    const dialogueTallies = new Map<string, Tally>(DIALOGUE_PARTS.map((p) => [p.part, { n: 0, page1: 0, doc1: 0, doc3: 0, rr: 0, clarified: 0 }]))
+    let inherited = 0
+    let noConversation = 0
+    const dialoguesStarted = Date.now()
+    if (modes.includes('hybrid') && dialogues.length > 0) {
+      const student = new ApiClient({ url: gateways.hybrid!.url, token: await newStudent('eval-dialogues') })
+      const ask = (message: string, conversationId?: string) => student.post('/chat', { message, stream: false, ...(conversationId ? { conversation_id: conversationId } : {}) })
+      const rightOf = (t: Turn) => answers(t).map((a) => ({ doc: docOf.get(a.lesson)!, page: a.page }))
+      const answered = (res: Record<string, unknown>) => `${res.path} ${res.subject ?? '-'} ${res.grade ?? '-'} ${res.reason ?? ''} ${((res.sources ?? []) as Sources).map(sourceLabel).join(' ')}`
+      // a follow-up's miss also tells what its first turn was answered from (the conversation's lesson)
+      const miss = (part: string, d: Dialogue, t: Turn, res: Record<string, unknown>, after?: Record<string, unknown>) =>
+        misses.push(`hybrid dialogue ${part} ${d.id} [${d.language}] ${t.question} → ${answered(res)} (want ${[`${t.lesson}:${t.page}`, ...(t.also ?? [])].join(' or ')})${after ? `; after ${answered(after)}` : ''}`)
+      for (const d of dialogues) {
+        const first = await ask(d.first.question)
+        if (score(dialogueTallies.get('first')!, first, rightOf(d.first)) !== 1 && args.has('--misses')) miss('first', d, d.first, first)
+        const conversationId = first.conversation_id
+        if (typeof conversationId === 'string' && conversationId) {
+          const second = await ask(d.second.question, conversationId)
+          if (second.reason === 'subject_from_conversation') inherited++
+          const rank = score(dialogueTallies.get('conversation')!, second, rightOf(d.second))
+          if (rank !== 1 && args.has('--misses')) miss('conversation', d, d.second, second, first)
+        } else noConversation++
+        const alone = await ask(d.second.question)
+        if (score(dialogueTallies.get('alone')!, alone, rightOf(d.second)) !== 1 && args.has('--misses')) miss('alone', d, d.second, alone)
+      }
+      // a service without conversations: the conversation row is missing (and --check fails on its floors)
+      if (noConversation > 0) process.stderr.write(`retrieval evaluation: ${noConversation} of ${dialogues.length} first turns gave no conversation_id; their follow-ups were not asked in a conversation\n`)
+      for (const [part, t] of dialogueTallies) tallies.set(`dialogues/hybrid/${part}`, t)
+    }
+    const dialoguesSeconds = (Date.now() - dialoguesStarted) / 1000
+
     const figures = Object.fromEntries(
       [...tallies].filter(([, t]) => t.n > 0).map(([key, t]) => [key, { questions: t.n, page_at_1: t.page1 / t.n, document_at_1: t.doc1 / t.n, document_at_3: t.doc3 / t.n, mrr: t.rr / t.n, clarification_rate: t.clarified / t.n }]),
     )
     for (const [mode, c] of clarifyItems) (figures as Record<string, unknown>)[`${mode}/off_curriculum`] = { items: c.n, clarified: c.n === 0 ? 0 : c.clarified / c.n }
+    // the share of the follow-ups answered from the subject their conversation gave (reason subject_from_conversation)
+    const inConversation = dialogueTallies.get('conversation')!.n
+    if (inConversation > 0) Object.assign(figures['dialogues/hybrid/conversation']!, { subject_from_conversation: inherited / inConversation })
     if (args.has('--json')) out(JSON.stringify(figures, null, 2))
     else {
       const first = questions.filter((q) => q.set === '')
       const same = first.filter((q) => q.lesson && !q.cross_lingual).length
-      out(`\n${new Date().toISOString().slice(0, 10)}, node ${process.version}; ${same} questions on ${docOf.size} lessons, ${first.length - same - first.filter((q) => !q.lesson).length} cross-lingual, ${first.filter((q) => !q.lesson).length} off-curriculum messages; sets written apart: ${APART.map((a) => `${questions.filter((q) => q.set === a.set).length} (${a.label}${a.sealed ? ', sealed: its misses are not printed' : ''})`).join(', ')}\n`)
-      out('retrieval  filters   questions        page@1   doc@1   doc@3    MRR    clarified  | off-curriculum clarified')
+      out(`\n${new Date().toISOString().slice(0, 10)}, node ${process.version}; ${same} questions on ${docOf.size} lessons, ${first.length - same - first.filter((q) => !q.lesson).length} cross-lingual, ${first.filter((q) => !q.lesson).length} off-curriculum messages; sets written apart: ${APART.map((a) => `${questions.filter((q) => q.set === a.set).length} (${a.label}${a.sealed ? ', sealed: its misses are not printed' : ''})`).join(', ')}${modes.includes('hybrid') ? `; ${dialogues.length} two-turn dialogues (hybrid)` : ''}\n`)
+      const rows: { mode: string; filters: string; label: string; t: Tally; last: string }[] = []
       for (const mode of modes) {
         for (const filters of ['with', 'without'] as const) {
           for (const part of ['', '/cross_lingual', ...APART.map((a) => a.set)]) {
@@ -231,13 +316,23 @@ async function main(): Promise<void> {
             if (t.n === 0) continue
             const c = clarifyItems.get(mode)!
             const label = a ? `${t.n} ${a.label}` : part ? `${t.n} cross-lingual` : `${t.n} same language`
-            out(`${mode.padEnd(10)} ${filters.padEnd(8)}  ${label.padEnd(16)} ${pct(t.page1, t.n)}  ${pct(t.doc1, t.n)}  ${pct(t.doc3, t.n)}  ${(t.rr / t.n).toFixed(3)}   ${pct(t.clarified, t.n)}   | ${filters === 'without' && !part ? pct(c.clarified, c.n) : ''}`)
+            rows.push({ mode, filters, label, t, last: filters === 'without' && !part ? pct(c.clarified, c.n) : '' })
           }
         }
       }
+      // the dialogues: no grade or subject given in any turn; the follow-up's share answered from its conversation's subject
+      for (const { part, label } of DIALOGUE_PARTS) {
+        const t = dialogueTallies.get(part)!
+        if (t.n > 0) rows.push({ mode: 'hybrid', filters: 'without', label: `${t.n} ${label}`, t, last: part === 'conversation' ? `${pct(inherited, t.n)} subject from conversation` : '' })
+      }
+      const width = Math.max(16, ...rows.map((r) => r.label.length))
+      out(`retrieval  filters   ${'questions'.padEnd(width)} page@1   doc@1   doc@3    MRR    clarified  | off-curriculum clarified`)
+      for (const { mode, filters, label, t, last } of rows) {
+        out(`${mode.padEnd(10)} ${filters.padEnd(8)}  ${label.padEnd(width)} ${pct(t.page1, t.n)}  ${pct(t.doc1, t.n)}  ${pct(t.doc3, t.n)}  ${(t.rr / t.n).toFixed(3)}   ${pct(t.clarified, t.n)}   | ${last}`)
+      }
       for (const m of misses) out(m)
       for (const e of evidence) out(e)
-      out(`\nevaluation finished in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+      out(`\nevaluation finished in ${((Date.now() - started) / 1000).toFixed(1)} s${dialogueTallies.get('first')!.n > 0 ? ` (the dialogues ${dialoguesSeconds.toFixed(1)} s)` : ''}`)
     }
     if (args.has('--check')) {
       const floors = JSON.parse(await readFile(`${root}eval/floors.json`, 'utf8')) as Record<string, Record<string, number>>
