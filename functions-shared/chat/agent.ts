@@ -44,7 +44,7 @@ function uncharged(info: Record<string, unknown> & { cross_lingual: RetrievalRes
 }
 
 /** Step 3. French query, dense top-K with prefilters, chunk text, rerank to the tier's N. */
-export async function retrieveStep(ctx: TurnContext, decision: Decision, hold: Hold, message: string, documentLanguage: string | null): Promise<RetrievalResult> {
+export async function retrieveStep(ctx: TurnContext, decision: Decision, hold: Hold, message: string, documentLanguage: string | null, rerankMessage?: string): Promise<RetrievalResult> {
   return timed(ctx, 'retrieve_and_rerank', async () => {
     const parts: Record<string, number> = {}
     const result = await retrieveAndRerank(
@@ -55,6 +55,7 @@ export async function retrieveStep(ctx: TurnContext, decision: Decision, hold: H
         tier: hold.tier,
         filters: { grade: decision.grade, subject: decision.subject, language: documentLanguage, fileId: decision.fileId },
         relaxSubject: decision.subjectInferred,
+        ...(decision.searchText && rerankMessage ? { rerankMessage } : {}),
         ...(decision.prepared ? { prepared: decision.prepared } : {}),
         timings: parts,
       },
@@ -217,7 +218,7 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
     }
 
     // a textbook is searched whatever document_language says (it is in its own language)
-    retrieval = await retrieveStep(ctx, decision, hold, input.message, decision.fileId ? null : (input.document_language ?? null))
+    retrieval = await retrieveStep(ctx, decision, hold, decision.searchText ?? input.message, decision.fileId ? null : (input.document_language ?? null), input.message)
     const retrievalInfo = { query: retrieval.query, translated: retrieval.translated, translation_failed: retrieval.translation_failed, cross_lingual: retrieval.cross_lingual, candidates: retrieval.candidates, rerank: retrieval.rerank }
     // the sources go out with the answer's first text, not before it: a turn that ends before any text
     // (the client left, the model failed) is charged nothing, so it hands out none of the curriculum's

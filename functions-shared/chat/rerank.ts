@@ -57,6 +57,8 @@ export async function retrieveAndRerank(
     prepared?: PreparedQuery
     /** the subject filter was guessed: search without it when it finds nothing */
     relaxSubject?: boolean
+    /** what the rerank reads when it is not the message searched (a follow-up: searched with the question before it, ranked by its own words) */
+    rerankMessage?: string
     /** the time each part took, in ms, by name */
     timings?: Record<string, number>
   },
@@ -75,7 +77,7 @@ export async function retrieveAndRerank(
   const prepared = input.prepared ?? (await prepareQuery(deps, input.message, input.language, { timed, translate: translationUseful(input.language, input.filters.language) }))
   const translated = input.language !== 'fr' && prepared.translation !== null
   const translationFailed = prepared.status === 'failed'
-  const query = translated ? prepared.translation! : input.message
+  const query = translated ? prepared.translation! : input.rerankMessage ?? input.message
   const cross = { status: prepared.status, language: prepared.other, query: prepared.translation }
   let filters = input.filters
   // the answer's retrieval does not read text coverage (the subject inference does)
@@ -87,7 +89,8 @@ export async function retrieveAndRerank(
   // a lesson ingested twice (a copy the duplicate check let through) is one source, its first document's
   const chunks = withoutCopies(await timed('chunks', () => chunkTexts(deps, candidates, caches.chunks)))
   const namespace = rerankScope(filters)
-  const key = sha256Hex(`${query}${namespace}${input.tier}`)
+  // a follow-up's ranking is of the candidates its search with the question before it found
+  const key = sha256Hex(`${query}${input.rerankMessage === undefined ? '' : `\n${input.message}`}${namespace}${input.tier}`)
   const byId = new Map(chunks.map((c) => [c.chunk_id, c]))
   const dense = chunks.slice(0, limits.rerankN)
 

@@ -17,7 +17,7 @@ import { completeTurn, prepareTurn, turnMeta } from './agent.ts'
 import { finalizeTurn } from './settle.ts'
 import { UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext } from './turn.ts'
 import { sseResponse } from './sse.ts'
-import { followTurn, loadConversation, readTurn, settledTurn, TurnRecorder, turnBody, type ConversationContext, type TurnState } from './turn-store.ts'
+import { databaseTurnWrites, followTurn, loadConversation, readTurn, settledTurn, TurnRecorder, turnBody, type ConversationContext, type TurnState } from './turn-store.ts'
 import { TIERS, TURN_STATUSES } from '../domain/enums.ts'
 import { canonicalSubject, levelForm, MAX_GRADE_CHARS, namespaceSlug } from '../catalogue/namespace.ts'
 
@@ -325,7 +325,7 @@ export function chatRouter(deps: Deps) {
     }
     let recorder: TurnRecorder
     try {
-      recorder = await TurnRecorder.begin(deps, live, ctx.log, {
+      recorder = await TurnRecorder.begin(deps, live, deps.chat.writes ?? databaseTurnWrites(deps), ctx.log, {
         turnId, userId, conversationId: conversation?.id ?? null, reservationId: prepared.hold.reservation.id, requestId, question: input.message, meta: turnMeta(ctx, prepared),
       })
     } catch (err) {

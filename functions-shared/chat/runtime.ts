@@ -9,7 +9,7 @@ import { CircuitBreaker } from '../lib/circuit-breaker.ts'
 import { refusedByModel } from '../ai/provider.ts'
 import type { ChunkText } from './retrieve.ts'
 import type { CataloguePlace } from '../catalogue/filters.ts'
-import { LiveTurns } from './turn-store.ts'
+import { LiveTurns, type TurnWrites } from './turn-store.ts'
 
 /**
  * chunk text by chunk id and ingestion timestamp; a ranking (chunk ids) by question, scope and tier; the
@@ -36,6 +36,8 @@ export interface ChatRuntime {
   metrics: ChatMetrics
   /** the turns this process generates, for the followers and cancels that reach this process */
   live: LiveTurns
+  /** where turns are written: the database unless given (bench:chat measures a turn written nowhere beside it) */
+  writes?: TurnWrites
 }
 
 export function createChatRuntime(config: Config, clock: Clock, metrics: ChatMetrics, log: Logger): ChatRuntime {

@@ -103,7 +103,13 @@ export class LiveTurns {
   add(recorder: TurnRecorder): void {
     this.#turns.set(recorder.state.turnId, recorder)
   }
-  remove(turnId: string): void {
+  /** Forgets a turn once its end is stored (or, when nothing stores it, `afterMs` later). */
+  remove(turnId: string, afterMs = 0): void {
+    if (afterMs > 0) {
+      const timer = setTimeout(() => this.#turns.delete(turnId), afterMs) as { unref?: () => void }
+      timer.unref?.()
+      return
+    }
     this.#turns.delete(turnId)
     this.moved(turnId)
   }
@@ -142,6 +148,52 @@ export class LiveTurns {
   }
 }
 
+/**
+ * Where a turn is written: the database (every process can read it), or, for the benchmark that measures
+ * what storing costs, nowhere (the turn lives in this process's memory only).
+ */
+export interface TurnWrites {
+  /** the turn's conversation (made from the question when none is given), its messages and its state */
+  begin(b: BeginTurn & { title: string; meta: Record<string, unknown> }): Promise<string>
+  /** the text since the last write (and the sources event with the first text); whether a cancel was asked for */
+  append(turnId: string, text: string, sourcesEvent: Record<string, unknown> | null): Promise<boolean>
+  end(turnId: string, end: { status: TurnStatus; text: string; sourcesEvent: Record<string, unknown> | null; terminal: Terminal; usage: Record<string, unknown> | null; grade: string | null; subject: string | null; document: string | null }): Promise<void>
+  /** false: a turn is read from memory only, and kept there a while after its end */
+  readonly durable: boolean
+}
+
+export function databaseTurnWrites(deps: Deps): TurnWrites {
+  const json = (v: unknown) => (v === null ? null : deps.sql.json(v as never))
+  const lease = deps.config.CHAT_TURN_LEASE_SECONDS
+  return {
+    durable: true,
+    async begin(b) {
+      const [row] = await deps.sql<{ conversation_id: string }[]>`
+        select public.begin_conversation_turn(${b.turnId}, ${b.userId}, ${b.conversationId}, ${b.reservationId}, ${b.requestId},
+                                              ${b.question}, ${b.title}, ${json(b.meta)}, ${lease}) as conversation_id`
+      return row!.conversation_id
+    },
+    async append(turnId, text, sourcesEvent) {
+      const [row] = await deps.sql<{ cancel: boolean }[]>`select public.append_turn_text(${turnId}, ${text}, ${json(sourcesEvent)}, ${lease}) as cancel`
+      return row?.cancel === true
+    },
+    async end(turnId, e) {
+      await deps.sql`
+        select public.end_conversation_turn(${turnId}, ${e.status}, ${e.text}, ${json(e.sourcesEvent)}, ${json(e.terminal)}, ${json(e.usage)}, ${e.grade}, ${e.subject}, ${e.document})`
+    },
+  }
+}
+
+/** Nothing written (bench:chat's turn without storage, measured beside the stored one). */
+export function memoryTurnWrites(): TurnWrites {
+  return {
+    durable: false,
+    begin: async (b) => b.conversationId ?? crypto.randomUUID(),
+    append: async () => false,
+    end: async () => {},
+  }
+}
+
 export interface BeginTurn {
   turnId: string
   userId: string
@@ -175,10 +227,11 @@ export class TurnRecorder implements TurnSink {
   writes = 0
   /** resolves once the turn's end is written (or could not be) */
   finished: Promise<void> = new Promise(() => {})
-  /** the lesson the turn answered from, kept by its conversation for the follow-ups */
+  /** the grade and subject the turn was asked or inferred with, kept by its conversation for the follow-ups unless its first source names another */
   lesson: { grade: string | null; subject: string | null } = { grade: null, subject: null }
   readonly #deps: Deps
   readonly #live: LiveTurns
+  readonly #writes: TurnWrites
   readonly #log: Logger
   #pending = ''
   #pendingSources: Record<string, unknown> | null = null
@@ -188,8 +241,9 @@ export class TurnRecorder implements TurnSink {
   #cancelLease = () => {}
   #ended = false
 
-  private constructor(deps: Deps, live: LiveTurns, log: Logger, userId: string, state: TurnState) {
+  private constructor(deps: Deps, live: LiveTurns, writes: TurnWrites, log: Logger, userId: string, state: TurnState) {
     this.userId = userId
+    this.#writes = writes
     this.#deps = deps
     this.#live = live
     this.#log = log
@@ -198,15 +252,11 @@ export class TurnRecorder implements TurnSink {
   }
 
   /** The turn's conversation (made from the question when none is given) and its messages, then the recorder. */
-  static async begin(deps: Deps, live: LiveTurns, log: Logger, b: BeginTurn): Promise<TurnRecorder> {
+  static async begin(deps: Deps, live: LiveTurns, writes: TurnWrites, log: Logger, b: BeginTurn): Promise<TurnRecorder> {
     const meta = storable({ ...b.meta, turn_id: b.turnId })
     const question = storableText(b.question)
-    const [row] = await deps.sql<{ conversation_id: string }[]>`
-      select public.begin_conversation_turn(${b.turnId}, ${b.userId}, ${b.conversationId}, ${b.reservationId}, ${b.requestId},
-                                            ${question}, ${titleOf(question)}, ${deps.sql.json(meta as never)},
-                                            ${deps.config.CHAT_TURN_LEASE_SECONDS}) as conversation_id`
-    const conversationId = row!.conversation_id
-    const recorder = new TurnRecorder(deps, live, log, b.userId, {
+    const conversationId = await writes.begin({ ...b, question, title: titleOf(question), meta })
+    const recorder = new TurnRecorder(deps, live, writes, log, b.userId, {
       turnId: b.turnId,
       conversationId,
       status: 'streaming',
@@ -257,6 +307,13 @@ export class TurnRecorder implements TurnSink {
     this.#end('failed', { event: 'error', data: storable(data) }, null)
   }
 
+  /** The document the answer cited first (a charged answer's first source), whose lesson the conversation keeps. */
+  #firstDocument(): string | null {
+    const charged = ((this.state.usage as { charged?: number } | null)?.charged ?? 0) > 0
+    const first = (this.state.sourcesEvent?.sources as { document_id?: string }[] | undefined)?.[0]?.document_id
+    return charged && typeof first === 'string' ? first : null
+  }
+
   #moved(): void {
     this.#live.moved(this.state.turnId)
   }
@@ -289,11 +346,9 @@ export class TurnRecorder implements TurnSink {
     this.#lastWrite = this.#deps.clock.now()
     this.#writing = this.#writing.then(async () => {
       try {
-        const [row] = await this.#deps.sql<{ cancel: boolean }[]>`
-          select public.append_turn_text(${this.state.turnId}, ${text}, ${sources === null ? null : this.#deps.sql.json(sources as never)},
-                                         ${this.#deps.config.CHAT_TURN_LEASE_SECONDS}) as cancel`
+        const cancel = await this.#writes.append(this.state.turnId, text, sources)
         this.writes++
-        if (row?.cancel && !this.cancel.signal.aborted) {
+        if (cancel && !this.cancel.signal.aborted) {
           this.#log.info({ turn_id: this.state.turnId }, 'the turn was cancelled from another request')
           this.cancel.abort()
         }
@@ -319,11 +374,7 @@ export class TurnRecorder implements TurnSink {
     this.finished = this.#writing.then(async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          await this.#deps.sql`
-            select public.end_conversation_turn(${this.state.turnId}, ${status}, ${text()},
-                                                ${this.#pendingSources === null ? null : this.#deps.sql.json(this.#pendingSources as never)},
-                                                ${this.#deps.sql.json(terminal as never)}, ${usage === null ? null : this.#deps.sql.json(usage as never)},
-                                                ${this.lesson.grade}, ${this.lesson.subject})`
+          await this.#writes.end(this.state.turnId, { status, text: text(), sourcesEvent: this.#pendingSources, terminal, usage, grade: this.lesson.grade, subject: this.lesson.subject, document: this.#firstDocument() })
           this.writes++
           break
         } catch (err) {
@@ -332,7 +383,8 @@ export class TurnRecorder implements TurnSink {
           if (attempt >= 3) break
         }
       }
-      this.#live.remove(this.state.turnId)
+      this.#live.remove(this.state.turnId, this.#writes.durable ? 0 : 60_000)
+      this.#deps.chat.metrics.turnWrites.observe(this.writes)
     })
   }
 }

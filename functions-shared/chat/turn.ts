@@ -53,6 +53,8 @@ export interface Decision {
   inference?: Record<string, unknown>
   /** the question as the inference searched it, for the retrieval to search again */
   prepared?: PreparedQuery
+  /** what retrieval searches when it is not the question alone (a follow-up: with the question it follows) */
+  searchText?: string
 }
 
 export interface Hold {

@@ -29,6 +29,8 @@ export interface ChatMetrics {
   rerank: Counter<'mode'>
   translations: Counter<'outcome'>
   tokensCharged: Counter<string>
+  /** the database writes of each stored turn: begin, the answer's batches, end */
+  turnWrites: Histogram<string>
   characters: Counter<string>
   circuitTransitions: Counter<'to'>
 }
@@ -122,6 +124,7 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
       rerank: new Counter({ name: 'chat_rerank_total', help: 'Reranks by mode (model, cache, fallback_error, fallback_timeout)', labelNames: ['mode'], registers }),
       translations: new Counter({ name: 'chat_translations_total', help: 'Question translations to French by outcome (translated, unchanged, failed)', labelNames: ['outcome'], registers }),
       tokensCharged: new Counter({ name: 'chat_tokens_charged_total', help: 'Tokens charged for chat turns', registers }),
+      turnWrites: new Histogram({ name: 'chat_turn_writes', help: 'Database writes of a stored chat turn (begin, the answer written in batches, end)', buckets: [2, 3, 4, 6, 8, 12, 16, 24, 32, 64], registers }),
       characters: new Counter({ name: 'chat_characters_generated_total', help: 'Answer characters generated', registers }),
       circuitTransitions: new Counter({ name: 'chat_circuit_transitions_total', help: 'Circuit breaker transitions by new state', labelNames: ['to'], registers }),
     },

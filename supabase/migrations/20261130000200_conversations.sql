@@ -141,10 +141,11 @@ end;
 $$;
 
 -- why: the turn's end, in one round trip: the last text, its status on the answer and the turn, the
--- terminal event a replay ends with, and the conversation's lesson (the grade and subject the turn
--- answered from) for the follow-ups that name none.
+-- terminal event a replay ends with, and the conversation's lesson for the follow-ups that name none:
+-- the grade and subject of the document its answer cited first (p_document), else those it was asked
+-- or inferred with.
 create function public.end_conversation_turn(p_turn uuid, p_status text, p_text text, p_sources_event jsonb,
-                                             p_terminal jsonb, p_usage jsonb, p_grade text, p_subject text)
+                                             p_terminal jsonb, p_usage jsonb, p_grade text, p_subject text, p_document uuid default null)
 returns void
 language plpgsql security definer set search_path = '' as $$
 declare
@@ -163,7 +164,8 @@ begin
          sources = case when p_sources_event is null then m.sources else coalesce(p_sources_event -> 'sources', '[]'::jsonb) end
    where m.turn_id = p_turn and m.role = 'teacher';
   update public.conversations c
-     set updated_at = now(), grade = coalesce(p_grade, c.grade), subject = coalesce(p_subject, c.subject)
+     set updated_at = now(), grade = coalesce(d.grade, p_grade, c.grade), subject = coalesce(d.subject, p_subject, c.subject)
+    from (select 1) one left join public.documents d on d.id = p_document
    where c.id = conv;
 end;
 $$;
@@ -247,14 +249,14 @@ $$;
 
 revoke all on function public.begin_conversation_turn(uuid, uuid, uuid, uuid, text, text, text, jsonb, integer),
   public.append_turn_text(uuid, text, jsonb, integer),
-  public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, text, text),
+  public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, text, text, uuid),
   public.request_turn_cancel(uuid, uuid),
   public.interrupt_stale_turns(uuid, timestamptz),
   public.claim_chat_idempotency(uuid, text, text, uuid),
   public.release_chat_idempotency(uuid, uuid) from public, anon, authenticated;
 grant execute on function public.begin_conversation_turn(uuid, uuid, uuid, uuid, text, text, text, jsonb, integer),
   public.append_turn_text(uuid, text, jsonb, integer),
-  public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, text, text),
+  public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, text, text, uuid),
   public.request_turn_cancel(uuid, uuid),
   public.interrupt_stale_turns(uuid, timestamptz),
   public.claim_chat_idempotency(uuid, text, text, uuid),
