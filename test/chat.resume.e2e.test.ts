@@ -169,7 +169,8 @@ describe('a process killed in the middle of an answer', () => {
     const student = await createUser(db.sql)
     const res = await post(a, student, question)
     const turnId = res.headers.get('x-turn-id')!
-    const got = await readUntil(res, (events) => events.filter((e) => e.event === 'delta').length >= 5)
+    // past the first batch's write (CHAT_PERSIST_INTERVAL_MS, 250 ms: 10 pieces 40 ms apart)
+    const got = await readUntil(res, (events) => events.filter((e) => e.event === 'delta').length >= 10)
     const received = got.filter((e) => e.event === 'delta').map((e) => e.data.text).join('')
     a.child.kill('SIGKILL')
     await new Promise((r) => a.child.once('exit', r))
@@ -185,7 +186,7 @@ describe('a process killed in the middle of an answer', () => {
     }
     expect(body.status).toBe('interrupted')
     expect(body.error).toMatchObject({ error: 'service_unavailable' })
-    // what was written before the kill is kept: the first text at least, all of it what the client read
+    // what was written before the kill is kept: a first batch at least, all of it text the client read
     expect(body.answer.length).toBeGreaterThan(0)
     expect(ANSWER.startsWith(body.answer)).toBe(true)
     expect(received.startsWith(body.answer) || body.answer.startsWith(received)).toBe(true)

@@ -327,6 +327,7 @@ export function chatRouter(deps: Deps) {
     try {
       recorder = await TurnRecorder.begin(deps, live, deps.chat.writes ?? databaseTurnWrites(deps), ctx.log, {
         turnId, userId, conversationId: conversation?.id ?? null, reservationId: prepared.hold.reservation.id, requestId, question: input.message, meta: turnMeta(ctx, prepared),
+        lesson: { grade: prepared.decision.grade ?? prepared.decision.inferredGrade ?? null, subject: prepared.decision.subject },
       })
     } catch (err) {
       // the turn could not begin (its conversation deleted meanwhile, the database out): its hold is released
@@ -335,7 +336,6 @@ export function chatRouter(deps: Deps) {
       if (isPgError(err, 'PT404')) throw new DomainError('not_found', `Conversation ${input.conversation_id} was not found`)
       throw err
     }
-    recorder.lesson = { grade: prepared.decision.grade ?? prepared.decision.inferredGrade ?? null, subject: prepared.decision.subject }
     // the turn outlives its request: a client that leaves reads it later (awaited on shutdown; waitUntil on Supabase)
     deps.background.run(async () => {
       await completeTurn(ctx, turnInput, prepared, recorder, recorder.cancel.signal)

@@ -157,7 +157,7 @@ export interface TurnWrites {
   begin(b: BeginTurn & { title: string; meta: Record<string, unknown> }): Promise<string>
   /** the text since the last write (and the sources event with the first text); whether a cancel was asked for */
   append(turnId: string, text: string, sourcesEvent: Record<string, unknown> | null): Promise<boolean>
-  end(turnId: string, end: { status: TurnStatus; text: string; sourcesEvent: Record<string, unknown> | null; terminal: Terminal; usage: Record<string, unknown> | null; grade: string | null; subject: string | null; document: string | null }): Promise<void>
+  end(turnId: string, end: { status: TurnStatus; text: string; sourcesEvent: Record<string, unknown> | null; terminal: Terminal; usage: Record<string, unknown> | null; document: string | null }): Promise<void>
   /** false: a turn is read from memory only, and kept there a while after its end */
   readonly durable: boolean
 }
@@ -170,7 +170,7 @@ export function databaseTurnWrites(deps: Deps): TurnWrites {
     async begin(b) {
       const [row] = await deps.sql<{ conversation_id: string }[]>`
         select public.begin_conversation_turn(${b.turnId}, ${b.userId}, ${b.conversationId}, ${b.reservationId}, ${b.requestId},
-                                              ${b.question}, ${b.title}, ${json(b.meta)}, ${lease}) as conversation_id`
+                                              ${b.question}, ${b.title}, ${json(b.meta)}, ${lease}, ${b.lesson.grade}, ${b.lesson.subject}) as conversation_id`
       return row!.conversation_id
     },
     async append(turnId, text, sourcesEvent) {
@@ -179,7 +179,7 @@ export function databaseTurnWrites(deps: Deps): TurnWrites {
     },
     async end(turnId, e) {
       await deps.sql`
-        select public.end_conversation_turn(${turnId}, ${e.status}, ${e.text}, ${json(e.sourcesEvent)}, ${json(e.terminal)}, ${json(e.usage)}, ${e.grade}, ${e.subject}, ${e.document})`
+        select public.end_conversation_turn(${turnId}, ${e.status}, ${e.text}, ${json(e.sourcesEvent)}, ${json(e.terminal)}, ${json(e.usage)}, ${e.document})`
     },
   }
 }
@@ -202,6 +202,8 @@ export interface BeginTurn {
   requestId: string
   question: string
   meta: Record<string, unknown>
+  /** the grade and subject the turn was asked or inferred with: its conversation's lesson for the follow-ups (unless its answer's first source is of another) */
+  lesson: { grade: string | null; subject: string | null }
 }
 
 /** A conversation's title: its first question, cut at a word near 80 characters. */
@@ -227,8 +229,6 @@ export class TurnRecorder implements TurnSink {
   writes = 0
   /** resolves once the turn's end is written (or could not be) */
   finished: Promise<void> = new Promise(() => {})
-  /** the grade and subject the turn was asked or inferred with, kept by its conversation for the follow-ups unless its first source names another */
-  lesson: { grade: string | null; subject: string | null } = { grade: null, subject: null }
   readonly #deps: Deps
   readonly #live: LiveTurns
   readonly #writes: TurnWrites
@@ -238,6 +238,7 @@ export class TurnRecorder implements TurnSink {
   #writing: Promise<void> = Promise.resolve()
   #lastWrite: number
   #cancelFlush = () => {}
+  #flushArmed = false
   #cancelLease = () => {}
   #ended = false
 
@@ -289,12 +290,11 @@ export class TurnRecorder implements TurnSink {
     // what the client reads and what is stored are one text (NUL and lone surrogates cannot be stored)
     const t = storableText(text)
     if (t === '') return
-    const first = this.state.content === ''
     this.state.content += t
     this.#pending += t
     this.#moved()
-    // the first text is written at once: a client that drops right after it can resume from any process
-    if (first || this.#pending.length >= this.#deps.config.CHAT_PERSIST_MAX_CHARS) this.#flush()
+    // in batches: an answer that ends within the interval is written once, with its end
+    if (this.#pending.length >= this.#deps.config.CHAT_PERSIST_MAX_CHARS) this.#flush()
     else this.#scheduleFlush()
   }
 
@@ -319,8 +319,8 @@ export class TurnRecorder implements TurnSink {
   }
 
   #scheduleFlush(): void {
-    if (this.#ended) return
-    this.#cancelFlush()
+    if (this.#ended || this.#flushArmed) return
+    this.#flushArmed = true
     const wait = Math.max(0, this.#deps.config.CHAT_PERSIST_INTERVAL_MS - (this.#deps.clock.now() - this.#lastWrite))
     this.#cancelFlush = this.#deps.clock.setTimer(wait, () => this.#flush())
   }
@@ -338,6 +338,7 @@ export class TurnRecorder implements TurnSink {
   #flush(): void {
     if (this.#ended) return
     this.#cancelFlush()
+    this.#flushArmed = false
     this.#armLease()
     const text = this.#pending
     const sources = this.#pendingSources
@@ -374,7 +375,7 @@ export class TurnRecorder implements TurnSink {
     this.finished = this.#writing.then(async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          await this.#writes.end(this.state.turnId, { status, text: text(), sourcesEvent: this.#pendingSources, terminal, usage, grade: this.lesson.grade, subject: this.lesson.subject, document: this.#firstDocument() })
+          await this.#writes.end(this.state.turnId, { status, text: text(), sourcesEvent: this.#pendingSources, terminal, usage, document: this.#firstDocument() })
           this.writes++
           break
         } catch (err) {

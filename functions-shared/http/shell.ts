@@ -66,7 +66,7 @@ export function withCommonMiddleware(app: OpenAPIHono, deps: Deps, mount: (app: 
         'prefer', 'range', 'range-unit', 'accept-profile', 'content-profile',
       ],
       allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-      exposeHeaders: ['X-Request-ID', 'Retry-After', 'Deprecation', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Total-Count', 'Link', 'X-Supabase-Api-Version', 'Content-Range', 'X-Turn-Id', 'X-Conversation-Id'],
+      exposeHeaders: ['X-Request-ID', 'Retry-After', 'Deprecation', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Total-Count', 'Link', 'X-Supabase-Api-Version', 'Content-Range', 'X-Turn-Id', 'X-Conversation-Id', 'Idempotent-Replayed'],
       maxAge: 86400,
     }),
   )

@@ -84,11 +84,12 @@ create policy "Students read the messages of their own conversations" on public.
   using (exists (select 1 from public.conversations c where c.id = conversation_id and c.user_id = (select auth.uid())));
 
 -- why: a turn begins once its reservation is held, in one round trip: the conversation (made from the
--- question when none is given; refused with PT404 when it is not the user's), the question and the empty
--- answer as messages, and the turn's state under a lease.
+-- question when none is given; refused with PT404 when it is not the user's) and its lesson (the grade
+-- and subject the turn was asked or inferred with), the question and the empty answer as messages, and
+-- the turn's state under a lease.
 create function public.begin_conversation_turn(p_turn uuid, p_user uuid, p_conversation uuid, p_reservation uuid,
                                                p_request_id text, p_question text, p_title text, p_meta jsonb,
-                                               p_lease_seconds integer)
+                                               p_lease_seconds integer, p_grade text default null, p_subject text default null)
 returns uuid
 language plpgsql security definer set search_path = '' as $$
 declare
@@ -96,9 +97,10 @@ declare
   v_at timestamptz := clock_timestamp();
 begin
   if conv is null then
-    insert into public.conversations (user_id, title) values (p_user, p_title) returning id into conv;
+    insert into public.conversations (user_id, title, grade, subject) values (p_user, p_title, p_grade, p_subject) returning id into conv;
   else
-    update public.conversations c set updated_at = now() where c.id = conv and c.user_id = p_user;
+    update public.conversations c set updated_at = now(), grade = coalesce(p_grade, c.grade), subject = coalesce(p_subject, c.subject)
+     where c.id = conv and c.user_id = p_user;
     if not found then
       raise exception 'conversation % not found', conv using errcode = 'PT404';
     end if;
@@ -142,10 +144,10 @@ $$;
 
 -- why: the turn's end, in one round trip: the last text, its status on the answer and the turn, the
 -- terminal event a replay ends with, and the conversation's lesson for the follow-ups that name none:
--- the grade and subject of the document its answer cited first (p_document), else those it was asked
--- or inferred with.
+-- the grade and subject of the document its answer cited first (p_document), when they are not those
+-- the turn began with.
 create function public.end_conversation_turn(p_turn uuid, p_status text, p_text text, p_sources_event jsonb,
-                                             p_terminal jsonb, p_usage jsonb, p_grade text, p_subject text, p_document uuid default null)
+                                             p_terminal jsonb, p_usage jsonb, p_document uuid default null)
 returns void
 language plpgsql security definer set search_path = '' as $$
 declare
@@ -163,10 +165,12 @@ begin
      set content = m.content || p_text, status = p_status,
          sources = case when p_sources_event is null then m.sources else coalesce(p_sources_event -> 'sources', '[]'::jsonb) end
    where m.turn_id = p_turn and m.role = 'teacher';
-  update public.conversations c
-     set updated_at = now(), grade = coalesce(d.grade, p_grade, c.grade), subject = coalesce(d.subject, p_subject, c.subject)
-    from (select 1) one left join public.documents d on d.id = p_document
-   where c.id = conv;
+  if p_document is not null then
+    update public.conversations c set grade = d.grade, subject = d.subject
+      from public.documents d
+     where c.id = conv and d.id = p_document and d.subject is not null
+       and (c.grade is distinct from d.grade or c.subject is distinct from d.subject);
+  end if;
 end;
 $$;
 
@@ -247,16 +251,16 @@ language sql security definer set search_path = '' as $$
   delete from public.chat_idempotency_keys k where k.user_id = p_user and k.turn_id = p_turn
 $$;
 
-revoke all on function public.begin_conversation_turn(uuid, uuid, uuid, uuid, text, text, text, jsonb, integer),
+revoke all on function public.begin_conversation_turn(uuid, uuid, uuid, uuid, text, text, text, jsonb, integer, text, text),
   public.append_turn_text(uuid, text, jsonb, integer),
-  public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, text, text, uuid),
+  public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, uuid),
   public.request_turn_cancel(uuid, uuid),
   public.interrupt_stale_turns(uuid, timestamptz),
   public.claim_chat_idempotency(uuid, text, text, uuid),
   public.release_chat_idempotency(uuid, uuid) from public, anon, authenticated;
-grant execute on function public.begin_conversation_turn(uuid, uuid, uuid, uuid, text, text, text, jsonb, integer),
+grant execute on function public.begin_conversation_turn(uuid, uuid, uuid, uuid, text, text, text, jsonb, integer, text, text),
   public.append_turn_text(uuid, text, jsonb, integer),
-  public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, text, text, uuid),
+  public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, uuid),
   public.request_turn_cancel(uuid, uuid),
   public.interrupt_stale_turns(uuid, timestamptz),
   public.claim_chat_idempotency(uuid, text, text, uuid),
