@@ -7,8 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
 import { createUser, type TestUser } from './helpers/users.ts'
-import { seedDocument } from './helpers/corpus.ts'
-import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
+import { seedChatLessons } from './helpers/corpus.ts'
 import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
 import { events, readSse, type SseItem } from './helpers/sse.ts'
 import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
@@ -22,7 +21,6 @@ import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 type Event = Extract<SseItem, { kind: 'event' }>
 
 let db: TestDatabase
-const sentences = (text: string) => text.split(/(?<=\.) /)
 
 async function gateway(ai: 'offline' | OpenAiServer): Promise<Gateway> {
   const provider =
@@ -56,13 +54,7 @@ const storedAnswer = async (turnId: string) => (await db.sql`select content, sta
 
 beforeAll(async () => {
   db = await createTestDatabase({ poolMax: 8 })
-  for (const [name, grade, subject, language, text] of [
-    ['Mathématiques 4AS', '4AS', 'mathematiques', 'fr', FR_LESSON],
-    ['Physique 5AS', '5AS', 'physique', 'fr', PHYSICS_LESSON],
-    ['Éducation islamique 4AS', '4AS', 'education-islamique', 'ar', AR_LESSON],
-  ] as const) {
-    await seedDocument(db.sql, { name, grade, subject, language, texts: sentences(text) })
-  }
+  await seedChatLessons(db.sql)
 })
 afterAll(async () => db?.close())
 
@@ -171,6 +163,23 @@ describe('conversations', () => {
     expect((await post(gw, poor, body, poorKey)).status).toBe(402)
     await db.sql`update public.wallets set token_balance = 50 where user_id = ${poor.id}`
     expect((await post(gw, poor, body, poorKey)).status).toBe(200)
+  })
+
+  it('takes over a key whose request died before its turn began, and says a key\'s deleted conversation is gone', async () => {
+    const student = await createUser(db.sql)
+    const body = { message: 'Comment résoudre une équation du premier degré ?', stream: false }
+    // a request that claimed its key, then its process died before the turn began
+    await db.sql`select * from public.claim_chat_idempotency(${student.id}, 'orphan', 'some-hash', ${crypto.randomUUID()})`
+    await db.sql`update public.chat_idempotency_keys set created_at = now() - interval '3 minutes' where user_id = ${student.id}`
+    const res = await post(gw, student, body, { 'Idempotency-Key': 'orphan' })
+    expect(res.status).toBe(200)
+    const turn = await res.json()
+    expect(turn.status).toBe('answered')
+    // the conversation deleted, the same key's retry cannot be its turn any more, nor a new one
+    await db.sql`delete from public.conversations where id = ${turn.conversation_id}`
+    const again = await post(gw, student, body, { 'Idempotency-Key': 'orphan' })
+    expect(again.status).toBe(404)
+    expect((await money(student.id)).reservations).toBe(1)
   })
 
   it('rebuilds exactly the stored answer, charged once, whatever event an SSE client drops after (resumed by GET or by a retried POST)', async () => {

@@ -1,7 +1,7 @@
 // A turn outlives its process's memory: two `npm start` processes on one database, the POST on one and
 // the GET (or the cancel) on the other, which follows the database; and a process killed with SIGKILL in
 // the middle of an answer, after which the turn is `interrupted`, its text readable, its hold released.
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,9 +13,8 @@ import { FR_LESSON } from './helpers/portal.ts'
 import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
 import { events, readSse, type SseItem } from './helpers/sse.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
+import { startStackProcess } from './helpers/stack-process.ts'
 
-const root = new URL('..', import.meta.url).pathname
-const node = `${root}node_modules/.bin/node`
 type Event = Extract<SseItem, { kind: 'event' }>
 
 let db: TestDatabase
@@ -33,41 +32,21 @@ interface Started {
 }
 
 async function start(name: string): Promise<Started> {
-  const child = spawn(node, ['scripts/start.ts'], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/tmp',
-      PORT: '0',
-      DATABASE_URL: db.url,
-      DATA_DIR: join(dir, name),
-      JWT_SECRET: LOCAL_JWT_SECRET,
-      AI_PROVIDER: 'openai',
-      OPENAI_API_KEY: 'k',
-      OPENAI_BASE_URL: server.url,
-      OPENAI_CHAT_MODEL: 'chat-model',
-      LOG_LEVEL: 'warn',
-      CHAT_TURN_LEASE_SECONDS: '5',
-      RATE_LIMIT_CHAT_PER_MINUTE: '1000',
-      RATE_LIMIT_TURNS_PER_MINUTE: '1000',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const { child, line } = await startStackProcess({
+    DATABASE_URL: db.url,
+    DATA_DIR: join(dir, name),
+    JWT_SECRET: LOCAL_JWT_SECRET,
+    AI_PROVIDER: 'openai',
+    OPENAI_API_KEY: 'k',
+    OPENAI_BASE_URL: server.url,
+    OPENAI_CHAT_MODEL: 'chat-model',
+    LOG_LEVEL: 'warn',
+    CHAT_TURN_LEASE_SECONDS: '5',
+    RATE_LIMIT_CHAT_PER_MINUTE: '1000',
+    RATE_LIMIT_TURNS_PER_MINUTE: '1000',
   })
   children.add(child)
-  let output = ''
-  child.stdout!.on('data', (d) => (output += d))
-  child.stderr!.on('data', (d) => (output += d))
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start within 60 s: ${output}`)), 60_000)
-    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${output}`)))
-    child.stdout!.on('data', () => {
-      if (output.includes('Press Ctrl-C to stop.')) {
-        clearTimeout(timer)
-        resolve()
-      }
-    })
-  })
-  return { child, url: /^\s+API URL\s+(\S+)$/m.exec(output)![1]! }
+  return { child, url: line('API URL') }
 }
 
 const post = (s: Started, user: TestUser, body: unknown) =>

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { LogCapture, testConfig } from './helpers/app.ts'
 import { createUser, type TestUser } from './helpers/users.ts'
-import { reingest, seedDocument } from './helpers/corpus.ts'
+import { reingest, seedChatLessons } from './helpers/corpus.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 import { startOpenAiServer, type OpenAiServer, type Scripted } from './helpers/openai-server.ts'
 import { events, readSse } from './helpers/sse.ts'
@@ -62,13 +62,7 @@ const reservations = async (userId: string) => Number((await db.sql`select count
 
 beforeAll(async () => {
   db = await createTestDatabase({ poolMax: 8 })
-  for (const [name, grade, subject, language, text] of [
-    ['Mathématiques 4AS', '4AS', 'mathematiques', 'fr', FR_LESSON],
-    ['Physique 5AS', '5AS', 'physique', 'fr', PHYSICS_LESSON],
-    ['Éducation islamique 4AS', '4AS', 'education-islamique', 'ar', AR_LESSON],
-  ] as const) {
-    docs[subject] = await seedDocument(db.sql, { name, grade, subject, language, texts: sentences(text) })
-  }
+  Object.assign(docs, await seedChatLessons(db.sql))
 })
 afterAll(async () => db?.close())
 

@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { DataDirLockedError, LOCK_FILE, lockDataDir } from '../scripts/lib/data-dir-lock.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
+import { startStackProcess } from './helpers/stack-process.ts'
 
 const root = new URL('..', import.meta.url).pathname
 const node = `${root}node_modules/.bin/node`
@@ -30,28 +31,10 @@ interface Started {
 }
 
 async function start(env: Record<string, string>): Promise<Started> {
-  const child = spawn(node, ['scripts/start.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', DB_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let output = ''
-  child.stdout!.on('data', (d) => (output += d))
-  child.stderr!.on('data', (d) => (output += d))
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start within 60 s: ${output}`)), 60_000)
-    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${output}`)))
-    child.stdout!.on('data', () => {
-      if (output.includes('Press Ctrl-C to stop.')) {
-        clearTimeout(timer)
-        resolve()
-      }
-    })
-  })
-  const line = (label: string) => new RegExp(`^\\s+${label}\\s+(\\S+)$`, 'm').exec(output)?.[1] ?? ''
+  const { child, output, line } = await startStackProcess(env)
   return {
     child,
-    output: () => output,
+    output,
     baseUrl: line('API URL'),
     apiUrl: line('Functions URL'),
     dbUrl: line('Database URL'),

@@ -297,6 +297,11 @@ export function chatRouter(deps: Deps) {
           const settled = (await settledTurn(deps, live, userId, state.turnId)) ?? state
           return turnJson(c, settled, { ...turnHeaders(settled), 'Idempotent-Replayed': 'true' }) as never
         }
+        // a turn that began and whose messages are gone: its conversation was deleted
+        const [begun] = await deps.sql<{ exists: boolean }[]>`
+          select exists (select 1 from public.chat_turns t where t.id = ${claim!.turn_id} and t.user_id = ${userId}
+                          and not exists (select 1 from public.chat_messages m where m.turn_id = t.id))`
+        if (begun?.exists) throw new DomainError('not_found', `The turn of this Idempotency-Key (${claim!.turn_id}) is gone with its conversation`)
         if (Date.now() > waitUntil) {
           throw new ApiError(ErrorCode.CONFLICT, 'The first request with this Idempotency-Key is still being decided: retry in a moment', { headers: { 'Retry-After': '1' } })
         }

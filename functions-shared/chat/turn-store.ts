@@ -102,6 +102,7 @@ export class LiveTurns {
   }
   add(recorder: TurnRecorder): void {
     this.#turns.set(recorder.state.turnId, recorder)
+    this.moved(recorder.state.turnId)
   }
   /** Forgets a turn once its end is stored (or, when nothing stores it, `afterMs` later). */
   remove(turnId: string, afterMs = 0): void {

@@ -227,8 +227,11 @@ end;
 $$;
 
 -- why: Idempotency-Key: the key's turn, claimed at once. A key unused or older than 24 hours is bound to
--- p_turn (fresh); otherwise the turn it is bound to comes back with the hash it was sent with.
-create function public.claim_chat_idempotency(p_user uuid, p_key text, p_hash text, p_turn uuid)
+-- p_turn (fresh); so is a key whose turn never began, claimed more than p_takeover_seconds ago (its
+-- request's process died while it decided the turn: nothing was reserved, or the reservation expires).
+-- Otherwise the turn it is bound to comes back with the hash it was sent with.
+create function public.claim_chat_idempotency(p_user uuid, p_key text, p_hash text, p_turn uuid,
+                                              p_takeover_seconds integer default 120)
 returns table (turn_id uuid, request_hash text, fresh boolean)
 language plpgsql security definer set search_path = '' as $$
 begin
@@ -237,6 +240,8 @@ begin
     values (p_user, p_key, p_hash, p_turn)
     on conflict (user_id, key) do update set request_hash = excluded.request_hash, turn_id = excluded.turn_id, created_at = now()
       where k.created_at < now() - interval '24 hours'
+         or (k.created_at < now() - make_interval(secs => p_takeover_seconds)
+             and not exists (select 1 from public.chat_turns t where t.id = k.turn_id))
     returning k.turn_id, k.request_hash, true;
   if not found then
     return query select k.turn_id, k.request_hash, false from public.chat_idempotency_keys k where k.user_id = p_user and k.key = p_key;
@@ -256,14 +261,14 @@ revoke all on function public.begin_conversation_turn(uuid, uuid, uuid, uuid, te
   public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, uuid),
   public.request_turn_cancel(uuid, uuid),
   public.interrupt_stale_turns(uuid, timestamptz),
-  public.claim_chat_idempotency(uuid, text, text, uuid),
+  public.claim_chat_idempotency(uuid, text, text, uuid, integer),
   public.release_chat_idempotency(uuid, uuid) from public, anon, authenticated;
 grant execute on function public.begin_conversation_turn(uuid, uuid, uuid, uuid, text, text, text, jsonb, integer, text, text),
   public.append_turn_text(uuid, text, jsonb, integer),
   public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, uuid),
   public.request_turn_cancel(uuid, uuid),
   public.interrupt_stale_turns(uuid, timestamptz),
-  public.claim_chat_idempotency(uuid, text, text, uuid),
+  public.claim_chat_idempotency(uuid, text, text, uuid, integer),
   public.release_chat_idempotency(uuid, uuid) to service_role;
 
 -- On Supabase, pg_cron interrupts the turns that lost their process every minute (as it expires

@@ -3,6 +3,7 @@
 import type { Sql } from '../../functions-shared/db/client.ts'
 import { offlineVector } from '../../functions-shared/ai/offline-embedder.ts'
 import { namespaceFor } from '../../functions-shared/catalogue/namespace.ts'
+import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './portal.ts'
 
 export const vectorLiteral = (text: string) => `[${offlineVector(text, 1536).map((x) => x.toFixed(7)).join(',')}]`
 
@@ -39,4 +40,14 @@ export async function reingest(sql: Sql, documentId: string, texts: Map<string, 
   await sql`update public.documents set ingestion_ts = ${at} where id = ${documentId}`
   await sql`update public.vectors set metadata = jsonb_set(metadata, '{ingestion_ts}', to_jsonb(${ts}::text)) where file_id = ${documentId}`
   return ts
+}
+
+/** The chat tests' three lessons (maths 4AS in French, physics 5AS in French, Islamic education 4AS in Arabic), a sentence a page, by subject. */
+export async function seedChatLessons(sql: Sql): Promise<Record<'mathematiques' | 'physique' | 'education-islamique', SeededDocument>> {
+  const sentences = (text: string) => text.split(/(?<=\.) /)
+  return {
+    mathematiques: await seedDocument(sql, { name: 'Mathématiques 4AS', grade: '4AS', subject: 'mathematiques', language: 'fr', texts: sentences(FR_LESSON) }),
+    physique: await seedDocument(sql, { name: 'Physique 5AS', grade: '5AS', subject: 'physique', language: 'fr', texts: sentences(PHYSICS_LESSON) }),
+    'education-islamique': await seedDocument(sql, { name: 'Éducation islamique 4AS', grade: '4AS', subject: 'education-islamique', language: 'ar', texts: sentences(AR_LESSON) }),
+  }
 }
