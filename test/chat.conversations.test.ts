@@ -175,11 +175,16 @@ describe('conversations', () => {
     expect(res.status).toBe(200)
     const turn = await res.json()
     expect(turn.status).toBe('answered')
+    // a day later the key is free again: the same request is a new turn
+    await db.sql`update public.chat_idempotency_keys set created_at = now() - interval '25 hours' where user_id = ${student.id}`
+    const tomorrow = await (await post(gw, student, body, { 'Idempotency-Key': 'orphan' })).json()
+    expect(tomorrow.turn_id).not.toBe(turn.turn_id)
+    expect((await money(student.id)).reservations).toBe(2)
     // the conversation deleted, the same key's retry cannot be its turn any more, nor a new one
-    await db.sql`delete from public.conversations where id = ${turn.conversation_id}`
+    await db.sql`delete from public.conversations where id = ${tomorrow.conversation_id}`
     const again = await post(gw, student, body, { 'Idempotency-Key': 'orphan' })
     expect(again.status).toBe(404)
-    expect((await money(student.id)).reservations).toBe(1)
+    expect((await money(student.id)).reservations).toBe(2)
   })
 
   it('rebuilds exactly the stored answer, charged once, whatever event an SSE client drops after (resumed by GET or by a retried POST)', async () => {
@@ -250,6 +255,37 @@ describe('the model\'s history in a conversation', () => {
   afterAll(async () => {
     await gw?.close()
     await server?.close()
+  })
+
+  it('bills nothing and hands out nothing for a turn cancelled before its first text', async () => {
+    const student = await createUser(db.sql)
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    let asked!: () => void
+    const modelAsked = new Promise<void>((r) => (asked = r))
+    server.chat = (body) => (body.stream ? (asked(), { content: 'La célérité du son dans l\'eau est de 1500 m/s [1].', gate }) : { content: '' })
+    const res = await post(gw, student, { message: 'la célérité du son dans l\'eau', grade: '5AS', subject: 'physique', stream: true })
+    const turnId = res.headers.get('x-turn-id')!
+    const reader = readSse(res)
+    await modelAsked
+    const cancel = await fetch(`${gw.url}/functions/v1/chat/turns/${turnId}/cancel`, { method: 'POST', headers: { Authorization: `Bearer ${student.token}` } })
+    release()
+    expect(cancel.status).toBe(200)
+    const turn = await cancel.json()
+    expect(turn).toMatchObject({ status: 'cancelled', outcome: 'cancelled', answer: '', sources: [], usage: { charged: 0, characters: 0 } })
+    const seen = events(await reader.rest())
+    expect(seen.map((e) => e.event)).toEqual(['meta', 'sources', 'done'])
+    expect(seen[1]!.data.sources).toEqual([])
+    await gw.deps.background.idle()
+    const [usage] = await db.sql`select kind, charged, details from public.usage_log where user_id = ${student.id}`
+    expect(usage).toMatchObject({ kind: 'released', charged: 0, details: { outcome: 'cancelled', sources: [] } })
+    expect(await money(student.id)).toMatchObject({ balance: 50, ledger: 50 })
+    // cancelling a turn that ended otherwise is a conflict
+    server.chat = (body) => (body.stream ? { content: 'Réponse.' } : { content: '' })
+    const answered = await (await post(gw, student, { message: 'la célérité du son dans l\'air', grade: '5AS', subject: 'physique' })).json()
+    const late = await fetch(`${gw.url}/functions/v1/chat/turns/${answered.turn_id}/cancel`, { method: 'POST', headers: { Authorization: `Bearer ${student.token}` } })
+    expect(late.status).toBe(409)
+    expect(await late.json()).toMatchObject({ error: 'conflict', status: 'answered' })
   })
 
   it('is the conversation\'s stored messages, oldest first, and stays within the tier\'s budget', async () => {

@@ -293,7 +293,8 @@ export function chatRouter(deps: Deps) {
         const state = await readTurn(deps, live, userId, claim!.turn_id)
         if (state) {
           c.get('log').info({ turn_id: state.turnId, idempotency_key: key }, 'a retried request: its turn is replayed')
-          if (streaming) return turnStream(c, deps, userId, state.turnId, 0, { ...turnHeaders(state), 'Idempotent-Replayed': 'true' }) as never
+          // a retried stream may say what it received already (Last-Event-ID), as a resumed one does
+          if (streaming) return turnStream(c, deps, userId, state.turnId, lastEventId(c), { ...turnHeaders(state), 'Idempotent-Replayed': 'true' }) as never
           const settled = (await settledTurn(deps, live, userId, state.turnId)) ?? state
           return turnJson(c, settled, { ...turnHeaders(settled), 'Idempotent-Replayed': 'true' }) as never
         }

@@ -4,7 +4,7 @@
 begin;
 create extension if not exists pgtap with schema extensions;
 set local search_path = public, extensions;
-select plan(21);
+select plan(22);
 
 insert into auth.users (id, aud, role, email, raw_app_meta_data, raw_user_meta_data, created_at, updated_at) values
   ('00000000-0000-4000-8000-0000000000c1', 'authenticated', 'authenticated', 'aicha@example.mr', '{}', '{}', now(), now()),
@@ -36,6 +36,11 @@ select throws_ok($$insert into public.conversations (user_id, title) values ('00
 select throws_ok($$update public.chat_messages set content = 'free answer'$$, '42501', null, 'and no message');
 select throws_ok($$insert into public.chat_messages (conversation_id, turn_id, role, status) values ((select conversation from t_ids), gen_random_uuid(), 'teacher', 'answered')$$, '42501', null, 'nor adds one');
 select throws_ok($$select public.append_turn_text('00000000-0000-4000-8000-00000000a001', 'x', null, 30)$$, '42501', null, 'nor calls the chat function''s RPCs');
+select is((select array_agg(p.proname::text order by p.proname) from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+            where n.nspname = 'public' and p.proname in ('begin_conversation_turn', 'append_turn_text', 'end_conversation_turn', 'request_turn_cancel',
+                                                         'interrupt_stale_turns', 'claim_chat_idempotency', 'release_chat_idempotency')
+              and (has_function_privilege('authenticated', p.oid, 'execute') or has_function_privilege('anon', p.oid, 'execute'))),
+  null, 'none of them: the API roles execute no RPC of the conversations');
 select throws_ok($$select count(*) from public.chat_turns$$, '42501', null, 'and the turns'' state is the chat function''s alone');
 
 -- another student
