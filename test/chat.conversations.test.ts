@@ -179,12 +179,16 @@ describe('conversations', () => {
     await db.sql`update public.chat_idempotency_keys set created_at = now() - interval '25 hours' where user_id = ${student.id}`
     const tomorrow = await (await post(gw, student, body, { 'Idempotency-Key': 'orphan' })).json()
     expect(tomorrow.turn_id).not.toBe(turn.turn_id)
-    expect((await money(student.id)).reservations).toBe(2)
+    // and the user's keys past their day are forgotten as new ones come
+    await db.sql`update public.chat_idempotency_keys set created_at = now() - interval '25 hours' where user_id = ${student.id}`
+    const another = await (await post(gw, student, body, { 'Idempotency-Key': 'another' })).json()
+    expect((await db.sql`select key from public.chat_idempotency_keys where user_id = ${student.id}`).map((r) => r.key)).toEqual(['another'])
+    expect((await money(student.id)).reservations).toBe(3)
     // the conversation deleted, the same key's retry cannot be its turn any more, nor a new one
-    await db.sql`delete from public.conversations where id = ${tomorrow.conversation_id}`
-    const again = await post(gw, student, body, { 'Idempotency-Key': 'orphan' })
+    await db.sql`delete from public.conversations where id = ${another.conversation_id}`
+    const again = await post(gw, student, body, { 'Idempotency-Key': 'another' })
     expect(again.status).toBe(404)
-    expect((await money(student.id)).reservations).toBe(2)
+    expect((await money(student.id)).reservations).toBe(3)
   })
 
   it('rebuilds exactly the stored answer, charged once, whatever event an SSE client drops after (resumed by GET or by a retried POST)', async () => {

@@ -235,6 +235,8 @@ create function public.claim_chat_idempotency(p_user uuid, p_key text, p_hash te
 returns table (turn_id uuid, request_hash text, fresh boolean)
 language plpgsql security definer set search_path = '' as $$
 begin
+  -- the user's keys past their 24 hours are forgotten as they come (the table holds a day of keys)
+  delete from public.chat_idempotency_keys k where k.user_id = p_user and k.key <> p_key and k.created_at < now() - interval '24 hours';
   return query
     insert into public.chat_idempotency_keys as k (user_id, key, request_hash, turn_id)
     values (p_user, p_key, p_hash, p_turn)
