@@ -7,7 +7,6 @@
 // (public.interrupt_stale_turns). A cancel is a flag any process sets and the generating one reads at
 // its next write.
 import type { Deps } from '../deps.ts'
-import { asService } from '../db/tx.ts'
 import { storable, storableText } from '../lib/text.ts'
 import { DomainError } from '../domain/errors.ts'
 import { TURN_STATUSES } from '../domain/enums.ts'
@@ -412,14 +411,16 @@ interface TurnRow {
 export async function readTurn(deps: Deps, live: LiveTurns, userId: string, turnId: string): Promise<TurnState | null> {
   const here = live.get(turnId)
   if (here) return here.userId === userId ? here.state : null
+  // one statement, not a transaction with a role: a follower reads it every CHAT_FOLLOW_POLL_MS, and the
+  // user is named in the query
   const read = () =>
-    asService(deps.sql, (tx) => tx<TurnRow[]>`
+    deps.sql<TurnRow[]>`
       select t.id, t.conversation_id, t.status, t.meta, t.sources_event, t.terminal, t.usage, a.content, q.content as question,
              (t.status = 'streaming' and t.lease_until < now()) as stale
         from public.chat_turns t
         left join public.chat_messages a on a.turn_id = t.id and a.role = 'teacher'
         left join public.chat_messages q on q.turn_id = t.id and q.role = 'student'
-       where t.id = ${turnId} and t.user_id = ${userId}`)
+       where t.id = ${turnId} and t.user_id = ${userId}`
   let [row] = await read()
   if (row?.stale) {
     await deps.sql`select public.interrupt_stale_turns(${turnId})`
@@ -495,7 +496,7 @@ export interface ConversationContext {
  * question, an answer; not an answer that failed), each cut at CHAT_HISTORY_MAX_CHARS. Not found: 404.
  */
 export async function loadConversation(deps: Deps, userId: string, conversationId: string): Promise<ConversationContext> {
-  const rows = await asService(deps.sql, (tx) => tx<{ grade: string | null; subject: string | null; role: 'student' | 'teacher' | null; content: string | null }[]>`
+  const rows = await deps.sql<{ grade: string | null; subject: string | null; role: 'student' | 'teacher' | null; content: string | null }[]>`
     select c.grade, c.subject, m.role, m.content
       from public.conversations c
       left join lateral (
@@ -503,7 +504,7 @@ export async function loadConversation(deps: Deps, userId: string, conversationI
          where m.conversation_id = c.id and m.content <> '' and m.status <> 'failed' and m.status <> 'streaming'
          order by m.created_at desc limit ${deps.config.CHAT_HISTORY_MAX_MESSAGES}) m on true
      where c.id = ${conversationId} and c.user_id = ${userId}
-     order by m.created_at`)
+     order by m.created_at`
   if (rows.length === 0) throw new DomainError('not_found', `Conversation ${conversationId} was not found`)
   const max = deps.config.CHAT_HISTORY_MAX_CHARS
   return {
