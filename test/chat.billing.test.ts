@@ -152,7 +152,7 @@ const turnArb: fc.Arbitrary<Turn> = fc.record({
 })
 
 /** One turn; returns its request id and whether answer text reached the client. */
-async function runTurn(students: TestUser[], turn: Turn): Promise<{ requestId: string; delivered: boolean }> {
+async function runTurn(students: TestUser[], turn: Turn): Promise<{ requestId: string; delivered: boolean; kind: Turn['kind'] }> {
   const marker = crypto.randomUUID()
   const content = `${ODD_TEXTS[turn.text]} ${'mot '.repeat(40)}`
   const model = turn.oddModel ? { model: 'served\u0000\udc00' } : {}
@@ -166,10 +166,10 @@ async function runTurn(students: TestUser[], turn: Turn): Promise<{ requestId: s
   )
   const res = await chat(students[turn.student]!, { ...QUESTION, message: `${QUESTION.message} ${marker}`, stream: turn.stream })
   const requestId = res.headers.get('x-request-id')!
-  if (res.status !== 200) return { requestId, delivered: false }
+  if (res.status !== 200) return { requestId, delivered: false, kind: turn.kind }
   if (!turn.stream) {
     const body = await res.json()
-    return { requestId, delivered: typeof body.answer === 'string' && body.answer.length > 0 }
+    return { requestId, delivered: typeof body.answer === 'string' && body.answer.length > 0, kind: turn.kind }
   }
   const reader = readSse(res)
   let delivered = false
@@ -180,7 +180,7 @@ async function runTurn(students: TestUser[], turn: Turn): Promise<{ requestId: s
       break
     }
   }
-  return { requestId, delivered }
+  return { requestId, delivered, kind: turn.kind }
 }
 
 const scripts = new Map<string, Scripted>()
@@ -194,7 +194,7 @@ describe('the billing invariant', () => {
     const students = await Promise.all([0, 1, 2, 3].map(() => createUser(db.sql)))
     for (const s of students) await db.sql`select public.top_up(${s.id}, 100000, 1, 'MRU', 'cash', null, 'test', null, null, 50)`
     const turns = fc.sample(fc.array(turnArb, { minLength: 8, maxLength: 8 }), { numRuns: 6, seed: 20261122 })
-    const outcomes: { requestId: string; delivered: boolean }[] = []
+    const outcomes: { requestId: string; delivered: boolean; kind: Turn['kind'] }[] = []
     // a batch at a time: concurrent on a server, queued on PGlite's one connection
     for (const batch of turns) outcomes.push(...(await Promise.all(batch.map((turn) => runTurn(students, turn)))))
     await gw.deps.background.idle()
@@ -205,6 +205,16 @@ describe('the billing invariant', () => {
       const s = await settlement(o.requestId)
       expect(s.reservations, o.requestId).toEqual(['finalized'])
       expect(s.usage, o.requestId).toHaveLength(1)
+    }
+    // a client that left mid-answer did not stop it: the whole answer is stored, and billed as an answer
+    const left = delivered.filter((o) => o.kind === 'disconnect')
+    expect(left.length).toBeGreaterThan(0)
+    for (const o of left) {
+      const [row] = await db.sql`select u.characters, u.details ->> 'outcome' as outcome, m.content, m.status
+                                   from public.usage_log u join public.chat_messages m on m.turn_id = (u.details ->> 'turn_id')::uuid and m.role = 'teacher'
+                                  where u.request_id = ${o.requestId}`
+      expect(row, o.requestId).toMatchObject({ outcome: 'answered', status: 'answered' })
+      expect([...(row!.content as string)].length, o.requestId).toBe(row!.characters)
     }
     // nothing is left on hold, and every wallet equals the sum of its ledger
     const [held] = await db.sql`select count(*)::int as n from public.reservations where status = 'reserved'`
