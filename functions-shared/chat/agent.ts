@@ -14,7 +14,7 @@ import { catalogueOptions } from './infer.ts'
 import { retrieveAndRerank, type RetrievalResult } from './rerank.ts'
 import { decidePath } from './decide.ts'
 import { excerpts } from './excerpt.ts'
-import { withinBudget } from './turn-store.ts'
+import { withinBudget } from './conversation.ts'
 import { actualFor, checkWallet, finalizeTurn, refuseBeforeReading, SettlementError } from './settle.ts'
 import { REFUSED_MESSAGE, UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type Decision, type Hold, type Source, type Usage, type Outcome, type TurnSink, timed, codePoints } from './turn.ts'
 

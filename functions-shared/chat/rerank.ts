@@ -5,8 +5,7 @@
 // rerank reads the question in French when it has it (an Arabic or Hassaniya question's translation),
 // else as written. Rerank results are cached under
 // sha256(query + namespace + tier) for RERANK_CACHE_TTL_SECONDS, as chunk ids.
-import { sha256 } from '@noble/hashes/sha2.js'
-import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
+import { sha256Hex } from '../lib/hash.ts'
 import type { Deps } from '../deps.ts'
 import type { Tier } from '../config.ts'
 import { tierLimits } from '../config.ts'
@@ -30,9 +29,6 @@ export interface RetrievalResult {
   snippets: RetrievedChunk[]
   rerank: 'model' | 'cache' | 'fallback_error' | 'fallback_timeout'
 }
-
-/** Synchronous (no trip to the crypto thread pool on the turn's path). */
-const sha256Hex = (text: string): string => bytesToHex(sha256(utf8ToBytes(text)))
 
 class RerankTimeout extends Error {}
 

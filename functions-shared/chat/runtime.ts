@@ -9,7 +9,8 @@ import { CircuitBreaker } from '../lib/circuit-breaker.ts'
 import { refusedByModel } from '../ai/provider.ts'
 import type { ChunkText } from './retrieve.ts'
 import type { CataloguePlace } from '../catalogue/filters.ts'
-import { LiveTurns, type TurnWrites } from './turn-store.ts'
+import { LiveTurns } from './live-turns.ts'
+import type { TurnWrites } from './turn-recorder.ts'
 
 /**
  * chunk text by chunk id and ingestion timestamp; a ranking (chunk ids) by question, scope and tier; the

@@ -1,6 +1,7 @@
 // The token wallet: every money movement is one RPC of the wallet migration, run as the service role;
 // reads of the caller's own rows go through asUser so RLS guards them.
 import type { ServiceContext } from '../deps.ts'
+import { sha256Hex } from '../lib/hash.ts'
 import type { Principal } from '../http/auth.ts'
 
 import { asService, asUser, fromRpcError } from '../db/tx.ts'
@@ -197,15 +198,10 @@ function createdBy(principal: Principal): string {
   return principal.kind === 'user' ? principal.userId : principal.kind === 'service' ? 'service_role' : 'admin_key'
 }
 
-async function requestHash(input: unknown): Promise<string> {
-  const bytes = new TextEncoder().encode(JSON.stringify(input))
-  return Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)), (b) => b.toString(16).padStart(2, '0')).join('')
-}
-
 export async function topUp({ ctx, principal, input, idempotencyKey }: { ctx: ServiceContext; principal: Principal; input: TopUpInput; idempotencyKey?: string | undefined }) {
   // the user id as PostgreSQL writes it (lower case): the same request with the id in capitals is a replay
   const canonical = { user_id: input.user_id.toLowerCase(), tokens: input.tokens, amount: input.amount, currency: input.currency, payment_method: input.payment_method, reference: input.reference ?? null }
-  const hash = idempotencyKey ? await requestHash(canonical) : null
+  const hash = idempotencyKey ? sha256Hex(JSON.stringify(canonical)) : null
   const row = await rpc(ctx, async (tx) => {
     const [r] = await tx<TopUpRow[]>`select * from public.top_up(${input.user_id}, ${input.tokens}, ${input.amount}, ${input.currency}, ${input.payment_method},
                                                       ${input.reference ?? null}, ${createdBy(principal)}, ${idempotencyKey ?? null}, ${hash},

@@ -1,0 +1,254 @@
+// A chat turn written as it happens, so that it survives its client and its process: the question and
+// the answer are chat_messages of a conversation, the answer written in batches (CHAT_PERSIST_INTERVAL_MS,
+// CHAT_PERSIST_MAX_CHARS), and the events that are not text (meta, sources, the terminal done or error)
+// kept beside it in chat_turns. The process that generates a turn renews its lease; a turn whose lease ran
+// out lost its process and is interrupted (public.interrupt_stale_turns). A cancel is a flag any process
+// sets and the generating one reads at its next write.
+import type { Deps } from '../deps.ts'
+import { storable, storableText } from '../lib/text.ts'
+import type { Logger } from '../lib/logger.ts'
+import type { Outcome, TurnSink } from './turn.ts'
+import { statusOf, type Terminal, type TurnState, type TurnStatus } from './turn-state.ts'
+import type { LiveTurns } from './live-turns.ts'
+
+/**
+ * Where a turn is written: the database (every process can read it), or, for the benchmark that measures
+ * what storing costs, nowhere (the turn lives in this process's memory only).
+ */
+export interface TurnWrites {
+  /** the turn's conversation (made from the question when none is given), its messages and its state */
+  begin(b: BeginTurn & { title: string; meta: Record<string, unknown> }): Promise<string>
+  /** the text since the last write (and the sources event with the first text); whether a cancel was asked for */
+  append(turnId: string, text: string, sourcesEvent: Record<string, unknown> | null): Promise<boolean>
+  end(turnId: string, end: { status: TurnStatus; text: string; sourcesEvent: Record<string, unknown> | null; terminal: Terminal; usage: Record<string, unknown> | null; document: string | null }): Promise<void>
+  /** false: a turn is read from memory only, and kept there a while after its end */
+  readonly durable: boolean
+}
+
+export function databaseTurnWrites(deps: Deps): TurnWrites {
+  const json = (v: unknown) => (v === null ? null : deps.sql.json(v as never))
+  const lease = deps.config.CHAT_TURN_LEASE_SECONDS
+  return {
+    durable: true,
+    async begin(b) {
+      const [row] = await deps.sql<{ conversation_id: string }[]>`
+        select public.begin_conversation_turn(${b.turnId}, ${b.userId}, ${b.conversationId}, ${b.reservationId}, ${b.requestId},
+                                              ${b.question}, ${b.title}, ${json(b.meta)}, ${lease}, ${b.lesson.grade}, ${b.lesson.subject}) as conversation_id`
+      return row!.conversation_id
+    },
+    async append(turnId, text, sourcesEvent) {
+      const [row] = await deps.sql<{ cancel: boolean }[]>`select public.append_turn_text(${turnId}, ${text}, ${json(sourcesEvent)}, ${lease}) as cancel`
+      return row?.cancel === true
+    },
+    async end(turnId, e) {
+      await deps.sql`
+        select public.end_conversation_turn(${turnId}, ${e.status}, ${e.text}, ${json(e.sourcesEvent)}, ${json(e.terminal)}, ${json(e.usage)}, ${e.document})`
+    },
+  }
+}
+
+/** Nothing written (bench:chat's turn without storage, measured beside the stored one). */
+export function memoryTurnWrites(): TurnWrites {
+  return {
+    durable: false,
+    begin: async (b) => b.conversationId ?? crypto.randomUUID(),
+    append: async () => false,
+    end: async () => {},
+  }
+}
+
+export interface BeginTurn {
+  turnId: string
+  userId: string
+  conversationId: string | null
+  reservationId: string
+  requestId: string
+  question: string
+  meta: Record<string, unknown>
+  /** the grade and subject the turn was asked or inferred with: its conversation's lesson for the follow-ups (unless its answer's first source is of another) */
+  lesson: { grade: string | null; subject: string | null }
+}
+
+/** A conversation's title: its first question, cut at a word near 80 characters. */
+export function titleOf(question: string): string {
+  const flat = question.replace(/\s+/gu, ' ').trim()
+  if (flat.length <= 80) return flat
+  const cut = flat.slice(0, 80)
+  const space = cut.lastIndexOf(' ')
+  return `${(space >= 40 ? cut.slice(0, space) : cut).trimEnd()}…`
+}
+
+/**
+ * The sink of a turn that is generated here: it keeps the turn's state for the followers of this process,
+ * writes the answer in batches, renews the lease, and reads a cancel asked for by any process.
+ */
+export class TurnRecorder implements TurnSink {
+  readonly state: TurnState
+  /** the student whose turn it is */
+  readonly userId: string
+  /** aborted by a cancel (this process, or another through the database) */
+  readonly cancel = new AbortController()
+  /** the database writes this turn made (begin, appends, end) */
+  writes = 0
+  /** resolves once the turn's end is written (or could not be) */
+  finished: Promise<void> = new Promise(() => {})
+  readonly #deps: Deps
+  readonly #live: LiveTurns
+  readonly #writes: TurnWrites
+  readonly #log: Logger
+  #pending = ''
+  #pendingSources: Record<string, unknown> | null = null
+  #writing: Promise<void> = Promise.resolve()
+  #lastWrite: number
+  #cancelFlush = () => {}
+  #flushArmed = false
+  #cancelLease = () => {}
+  #ended = false
+
+  private constructor(deps: Deps, live: LiveTurns, writes: TurnWrites, log: Logger, userId: string, state: TurnState) {
+    this.userId = userId
+    this.#writes = writes
+    this.#deps = deps
+    this.#live = live
+    this.#log = log
+    this.state = state
+    this.#lastWrite = deps.clock.now()
+  }
+
+  /** The turn's conversation (made from the question when none is given) and its messages, then the recorder. */
+  static async begin(deps: Deps, live: LiveTurns, writes: TurnWrites, log: Logger, b: BeginTurn): Promise<TurnRecorder> {
+    const meta = storable({ ...b.meta, turn_id: b.turnId })
+    const question = storableText(b.question)
+    const conversationId = await writes.begin({ ...b, question, title: titleOf(question), meta })
+    const recorder = new TurnRecorder(deps, live, writes, log, b.userId, {
+      turnId: b.turnId,
+      conversationId,
+      status: 'streaming',
+      meta: { ...meta, conversation_id: conversationId },
+      sourcesEvent: null,
+      content: '',
+      terminal: null,
+      usage: null,
+      question,
+    })
+    recorder.writes = 1
+    live.add(recorder)
+    recorder.#armLease()
+    return recorder
+  }
+
+  meta(data: Record<string, unknown>): void {
+    Object.assign(this.state.meta, storable(data), { turn_id: this.state.turnId, conversation_id: this.state.conversationId })
+    this.#moved()
+  }
+
+  sources(data: { sources: unknown[]; retrieval: Record<string, unknown> | null }): void {
+    const event = storable(data) as Record<string, unknown>
+    this.state.sourcesEvent = event
+    this.#pendingSources = event
+    this.#moved()
+  }
+
+  delta(text: string): void {
+    // what the client reads and what is stored are one text (NUL and lone surrogates cannot be stored)
+    const t = storableText(text)
+    if (t === '') return
+    this.state.content += t
+    this.#pending += t
+    this.#moved()
+    // in batches: an answer that ends within the interval is written once, with its end
+    if (this.#pending.length >= this.#deps.config.CHAT_PERSIST_MAX_CHARS) this.#flush()
+    else this.#scheduleFlush()
+  }
+
+  done(data: Record<string, unknown>): void {
+    const outcome = data.outcome as Outcome
+    this.#end(statusOf(outcome), { event: 'done', data: storable(data) }, (data.usage as Record<string, unknown> | null) ?? null)
+  }
+
+  error(data: { error: string; message: string; request_id: string }): void {
+    this.#end('failed', { event: 'error', data: storable(data) }, null)
+  }
+
+  /** The document the answer cited first (a charged answer's first source), whose lesson the conversation keeps. */
+  #firstDocument(): string | null {
+    const charged = ((this.state.usage as { charged?: number } | null)?.charged ?? 0) > 0
+    const first = (this.state.sourcesEvent?.sources as { document_id?: string }[] | undefined)?.[0]?.document_id
+    return charged && typeof first === 'string' ? first : null
+  }
+
+  #moved(): void {
+    this.#live.moved(this.state.turnId)
+  }
+
+  #scheduleFlush(): void {
+    if (this.#ended || this.#flushArmed) return
+    this.#flushArmed = true
+    const wait = Math.max(0, this.#deps.config.CHAT_PERSIST_INTERVAL_MS - (this.#deps.clock.now() - this.#lastWrite))
+    this.#cancelFlush = this.#deps.clock.setTimer(wait, () => this.#flush())
+  }
+
+  /** Renews the lease (and reads a cancel) at least every third of CHAT_TURN_LEASE_SECONDS. */
+  #armLease(): void {
+    this.#cancelLease()
+    if (this.#ended) return
+    this.#cancelLease = this.#deps.clock.setTimer((this.#deps.config.CHAT_TURN_LEASE_SECONDS * 1000) / 3, () => {
+      this.#flush()
+    })
+  }
+
+  /** Writes what waits (possibly nothing: the lease is renewed), after the writes before it. */
+  #flush(): void {
+    if (this.#ended) return
+    this.#cancelFlush()
+    this.#flushArmed = false
+    this.#armLease()
+    const text = this.#pending
+    const sources = this.#pendingSources
+    this.#pending = ''
+    this.#pendingSources = null
+    this.#lastWrite = this.#deps.clock.now()
+    this.#writing = this.#writing.then(async () => {
+      try {
+        const cancel = await this.#writes.append(this.state.turnId, text, sources)
+        this.writes++
+        if (cancel && !this.cancel.signal.aborted) {
+          this.#log.info({ turn_id: this.state.turnId }, 'the turn was cancelled from another request')
+          this.cancel.abort()
+        }
+      } catch (err) {
+        // kept for the next write, in order: the stored answer stays the text that was sent
+        this.#pending = text + this.#pending
+        this.#pendingSources ??= sources
+        this.#log.warn({ turn_id: this.state.turnId, err: { message: (err as Error).message } }, 'the answer could not be written yet')
+      }
+    })
+  }
+
+  #end(status: TurnStatus, terminal: Terminal, usage: Record<string, unknown> | null): void {
+    if (this.#ended) return
+    this.#ended = true
+    this.#cancelFlush()
+    this.#cancelLease()
+    this.state.status = status
+    this.state.terminal = terminal
+    this.state.usage = usage
+    this.#moved()
+    const text = () => this.#pending
+    this.finished = this.#writing.then(async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.#writes.end(this.state.turnId, { status, text: text(), sourcesEvent: this.#pendingSources, terminal, usage, document: this.#firstDocument() })
+          this.writes++
+          break
+        } catch (err) {
+          this.#log.error({ turn_id: this.state.turnId, attempt, err: { message: (err as Error).message } }, 'the end of the turn could not be written')
+          // past its lease, the turn is interrupted by whoever reads it: its text as far as it was written
+          if (attempt >= 3) break
+        }
+      }
+      this.#live.remove(this.state.turnId, this.#writes.durable ? 0 : 60_000)
+      this.#deps.chat.metrics.turnWrites.observe(this.writes)
+    })
+  }
+}
