@@ -1,12 +1,16 @@
 // The text of a discovered document, in two forms (spec §1, scraper pipeline step 1):
-// - canonicalize: the text as written, which chunks store and answers quote: Unicode NFKC (which also
-//   maps Arabic presentation forms to letters), the sure repairs of Arabic text layers (repairArabicLayer:
+// - canonicalize: the text as written, which chunks store and answers quote: Unicode NFC, with only the
+//   typesetting forms folded (Arabic presentation forms to letters, Latin ligatures to their letters:
+//   compatibilityForms), so that notation stays as the page writes it (x², ½, µ, °, ⁿ, Greek), the sure repairs of Arabic text layers (repairArabicLayer:
 //   kashida strokes, detached marks, ligatures read backwards), control characters as spaces, reversed
 //   Arabic lines put back in reading order, per-source boilerplate removed, whitespace collapsed. Letters and punctuation
 //   stay as the source has them (hamza forms, taa marbuta, tatweel, full stops, colons);
 // - matchingForm: that text folded for comparisons only (SimHash fingerprints, lengths of content):
-//   alef forms to bare alef, tatweel removed, and, as a source asks, taa marbuta to ha and the hamza
+//   Unicode's compatibility form (x² as x2, ½ as 1/2, µ as μ), the formula markup of subscripts and
+//   superscripts taken off (E_(c) as Ec), alef forms to bare alef, tatweel removed, and, as a source asks, taa marbuta to ha and the hamza
 //   carriers to their letters. Full-text search folds in SQL (private.search_vector).
+
+import { withoutScriptMarkup } from '../lib/fold.ts'
 
 export interface CanonicalizeOptions {
   /** per-source boilerplate, as regular-expression sources (matched case-insensitively, Unicode) */
@@ -55,16 +59,29 @@ export function repairReversedArabic(text: string): string {
 
 const ISOLATED_MARK = /[\uFC5E-\uFC63\uFE70\uFE72\uFE74\uFE76\uFE78\uFE7A\uFE7C\uFE7E]/g
 
+// The forms a typesetter draws, not a writer writes: Latin ligatures (ﬁ, ﬂ, ﬀ, ﬃ, ﬄ, ﬅ, ﬆ), Arabic
+// presentation forms (U+FB50–U+FDFF, U+FE70–U+FEFF), fullwidth forms, and the spaces of fixed widths
+const TYPESETTING_FORMS = /[\uFB00-\uFB06\uFB50-\uFDFF\uFE70-\uFEFF\uFF01-\uFF5E\u00A0\u2000-\u200A\u202F]+/g
+
+/**
+ * The typesetting forms folded to the characters they draw (Unicode's compatibility form of them only),
+ * then NFC; the increment sign ∆, which maths fonts name "Delta" and pdf.js reads so, as the Greek Δ.
+ * Everything else stays as written: x², ½, µ, °, ⁿ, ₁, ™ (NFKC would make them x2, 1/2, μ...).
+ */
+export function compatibilityForms(text: string): string {
+  return text.replace(TYPESETTING_FORMS, (forms) => forms.normalize('NFKC')).replace(/\u2206/g, '\u0394').normalize('NFC')
+}
+
 /** The text as written (the folding options are for matchingForm and are not applied here). */
 export function canonicalize(raw: string, options: CanonicalizeOptions = {}): string {
-  // NFKC also folds presentation forms (U+FB50–U+FDFF, U+FE70–U+FEFF); control characters (pdf.js
-  // gives NUL for glyphs without a Unicode mapping) become spaces.
+  // the typesetting forms folded (compatibilityForms); control characters (pdf.js gives NUL for glyphs
+  // without a Unicode mapping) become spaces.
   // a mark's isolated presentation form (U+FC5E–U+FC63, the even ones of U+FE70–U+FE7E) decomposes to a space
   // and the mark: the mark only, or the space would split the word it is drawn on
   // a layer in visual order is put in reading order before its marks are put back on their letters: read
   // backwards, a mark stands before its letter ("ّنأ" for "أنّ"), so the repair that moves a mark after a
   // space onto the letter before it would take it to the end of the word before
-  let text = repairArabicLayer(repairReversedArabic(repairTexLigatures(repairSwappedLigatures(raw)).replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart()).normalize('NFKC'))).replace(
+  let text = repairArabicLayer(repairReversedArabic(compatibilityForms(repairTexLigatures(repairSwappedLigatures(raw)).replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart())))).replace(
     /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g,
     ' ',
   )
@@ -178,7 +195,7 @@ export function repairTexLigatures(text: string): string {
 
 /** The canonical text folded for comparisons (fingerprints, content lengths); never stored or shown. */
 export function matchingForm(text: string, options: CanonicalizeOptions = {}): string {
-  let folded = text.replace(ALEF_VARIANTS, '\u0627').replace(TATWEEL, '')
+  let folded = withoutScriptMarkup(text).normalize('NFKC').replace(ALEF_VARIANTS, '\u0627').replace(TATWEEL, '')
   if (options.taaMarbutaToHa) folded = folded.replace(/\u0629/g, '\u0647')
   if (options.hamzaCarriers) folded = folded.replace(/\u0624/g, '\u0648').replace(/\u0626/g, '\u064A')
   return folded.replace(/\s+/gu, ' ').trim()

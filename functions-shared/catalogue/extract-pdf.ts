@@ -12,15 +12,10 @@ import { inflatedSize, MAX_IMAGE_PIXELS, MAX_INFLATED_BYTES, StreamCheckError, S
 let pdfjs: Promise<typeof import('pdfjs-dist/legacy/build/pdf.mjs')> | undefined
 const loadPdfjs = () => (pdfjs ??= import('pdfjs-dist/legacy/build/pdf.mjs'))
 
-/** What pdf.js says of a run of text: its string, direction, position (transform e, f) and size. */
-export interface TextRun {
-  str: string
-  dir: string
-  transform: number[]
-  width: number
-  height: number
-  hasEOL: boolean
-}
+import { type TextRun, fontSize, middle, right } from './text-runs.ts'
+import { placedAccents } from './placed-accents.ts'
+import { horizontalRules, needsRules, readFormulas, type Rule } from './formulas.ts'
+export type { TextRun } from './text-runs.ts'
 
 // with the presentation forms, which pdf.js gives for some fonts (canonicalize folds them later)
 const ARABIC = /[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF]/
@@ -207,8 +202,6 @@ function outOfReadingOrder(line: readonly { text: string; x: number }[]): boolea
 }
 
 const MARKS_ONLY = /^\p{M}+$/u
-const right = (r: TextRun) => r.transform[4]! + r.width
-const middle = (r: TextRun) => r.transform[4]! + r.width / 2
 
 /**
  * A line's runs in reading order by their place on the line: right to left by their middles, a run of
@@ -262,10 +255,6 @@ function readingOrder(line: readonly TextRun[]): string {
   return out.replace(/\s+/g, ' ').trim()
 }
 
-/** A run's font size: its height, or its transform's scale when pdf.js gives no height. */
-function fontSize(r: TextRun): number {
-  return Math.max(Math.abs(r.height) || Math.hypot(r.transform[2]!, r.transform[3]!), 1)
-}
 
 /** Whether two runs of a line touch (a word's pieces), whatever their order. */
 function adjacent(a: TextRun, b: TextRun): boolean {
@@ -334,14 +323,19 @@ export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Pr
         for (let n = 1; n <= count; n++) {
           if (Date.now() > deadlineAt) throw late()
           const page = await doc.getPage(n)
-          const content = await page.getTextContent()
-          const text = joinItems(content.items.flatMap((item) => ('str' in item ? [item] : []))).replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').trim()
+          // as the font maps them: pdf.js's own normalization would make µ a μ and break up ´ (compatibilityForms folds what is typesetting only)
+          const content = await page.getTextContent({ disableNormalization: true })
+          const runs = placedAccents(content.items.flatMap((item) => ('str' in item ? [item] : [])))
+          // the rules a fraction or a radical draws, read only where the runs show one
+          let operators: Awaited<ReturnType<typeof page.getOperatorList>> | undefined
+          const rules: Rule[] = needsRules(runs) ? horizontalRules((operators = await page.getOperatorList()).fnArray, operators.argsArray, OPS) : []
+          const text = joinItems(readFormulas(runs, rules)).replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').trim()
           // what the process that asked does next with the text (canonical form, checks, fingerprint, chunks)
           // takes time in its own thread that grows with it: no real page holds this much
           if (text.length > MAX_PAGE_CHARS) throw new PdfError(`page ${n} has more than ${MAX_PAGE_CHARS} characters of text`)
           if ((characters += text.length) > MAX_TEXT_CHARS) throw new PdfError(`the PDF has more than ${MAX_TEXT_CHARS} characters of text`)
           if (options.imageCheckBelowChars !== undefined && text.length < options.imageCheckBelowChars) {
-            const ops = await page.getOperatorList()
+            const ops = operators ?? (await page.getOperatorList())
             pages.push({ number: n, text, images: ops.fnArray.some((op) => imageOps.has(op)) })
           } else pages.push({ number: n, text })
           page.cleanup()

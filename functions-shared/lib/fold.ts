@@ -11,13 +11,20 @@
 const FORMAT_CHARACTERS = /(?!\u200B)\p{Cf}/gu
 
 /**
- * Format characters (zero-width joiners, soft hyphens, bidi controls) removed; lower case; Latin accents, Arabic diacritics (harakat, tanwin, shadda, sukun, the dagger alef, the
+ * The markup that extraction writes for a raised or lowered run with no Unicode superscript or subscript
+ * form (E_(c), x^(q)) taken off, as NFKD takes Unicode's off (xₙ as xn, x² as x2): a student types Ec.
+ */
+export const withoutScriptMarkup = (text: string): string => (/[_^]\(/.test(text) ? text.replace(/[_^]\(([^()]*)\)/g, '$1') : text)
+
+/**
+ * The markup of subscripts and superscripts taken off (withoutScriptMarkup), and Unicode's compatibility
+ * forms decomposed (x² as x2, ½ as 1/2); format characters (zero-width joiners, soft hyphens, bidi controls) removed; lower case; Latin accents, Arabic diacritics (harakat, tanwin, shadda, sukun, the dagger alef, the
  * hamza NFKD splits off its seat) and tatweel removed; alef forms, taa marbuta (as ha) and alef maqsura
  * (as ya) folded; the Hassaniya gaf as qaf; the Persian forms of yeh, kaf and heh that some Arabic
  * typesetting emits as the Arabic letters; Arabic-Indic digits as ASCII.
  */
 export function foldText(text: string): string {
-  return text
+  return withoutScriptMarkup(text)
     .replace(FORMAT_CHARACTERS, '')
     .normalize('NFKD')
     .replace(/[\u0300-\u036f\u064B-\u065F\u0670\u0640]/g, '')

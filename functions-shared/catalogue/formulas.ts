@@ -1,0 +1,261 @@
+// Formulas read from the glyphs' place, as a student would type them. A typesetter draws a formula's parts
+// where they go, and pdf.js gives them as runs in the order drawn, each with its baseline and size: read
+// as plain runs, "u_{n+1}" comes out "un+1", "q^n" as "q n", a fraction's numerator and denominator run
+// into the sentence, a radical's sign on a line of its own. The forms written instead:
+// - a run raised (lowered) above (under) the run before it, in a smaller size, is a superscript
+//   (subscript): in Unicode's superscript (subscript) characters when every character has one (x², qⁿ⁺¹,
+//   uₙ₊₁, 10⁻³), else as ^(...) (_(...)): E_(c), x^(q);
+// - a stacked fraction, a numerator and a denominator centred on the rule drawn between them, is
+//   numerator/denominator, each part in parentheses unless it is one number or one letter:
+//   (1 − qⁿ⁺¹)/(1 − q), 1/2;
+// - a radical sign followed by the rule drawn over its radicand is √(radicand): √(Δ), √(b² − 4ac).
+// A formula stays in its sentence. The rules are read from the page's drawing operators, only on pages
+// whose runs show a formula (needsRules): they cost a second pass over the page.
+import { baseline, blank, fontSize, left, right, type TextRun, upright } from './text-runs.ts'
+
+/** A horizontal rule of the page: its ends and its height (middle of its thickness), in page space. */
+export interface Rule {
+  x0: number
+  x1: number
+  y: number
+}
+
+const table = (from: string, to: string) => Object.fromEntries(Array.from(from).map((c, i) => [c, Array.from(to)[i]!]))
+const SUPERSCRIPT: Record<string, string> = {
+  ...table('0123456789+-\u2212=()', '⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻⁼⁽⁾'),
+  ...table('abcdefghijklmnoprstuvwxyz', 'ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ'),
+  ...table('ABDEGHIJKLMNOPRTUVW', 'ᴬᴮᴰᴱᴳᴴᴵᴶᴷᴸᴹᴺᴼᴾᴿᵀᵁⱽᵂ'),
+  // a prime is drawn raised already
+  ...table('′″‴\'*', '′″‴′*'),
+}
+const SUBSCRIPT: Record<string, string> = {
+  ...table('0123456789+-\u2212=()', '₀₁₂₃₄₅₆₇₈₉₊₋₋₌₍₎'),
+  ...table('aehijklmnoprstuvx', 'ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ'),
+}
+
+/** A raised or lowered run's text in the documented form. */
+export function scriptForm(text: string, kind: 'sup' | 'sub'): string {
+  const plain = text.replace(/\s+/g, ' ').trim()
+  const chars = Array.from(plain.replace(/ /g, ''))
+  const forms = kind === 'sup' ? SUPERSCRIPT : SUBSCRIPT
+  if (chars.length > 0 && chars.every((c) => forms[c])) return chars.map((c) => forms[c]).join('')
+  return `${kind === 'sup' ? '^' : '_'}(${plain})`
+}
+
+const ARABIC = /[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF]/
+const formulaRun = (r: TextRun) => !blank(r) && upright(r) && !ARABIC.test(r.str)
+const RADICAL = /^\s*√\s*$/
+
+/**
+ * Whether the page's runs may hold a stacked fraction or a radical, so that its rules are worth reading:
+ * a radical sign drawn alone, or a run that starts lower than the run before and left of its end without
+ * going back to where that line starts (a denominator under its numerator, not a new line).
+ */
+export function needsRules(runs: readonly TextRun[]): boolean {
+  let lineStart = Infinity
+  for (let i = 0; i < runs.length; i++) {
+    const r = runs[i]!
+    if (RADICAL.test(r.str)) return true
+    const prev = runs[i - 1]
+    if (!prev || prev.hasEOL || Math.abs(baseline(prev) - baseline(r)) > fontSize(r) * 2.5) lineStart = left(r)
+    else if (formulaRun(r) && formulaRun(prev) && denominatorAfter(prev, r) && left(r) > lineStart + fontSize(r)) return true
+    lineStart = Math.min(lineStart, left(r))
+  }
+  return false
+}
+
+/** Whether `next` starts lower than `prev`, left of its end: a line under it, begun inside it. */
+const denominatorAfter = (prev: TextRun, next: TextRun) =>
+  baseline(next) < baseline(prev) - fontSize(next) * 0.3 && baseline(prev) - baseline(next) < fontSize(next) * 3 && left(next) < right(prev) - fontSize(next) * 0.3
+
+/** The runs with the formulas they hold written in the documented forms (see the top of this file). */
+export function readFormulas(runs: readonly TextRun[], rules: readonly Rule[]): TextRun[] {
+  return attachScripts(radicals(fractions(runs, rules), rules))
+}
+
+/** Each run raised or lowered after its base, smaller, written onto the base in its form. */
+export function attachScripts(runs: readonly TextRun[]): TextRun[] {
+  const out: TextRun[] = []
+  let base: TextRun | undefined
+  let script: { kind: 'sup' | 'sub'; y: number; text: string; last: TextRun } | undefined
+  const close = () => {
+    if (!script || !base) return
+    base.str += scriptForm(script.text, script.kind)
+    base.width = Math.max(base.width, right(script.last) - left(base))
+    base.hasEOL = script.last.hasEOL
+    script = undefined
+  }
+  for (const r of runs) {
+    const size = base ? fontSize(base) : 0
+    const dy = base ? baseline(r) - baseline(base) : 0
+    const reach = script ? right(script.last) : base ? right(base) : 0
+    if (
+      base && !base.hasEOL && formulaRun(r) && fontSize(r) < size * 0.85 && Math.abs(dy) > size * 0.08 && Math.abs(dy) < size * 0.9 &&
+      left(r) >= left(base) && left(r) <= reach + size * 0.3
+    ) {
+      const kind = dy > 0 ? 'sup' : 'sub'
+      if (script && script.kind === kind && Math.abs(baseline(r) - script.y) < size * 0.1) {
+        script.text += r.str
+        script.last = r
+      } else {
+        close()
+        script = { kind, y: baseline(r), text: r.str, last: r }
+      }
+      continue
+    }
+    close()
+    const copy = { ...r }
+    out.push(copy)
+    base = formulaRun(copy) ? copy : undefined
+  }
+  close()
+  return out
+}
+
+/** A fraction's part in the documented form: in parentheses unless one number or one letter. */
+const part = (text: string) => (/^(?:\d+(?:[.,]\d+)?|\p{L})$/u.test(text) ? text : `(${text})`)
+
+/** Runs read as one piece of text: a space where two stand apart, none where they touch. */
+export function runsText(runs: readonly TextRun[]): string {
+  let text = ''
+  let prev: TextRun | undefined
+  for (const r of runs) {
+    if (prev && !blank(prev) && !blank(r) && left(r) - right(prev) > fontSize(r) * 0.12) text += ' '
+    text += r.str
+    prev = r
+  }
+  return text.replace(/\s+/g, ' ').trim()
+}
+
+/** Whether a run lies within a rule's span (a little past its ends allowed). */
+const within = (r: TextRun, rule: Rule) => left(r) >= rule.x0 - fontSize(r) * 0.3 && right(r) <= rule.x1 + fontSize(r) * 0.3
+
+/** Stacked fractions (a numerator over a rule over a denominator) as one run each. */
+function fractions(runs: readonly TextRun[], rules: readonly Rule[]): TextRun[] {
+  if (rules.length === 0) return [...runs]
+  const out = [...runs]
+  for (let j = 1; j < out.length; j++) {
+    const d = out[j]!
+    let p = j - 1
+    while (p >= 0 && (blank(out[p]!) || out[p]!.str === '')) p--
+    const n = out[p]
+    if (!n || !formulaRun(d) || !formulaRun(n) || !denominatorAfter(n, d)) continue
+    const size = Math.max(fontSize(n), fontSize(d))
+    const rule = rules.find((r) => r.y > baseline(d) && r.y < baseline(n) && within(d, r) && within(n, r) && baseline(n) - r.y < size * 2 && r.y - baseline(d) < size * 2.5)
+    if (!rule) continue
+    // the numerator: the runs before, above the rule and within its span; the denominator: the runs from j, under it
+    let start = p
+    while (start > 0 && within(out[start - 1]!, rule) && baseline(out[start - 1]!) > rule.y && !out[start - 1]!.hasEOL) start--
+    while (blank(out[start]!)) start++
+    let end = j
+    while (end + 1 < out.length && formulaRun(out[end + 1]!) && within(out[end + 1]!, rule) && baseline(out[end + 1]!) < rule.y && !out[end]!.hasEOL) end++
+    const numerator = out.slice(start, p + 1)
+    const denominator = out.slice(j, end + 1)
+    const centre = (rs: readonly TextRun[]) => (Math.min(...rs.map(left)) + Math.max(...rs.map(right))) / 2
+    const ruleCentre = (rule.x0 + rule.x1) / 2
+    const widest = Math.max(...[...numerator, ...denominator].map(right)) - Math.min(...[...numerator, ...denominator].map(left))
+    // both parts centred on the rule, and the rule about as long as the wider part: a fraction, not a table's line
+    if (Math.abs(centre(numerator) - ruleCentre) > size * 0.6 || Math.abs(centre(denominator) - ruleCentre) > size * 0.6 || rule.x1 - rule.x0 > widest + size * 1.5) continue
+    const before = out.slice(0, start).reverse().find((r) => !blank(r))
+    const onLine = before && Math.abs(baseline(before) - (rule.y - size * 0.25)) < size
+    const text = `${part(runsText(readFormulas(numerator, rules)))}/${part(runsText(readFormulas(denominator, rules)))}`
+    const x0 = Math.min(rule.x0, ...numerator.map(left), ...denominator.map(left))
+    const lineSize = onLine ? fontSize(before) : size
+    const fraction: TextRun = {
+      str: text,
+      dir: 'ltr',
+      transform: [lineSize, 0, 0, lineSize, x0, onLine ? baseline(before) : rule.y - lineSize * 0.25],
+      width: Math.max(rule.x1, ...numerator.map(right), ...denominator.map(right)) - x0,
+      height: lineSize,
+      hasEOL: out[end]!.hasEOL,
+    }
+    out.splice(start, end - start + 1, fraction)
+    j = start
+  }
+  return out
+}
+
+/** Each radical sign with the rule over its radicand, and the radicand, as one run: √(radicand). */
+function radicals(runs: readonly TextRun[], rules: readonly Rule[]): TextRun[] {
+  if (rules.length === 0 || !runs.some((r) => RADICAL.test(r.str))) return [...runs]
+  const out = [...runs]
+  for (let i = 0; i < out.length - 1; i++) {
+    const sign = out[i]!
+    if (!RADICAL.test(sign.str)) continue
+    const size = fontSize(sign)
+    const first = out[i + 1]!
+    const rule = rules.find((r) => Math.abs(r.x0 - right(sign)) < size * 0.4 && r.x1 > left(first) && r.y > baseline(first) + fontSize(first) * 0.4 && r.y - baseline(first) < size * 2)
+    if (!rule) continue
+    // the radicand: the runs that start under the rule; the last one cut where the rule ends
+    let end = i + 1
+    while (end + 1 < out.length && !out[end]!.hasEOL && left(out[end + 1]!) < rule.x1 - size * 0.2 && baseline(out[end + 1]!) < rule.y) end++
+    const radicand = out.slice(i + 1, end + 1)
+    const last = radicand.at(-1)!
+    let rest: TextRun | undefined
+    if (right(last) > rule.x1 + size * 0.3 && last.width > 0) {
+      const chars = Array.from(last.str)
+      const cut = nearestBreak(chars, Math.round(((rule.x1 - left(last)) / last.width) * chars.length))
+      const restWidth = (last.width * (chars.length - cut)) / chars.length
+      rest = { ...last, str: chars.slice(cut).join(''), transform: [...last.transform.slice(0, 4), right(last) - restWidth, baseline(last)], width: restWidth }
+      radicand[radicand.length - 1] = { ...last, str: chars.slice(0, cut).join(''), width: last.width - restWidth, hasEOL: false }
+    }
+    const inside = runsText(attachScripts(radicand))
+    const merged: TextRun = { ...first, str: `√(${inside})`, transform: [...first.transform.slice(0, 4), left(sign), baseline(first)], width: Math.max(rule.x1, right(radicand.at(-1)!)) - left(sign), hasEOL: rest ? false : last.hasEOL }
+    out.splice(i, end - i + 1, ...(rest ? [merged, rest] : [merged]))
+  }
+  return out
+}
+
+/** The place nearest `at` among the places between words (a space's, or the end). */
+function nearestBreak(chars: readonly string[], at: number): number {
+  let best = chars.length
+  for (let k = 0; k <= chars.length; k++) if ((k === chars.length || chars[k] === ' ') && Math.abs(k - at) < Math.abs(best - at)) best = k
+  return best
+}
+
+type Matrix = [number, number, number, number, number, number]
+/** a then b */
+const multiply = (a: Matrix, b: Matrix): Matrix => [
+  a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3],
+  a[4] * b[0] + a[5] * b[2] + b[4], a[4] * b[1] + a[5] * b[3] + b[5],
+]
+
+/** The operators of pdf.js's operator list that this reading follows. */
+export interface RuleOps {
+  save: number
+  restore: number
+  transform: number
+  constructPath: number
+  endPath: number
+  paintFormXObjectBegin: number
+  paintFormXObjectEnd: number
+}
+
+/**
+ * The horizontal rules a page draws (filled or stroked paths whose box is long and thin: at most 2 pt
+ * high, at least three times as long), in page space, from pdf.js's operator list.
+ */
+export function horizontalRules(fnArray: readonly number[], argsArray: readonly unknown[], ops: RuleOps): Rule[] {
+  const rules: Rule[] = []
+  const stack: Matrix[] = []
+  let ctm: Matrix = [1, 0, 0, 1, 0, 0]
+  for (let i = 0; i < fnArray.length; i++) {
+    const fn = fnArray[i]
+    const args = argsArray[i] as unknown[] | null
+    if (fn === ops.save) stack.push(ctm)
+    else if (fn === ops.restore) ctm = stack.pop() ?? ctm
+    else if (fn === ops.transform) ctm = multiply(args as unknown as Matrix, ctm)
+    else if (fn === ops.paintFormXObjectBegin) {
+      stack.push(ctm)
+      if (Array.isArray(args?.[0])) ctm = multiply(args[0] as Matrix, ctm)
+    } else if (fn === ops.paintFormXObjectEnd) ctm = stack.pop() ?? ctm
+    else if (fn === ops.constructPath && args && args[0] !== ops.endPath) {
+      const box = args[2] as ArrayLike<number> | null
+      if (!box || ctm[1] !== 0 || ctm[2] !== 0) continue
+      const [x0, x1] = [box[0]! * ctm[0] + ctm[4], box[2]! * ctm[0] + ctm[4]].sort((a, b) => a - b) as [number, number]
+      const [y0, y1] = [box[1]! * ctm[3] + ctm[5], box[3]! * ctm[3] + ctm[5]].sort((a, b) => a - b) as [number, number]
+      if (y1 - y0 <= 2 && x1 - x0 >= 3 * Math.max(y1 - y0, 0.5)) rules.push({ x0, x1, y: (y0 + y1) / 2 })
+    }
+  }
+  return rules
+}
