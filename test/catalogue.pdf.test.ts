@@ -19,7 +19,8 @@ describe('extractPdf', () => {
     const out = await extractPdf(pdf, { deadlineMs: 10_000 })
     expect(out.pageCount).toBe(2)
     expect(out.pages).toEqual([
-      { number: 1, text: "Leçon 3 : les équations du premier degré. On résout l'équation en isolant l'inconnue." },
+      // (lines kept: DejaVu Sans wraps this one before its last word)
+      { number: 1, text: "Leçon 3 : les équations du premier degré. On résout l'équation en isolant\nl'inconnue." },
       { number: 2, text: 'Exercices : résoudre 3x + 2 = 11.' },
     ])
   })

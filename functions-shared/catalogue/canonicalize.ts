@@ -60,8 +60,9 @@ export function repairReversedArabic(text: string): string {
 const ISOLATED_MARK = /[\uFC5E-\uFC63\uFE70\uFE72\uFE74\uFE76\uFE78\uFE7A\uFE7C\uFE7E]/g
 
 // The forms a typesetter draws, not a writer writes: Latin ligatures (ﬁ, ﬂ, ﬀ, ﬃ, ﬄ, ﬅ, ﬆ), Arabic
-// presentation forms (U+FB50–U+FDFF, U+FE70–U+FEFF), fullwidth forms, and the spaces of fixed widths
-const TYPESETTING_FORMS = /[\uFB00-\uFB06\uFB50-\uFDFF\uFE70-\uFEFF\uFF01-\uFF5E\u00A0\u2000-\u200A\u202F]+/g
+// presentation forms (U+FB50–U+FDFF, U+FE70–U+FEFF), fullwidth forms, the spaces of fixed widths, and the
+// italic letters of a Unicode maths font (𝑥, 𝐾, ℎ: U+1D400–U+1D7FF, U+210E)
+const TYPESETTING_FORMS = /[\uFB00-\uFB06\uFB50-\uFDFF\uFE70-\uFEFF\uFF01-\uFF5E\u00A0\u2000-\u200A\u202F\u210E\u{1D400}-\u{1D7FF}]+/gu
 
 /**
  * The typesetting forms folded to the characters they draw (Unicode's compatibility form of them only),

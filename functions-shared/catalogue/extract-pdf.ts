@@ -33,7 +33,7 @@ const TOUCH = 0.1
  * right to left, a run of numbers or Latin words in it left to right.
  */
 export function joinItems(drawn: readonly TextRun[]): string {
-  const items = marksCarriedOver(unmirrored(drawn))
+  const items = marksCarriedOver(unmirrored(withoutRoomBeforeClosing(drawn)))
   let text = ''
   let word: TextRun[] = []
   let line: { text: string; x: number; right: number; separator: string }[] = []
@@ -236,20 +236,27 @@ function readingOrder(line: readonly TextRun[]): string {
   }
   const ordered = placed.sort((a, b) => middle(b.run) - middle(a.run))
   // runs without Arabic (numbers, Latin words and the spaces between them) read left to right
+  // (punctuation at either end of such a run goes with the right-to-left text around it, as Unicode's
+  // bidirectional algorithm reads it: the full stop drawn left of a formula that ends a sentence ends it)
+  const neutral = (p: { text: string }) => /^[\s\p{P}]*$/u.test(p.text)
+  const glued = new Set<(typeof ordered)[number]>()
   for (let i = 0; i < ordered.length; ) {
-    if (ordered[i]!.text.trim() === '' || ARABIC.test(ordered[i]!.text)) {
+    if (neutral(ordered[i]!) || ARABIC.test(ordered[i]!.text)) {
       i++
       continue
     }
     let j = i
-    for (let k = i; k < ordered.length && !ARABIC.test(ordered[k]!.text); k++) if (ordered[k]!.text.trim() !== '') j = k
+    for (let k = i; k < ordered.length && !ARABIC.test(ordered[k]!.text); k++) if (!neutral(ordered[k]!)) j = k
+    // the sign drawn against the run's left end closes it, though it no longer stands beside it once the run is turned
+    const sign = ordered[j + 1]
+    if (sign && neutral(sign) && sign.text.trim() !== '' && adjacent(sign.run, ordered[j]!.run)) glued.add(sign)
     ordered.splice(i, j - i + 1, ...ordered.slice(i, j + 1).reverse())
     i = j + 1
   }
   let out = ''
   for (const [i, p] of ordered.entries()) {
     const before = ordered[i - 1]
-    if (before && before.text.trim() !== '' && p.text.trim() !== '' && !/\s$/.test(before.text) && !/^\s/.test(p.text) && !adjacent(before.run, p.run)) out += ' '
+    if (before && before.text.trim() !== '' && p.text.trim() !== '' && !/\s$/.test(before.text) && !/^\s/.test(p.text) && !adjacent(before.run, p.run) && !glued.has(p)) out += ' '
     out += p.text
   }
   return out.replace(/\s+/g, ' ').trim()
@@ -261,10 +268,32 @@ function adjacent(a: TextRun, b: TextRun): boolean {
   return Math.max(a.transform[4]!, b.transform[4]!) - Math.min(right(a), right(b)) < fontSize(a) * TOUCH
 }
 
-/** Whether two runs, in the content stream's order, are one word: not blank, on one line, touching. */
+// what is never written after a space: a full stop, a comma, a closing bracket
+const CLOSING = /^[.,)\]]/
+
+/**
+ * The narrow blank runs (less than a word space) that a maths typesetter draws before a full stop, a
+ * comma or a closing bracket after a formula, left out: the sign then touches what it closes.
+ */
+function withoutRoomBeforeClosing(items: readonly TextRun[]): readonly TextRun[] {
+  const room = (r: TextRun, i: number) => {
+    if (r.str === '' || r.str.trim() !== '' || r.hasEOL || r.width >= fontSize(r) * 0.2 || i === 0 || i + 1 >= items.length) return false
+    const [before, after] = [items[i - 1]!, items[i + 1]!]
+    // left to right: the sign after the room; a right-to-left line drawn from its left end: the sign alone before it
+    return (CLOSING.test(after.str) && !ARABIC.test(before.str)) || (/^[.,]$/.test(before.str) && after.str.trim() !== '' && !ARABIC.test(after.str) && after.transform[4]! > before.transform[4]!)
+  }
+  return items.some(room) ? items.filter((r, i) => !room(r, i)) : items
+}
+
+/**
+ * Whether two runs, in the content stream's order, are one word: not blank, on one line, touching; or a
+ * full stop, comma or closing bracket drawn right after a run of left-to-right text, nearer than a word
+ * space (a maths typesetter leaves a little room after an italic letter or a fraction: "vT.").
+ */
 function touches(a: TextRun, b: TextRun): boolean {
   if (a.str.trim() === '' || b.str.trim() === '' || /\s$/.test(a.str) || /^\s/.test(b.str)) return false
   if (Math.abs(a.transform[5]! - b.transform[5]!) > fontSize(a) * 0.3) return false
+  if (CLOSING.test(b.str) && !ARABIC.test(a.str) && b.transform[4]! >= right(a) - fontSize(a) * TOUCH && b.transform[4]! - right(a) < fontSize(a) * 0.2) return true
   return adjacent(a, b)
 }
 
@@ -329,7 +358,8 @@ export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Pr
           // the rules a fraction or a radical draws, read only where the runs show one
           let operators: Awaited<ReturnType<typeof page.getOperatorList>> | undefined
           const rules: Rule[] = needsRules(runs) ? horizontalRules((operators = await page.getOperatorList()).fnArray, operators.argsArray, OPS) : []
-          const text = joinItems(readFormulas(runs, rules)).replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').trim()
+          // (a line broken after a slash goes on with no space: "mol/" and "L" are "mol/L")
+          const text = joinItems(readFormulas(runs, rules)).replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').replace(/(?<=\S\/)\n(?=\S)/g, '').trim()
           // what the process that asked does next with the text (canonical form, checks, fingerprint, chunks)
           // takes time in its own thread that grows with it: no real page holds this much
           if (text.length > MAX_PAGE_CHARS) throw new PdfError(`page ${n} has more than ${MAX_PAGE_CHARS} characters of text`)

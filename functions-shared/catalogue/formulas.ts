@@ -35,12 +35,15 @@ const SUBSCRIPT: Record<string, string> = {
 
 /** A raised or lowered run's text in the documented form. */
 export function scriptForm(text: string, kind: 'sup' | 'sub'): string {
-  const plain = text.replace(/\s+/g, ' ').trim()
+  const plain = mathLetters(text).replace(/\s+/g, ' ').trim()
   const chars = Array.from(plain.replace(/ /g, ''))
   const forms = kind === 'sup' ? SUPERSCRIPT : SUBSCRIPT
   if (chars.length > 0 && chars.every((c) => forms[c])) return chars.map((c) => forms[c]).join('')
   return `${kind === 'sup' ? '^' : '_'}(${plain})`
 }
+
+/** Mathematical alphanumeric symbols (𝑥, 𝐾: the italic letters of a Unicode maths font) as the letters they are. */
+export const mathLetters = (text: string): string => text.replace(/[\u{1D400}-\u{1D7FF}\u210E]/gu, (c) => c.normalize('NFKC'))
 
 const ARABIC = /[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF]/
 const formulaRun = (r: TextRun) => !blank(r) && upright(r) && !ARABIC.test(r.str)
@@ -52,14 +55,17 @@ const RADICAL = /^\s*√\s*$/
  * going back to where that line starts (a denominator under its numerator, not a new line).
  */
 export function needsRules(runs: readonly TextRun[]): boolean {
+  // where the lines of the passage start (a passage: lines less than 2.5 sizes apart)
   let lineStart = Infinity
-  for (let i = 0; i < runs.length; i++) {
-    const r = runs[i]!
+  let prev: TextRun | undefined
+  for (const r of runs) {
+    if (r.str === '') continue
     if (RADICAL.test(r.str)) return true
-    const prev = runs[i - 1]
-    if (!prev || prev.hasEOL || Math.abs(baseline(prev) - baseline(r)) > fontSize(r) * 2.5) lineStart = left(r)
-    else if (formulaRun(r) && formulaRun(prev) && denominatorAfter(prev, r) && left(r) > lineStart + fontSize(r)) return true
+    if (!prev || Math.abs(baseline(prev) - baseline(r)) > fontSize(r) * 2.5) lineStart = left(r)
+    // (a denominator is short)
+    else if (formulaRun(r) && formulaRun(prev) && r.width < fontSize(r) * 15 && denominatorAfter(prev, r) && left(r) > lineStart + fontSize(r)) return true
     lineStart = Math.min(lineStart, left(r))
+    prev = r
   }
   return false
 }
@@ -77,30 +83,44 @@ export function readFormulas(runs: readonly TextRun[], rules: readonly Rule[]): 
 export function attachScripts(runs: readonly TextRun[]): TextRun[] {
   const out: TextRun[] = []
   let base: TextRun | undefined
-  let script: { kind: 'sup' | 'sub'; y: number; text: string; last: TextRun } | undefined
+  // the base's scripts, in the order drawn; the empty runs pdf.js puts where the baseline moved
+  let scripts: { kind: 'sup' | 'sub'; y: number; x: number; text: string; last: TextRun }[] = []
+  let markers: TextRun[] = []
   const close = () => {
-    if (!script || !base) return
-    base.str += scriptForm(script.text, script.kind)
-    base.width = Math.max(base.width, right(script.last) - left(base))
-    base.hasEOL = script.last.hasEOL
-    script = undefined
+    if (base && scripts.length > 0) {
+      // a subscript and a superscript stacked on one place are written subscript first (SO₄²⁻)
+      const size = fontSize(base)
+      const ordered = [...scripts].sort((a, b) => (Math.abs(a.x - b.x) < size * 0.2 ? (a.kind === 'sub' ? -1 : 1) - (b.kind === 'sub' ? -1 : 1) : 0))
+      base.str += ordered.map((s) => scriptForm(s.text, s.kind)).join('')
+      const last = scripts.reduce((a, b) => (right(b.last) > right(a.last) ? b : a)).last
+      base.width = Math.max(base.width, right(last) - left(base))
+      base.hasEOL = scripts.at(-1)!.last.hasEOL
+    }
+    scripts = []
+    out.push(...markers)
+    markers = []
   }
   for (const r of runs) {
+    if (base && r.str === '' && r.width === 0) {
+      markers.push(r)
+      continue
+    }
+    // a blank drawn inside the scripts' reach (a subscript under a longer superscript) is no word space
+    if (base && scripts.length > 0 && blank(r) && !r.hasEOL && right(r) <= Math.max(...scripts.map((x) => right(x.last))) + fontSize(base) * 0.1) continue
     const size = base ? fontSize(base) : 0
     const dy = base ? baseline(r) - baseline(base) : 0
-    const reach = script ? right(script.last) : base ? right(base) : 0
+    const current = scripts.at(-1)
+    const reach = current ? Math.max(...scripts.map((s) => right(s.last))) : base ? right(base) : 0
     if (
       base && !base.hasEOL && formulaRun(r) && fontSize(r) < size * 0.85 && Math.abs(dy) > size * 0.08 && Math.abs(dy) < size * 0.9 &&
       left(r) >= left(base) && left(r) <= reach + size * 0.3
     ) {
+      markers = []
       const kind = dy > 0 ? 'sup' : 'sub'
-      if (script && script.kind === kind && Math.abs(baseline(r) - script.y) < size * 0.1) {
-        script.text += r.str
-        script.last = r
-      } else {
-        close()
-        script = { kind, y: baseline(r), text: r.str, last: r }
-      }
+      if (current && current.kind === kind && Math.abs(baseline(r) - current.y) < size * 0.1) {
+        current.text += r.str
+        current.last = r
+      } else scripts.push({ kind, y: baseline(r), x: left(r), text: r.str, last: r })
       continue
     }
     close()
@@ -158,14 +178,27 @@ function fractions(runs: readonly TextRun[], rules: readonly Rule[]): TextRun[] 
     if (Math.abs(centre(numerator) - ruleCentre) > size * 0.6 || Math.abs(centre(denominator) - ruleCentre) > size * 0.6 || rule.x1 - rule.x0 > widest + size * 1.5) continue
     const before = out.slice(0, start).reverse().find((r) => !blank(r))
     const onLine = before && Math.abs(baseline(before) - (rule.y - size * 0.25)) < size
-    const text = `${part(runsText(readFormulas(numerator, rules)))}/${part(runsText(readFormulas(denominator, rules)))}`
-    const x0 = Math.min(rule.x0, ...numerator.map(left), ...denominator.map(left))
+    // the blank runs inside the fraction's box (a typesetter's room after the denominator), and those
+    // between a sign and the fraction it makes negative (α = −b/(2a)): a sign after a relation, an opening
+    // bracket or a space reads with the fraction
+    while (end + 1 < out.length && blank(out[end + 1]!) && out[end + 1]!.str !== '' && right(out[end + 1]!) <= Math.max(rule.x1, ...numerator.map(right), ...denominator.map(right)) + size * 0.3) end++
+    const beforeSign = before ? out.slice(0, out.indexOf(before)).reverse()[0] : undefined
+    const signed = before && onLine && /[−\-+±]$/.test(before.str) && (before.str.trim().length > 1 ? /[=<>≤≥≠(\[]\s*[−\-+±]$/.test(before.str) : !beforeSign || blank(beforeSign) || /[=<>≤≥≠(\[]$/.test(beforeSign.str))
+    if (signed) while (start > 0 && blank(out[start - 1]!) && out[start - 1]!.width < fontSize(before) * 0.4) start--
+    // a factor right after the fraction is written a space apart: 1/2 mv², not 1/2mv²
+    const next = out.slice(end + 1).find((r) => !blank(r))
+    const factor = next && Math.abs(baseline(next) - rule.y) < size * 1.5 && /^[\p{L}\p{N}(√]/u.test(next.str) ? ' ' : ''
+    const text = `${part(runsText(readFormulas(numerator, rules)))}/${part(runsText(readFormulas(denominator, rules)))}${factor}`
+    // the fraction's box: its parts and rule, and the little room a typesetter leaves each side of it
+    // (TeX's null delimiter space, 1.2 pt), which is no word space
+    const room = size * 0.15
+    const x0 = signed ? right(before) : Math.min(rule.x0, ...numerator.map(left), ...denominator.map(left)) - room
     const lineSize = onLine ? fontSize(before) : size
     const fraction: TextRun = {
       str: text,
       dir: 'ltr',
       transform: [lineSize, 0, 0, lineSize, x0, onLine ? baseline(before) : rule.y - lineSize * 0.25],
-      width: Math.max(rule.x1, ...numerator.map(right), ...denominator.map(right)) - x0,
+      width: Math.max(rule.x1, ...numerator.map(right), ...denominator.map(right)) + room - x0,
       height: lineSize,
       hasEOL: out[end]!.hasEOL,
     }

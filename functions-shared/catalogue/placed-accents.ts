@@ -59,10 +59,14 @@ export function placedAccents(runs: readonly TextRun[]): TextRun[] {
     // an accent drawn as a run of its own (a capital's, raised): onto the letter under its middle
     if (ACCENTS_ONLY.test(run.str)) {
       const x = middle(run)
-      // the letter under its middle, in the run next to it first (a space drawn there is not what it marks)
-      const letterUnder = (b: TextRun | undefined) =>
-        b && b !== run && !gone.has(b) && upright(b) && b.width > 0 && sameLine(run, b) && left(b) <= x && x <= right(b) && BASE.test(Array.from(b.str)[characterAt(b.str, (x - left(b)) / b.width)]!)
-      const base = [out[i + 1], out[i - 1], ...out].find(letterUnder)
+      // the letter under its middle, in the run next to it first (a space drawn there is not what it marks);
+      // a mark of no width may be drawn from the end of its letter leftwards (a Unicode font's combining
+      // marks), or from the start of its letter rightwards (TeX's \not): the letter that ends a little
+      // before it counts too
+      const letterUnder = (after: number) => (b: TextRun | undefined) =>
+        b && b !== run && !gone.has(b) && upright(b) && b.width > 0 && sameLine(run, b) && left(b) <= x && x <= right(b) + after && BASE.test(Array.from(b.str)[characterAt(b.str, (x - left(b)) / b.width)]!)
+      const near = [out[i + 1], out[i - 1], ...out]
+      const base = near.find(letterUnder(0)) ?? (run.width === 0 ? near.find(letterUnder(fontSize(run) * 0.3)) : undefined)
       if (!base) continue
       const at = characterAt(base.str, (x - left(base)) / base.width)
       const chars = Array.from(base.str)

@@ -1,5 +1,5 @@
 // The bundled demo curriculum portal: listing pages with pagination and curriculum PDFs generated from
-// demo/curriculum.json (pdfkit; Arabic in the Amiri font; the lessons marked scanned as page images with
+// demo/curriculum.json (pdfkit; French in DejaVu Sans, Arabic in the Amiri font; the lessons marked scanned as page images with
 // no text layer) the first time they are needed, kept under
 // DATA_DIR/demo-portal/<hash of the lessons>/ so a change of the text regenerates them. Served by the
 // local gateway at /demo-portal (DEMO_PORTAL); the "demo" scraper source points at it.
@@ -13,7 +13,7 @@ import { makePdf, makeScannedPdf } from './pdf.ts'
 export const DEMO_PORTAL_BASE = '/demo-portal'
 export const CURRICULUM_FILE = fileURLToPath(new URL('../../demo/curriculum.json', import.meta.url))
 
-interface Lesson {
+export interface Lesson {
   id: string
   path: string
   link: string
@@ -27,7 +27,7 @@ interface Lesson {
   replace?: [string, string][]
 }
 
-interface Curriculum {
+export interface Curriculum {
   title: string
   listing_pages: string[][]
   lessons: Lesson[]
@@ -42,13 +42,19 @@ export interface DemoPortal {
 }
 
 /** A lesson's pages and language, near-duplicates resolved. */
-function resolveLesson(lesson: Lesson, byId: Map<string, Lesson>): { pages: string[]; language: 'fr' | 'ar' } {
+export function resolveLesson(lesson: Lesson, byId: Map<string, Lesson>): { pages: string[]; language: 'fr' | 'ar' } {
   if (!lesson.near_duplicate_of) return { pages: lesson.pages ?? [], language: lesson.language ?? 'fr' }
   const original = byId.get(lesson.near_duplicate_of)
   if (!original) throw new Error(`demo lesson ${lesson.id}: unknown near_duplicate_of ${lesson.near_duplicate_of}`)
   const base = resolveLesson(original, byId)
   const pages = base.pages.map((p) => (lesson.replace ?? []).reduce((text, [from, to]) => text.replace(from, to), p))
   return { pages, language: base.language }
+}
+
+/** A lesson's PDF as the portal serves it. */
+export function lessonPdf(lesson: Lesson, byId: Map<string, Lesson>): Promise<Uint8Array> {
+  const { pages, language } = resolveLesson(lesson, byId)
+  return lesson.scanned ? makeScannedPdf(pages, { arabic: language === 'ar', dpi: 200, skew: lesson.skew ?? 0 }) : makePdf(pages, { arabic: language === 'ar', rtl: true, title: lesson.link })
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -67,8 +73,7 @@ export async function buildDemoPortal(dataDir: string, onMaking?: (missing: numb
   if (missing.length > 0) onMaking?.(missing.length)
   for (const lesson of missing) {
     const target = join(dir, lesson.path)
-    const { pages, language } = resolveLesson(lesson, byId)
-    const pdf = lesson.scanned ? await makeScannedPdf(pages, { arabic: language === 'ar', dpi: 200, skew: lesson.skew ?? 0 }) : await makePdf(pages, { arabic: language === 'ar', rtl: true, title: lesson.link })
+    const pdf = await lessonPdf(lesson, byId)
     await mkdir(dirname(target), { recursive: true })
     const tmp = `${target}.${process.pid}.tmp`
     await writeFile(tmp, pdf)

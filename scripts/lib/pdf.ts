@@ -1,4 +1,6 @@
-// Curriculum-style PDFs made with pdfkit (the demo portal, tests and benchmarks): French text with the standard fonts, Arabic
+// Curriculum-style PDFs made with pdfkit (the demo portal, tests and benchmarks): French text in DejaVu Sans
+// (from @fontsource/dejavu-sans: Latin, Greek and the signs of maths and science, ⇌ and √ among them, which
+// the standard fonts' WinAnsi encoding cannot write: a standard Helvetica drew "λ = v T" as ";²ÒbT"), Arabic
 // with the Amiri font from @fontsource/amiri (shaped by fontkit, drawn left to right as pdfkit does, so
 // pdf.js extracts it in visual order, as many real PDFs do).
 import { readFileSync } from 'node:fs'
@@ -11,6 +13,8 @@ const require = createRequire(import.meta.url)
 const AMIRI = require.resolve('@fontsource/amiri/files/amiri-arabic-400-normal.woff')
 // the Arabic subset has no digits or Latin punctuation (: . « » ( ) %): those are drawn in the Latin subset
 const AMIRI_LATIN = require.resolve('@fontsource/amiri/files/amiri-latin-400-normal.woff')
+/** The whole of DejaVu Sans (the package's "latin" file holds every glyph of the font). */
+export const DEJAVU_SANS = require.resolve('@fontsource/dejavu-sans/files/dejavu-sans-latin-400-normal.woff')
 
 /**
  * A WOFF font as the plain font file it wraps (its tables inflated), made once. fontkit reads a WOFF's
@@ -51,9 +55,9 @@ function sfnt(path: string): Buffer {
   return out
 }
 
-/** Amiri's two subsets, registered under their paths (doc.font(AMIRI) finds them). */
-function registerAmiri(doc: PDFKit.PDFDocument): void {
-  for (const path of [AMIRI, AMIRI_LATIN]) doc.registerFont(path, sfnt(path))
+/** The fonts, registered under their paths (doc.font(AMIRI) finds them). */
+function registerFonts(doc: PDFKit.PDFDocument): void {
+  for (const path of [AMIRI, AMIRI_LATIN, DEJAVU_SANS]) doc.registerFont(path, sfnt(path))
 }
 
 const ARABIC_SUBSET = /[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF\u200C-\u200F]/
@@ -79,11 +83,15 @@ function dropUnmappedGlyphs(doc: PDFKit.PDFDocument) {
   }
 }
 
+// what Amiri's Latin subset draws (Latin-1 and the punctuation of Arabic text); the rest (Greek, the signs
+// of maths) in DejaVu Sans
+const AMIRI_LATIN_SUBSET = /[\u0000-\u00FF\u2013\u2014\u2018-\u201E\u2026]/
+
 /** A word's runs, each in the font that has its glyphs, in reading order. */
 function fontRuns(word: string): { text: string; font: string }[] {
   const runs: { text: string; font: string }[] = []
   for (const ch of word) {
-    const font = ARABIC_SUBSET.test(ch) ? AMIRI : AMIRI_LATIN
+    const font = ARABIC_SUBSET.test(ch) ? AMIRI : AMIRI_LATIN_SUBSET.test(ch) ? AMIRI_LATIN : DEJAVU_SANS
     const last = runs.at(-1)
     if (last?.font === font) last.text += ch
     else runs.push({ text: ch, font })
@@ -101,10 +109,9 @@ export async function makePdf(pages: string[], options: { arabic?: boolean; rtl?
   const chunks: Buffer[] = []
   doc.on('data', (c: Buffer) => chunks.push(c))
   const done = new Promise<void>((resolve) => doc.on('end', () => resolve()))
-  if (options.arabic) {
-    registerAmiri(doc)
-    dropUnmappedGlyphs(doc.font(AMIRI))
-  }
+  registerFonts(doc)
+  if (options.arabic) dropUnmappedGlyphs(doc.font(AMIRI))
+  else doc.font(DEJAVU_SANS)
   pages.forEach((text, i) => {
     if (i > 0) doc.addPage()
     doc.fontSize(12)
@@ -207,7 +214,7 @@ export async function makeScannedPdf(pages: string[], options: { arabic?: boolea
     const layer = options.layer?.[i]
     if (layer) {
       if (options.arabic) {
-        registerAmiri(doc)
+        registerFonts(doc)
         doc.font(AMIRI)
       }
       doc.fillOpacity(0).fontSize(12).text(layer, 50, 50, { width: doc.page.width - 100, align: options.arabic ? 'right' : 'left' }).fillOpacity(1)
