@@ -117,7 +117,8 @@ export function kashidaCodes(text: string): Set<string> {
  *   backwards ("عىل" for "على", "إىل" for "إلى"): alef maqsura only ends a word, so "ىل" never stands in one;
  * - a brace that a font's connecting glyph maps to, between two letters of a word ("ال{كريم"), and the
  *   asterisks that a font's kashida glyph maps to (LibreOffice with KacstBook: "وص**ار"): no text writes
- *   either between two letters of a word;
+ *   either between two letters of a word; the same connector of Amiri between lam and kaf mapped to a
+ *   tatweel by XeLaTeX ("الـكريم", "لـكنني");
  * - the alef of a lam-alef ligature mapped to U+061D, the end-of-text mark ("الإسل؝م", XeLaTeX with Noto
  *   Naskh Arabic): a sign that closes a text, never written after a letter of a word.
  */
@@ -132,6 +133,7 @@ export function repairArabicLayer(text: string): string {
     .replace(new RegExp(`(?<![${AR_LETTER}${AR_MARK}])([وف]?ب?)اهلل(?![${AR_LETTER}${AR_MARK}])`, 'gu'), '$1الله')
     .replace(new RegExp(`\u0649\u0644(?![${AR_LETTER}${AR_MARK}])`, 'gu'), '\u0644\u0649')
     .replace(new RegExp(`(?<=[${AR_LETTER}])[{}*]+(?=[${AR_LETTER}])`, 'gu'), '')
+    .replace(/(?<=\u0644)\u0640(?=\u0643)/g, '')
     .replace(new RegExp(`(?<=\u0644[${AR_MARK}]*)\u061D`, 'gu'), '\u0627')
   return out
 }

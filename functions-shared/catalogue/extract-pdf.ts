@@ -249,7 +249,7 @@ function readingOrder(line: readonly TextRun[]): string {
     for (let k = i; k < ordered.length && !ARABIC.test(ordered[k]!.text); k++) if (!neutral(ordered[k]!)) j = k
     // the sign drawn against the run's left end closes it, though it no longer stands beside it once the run is turned
     const sign = ordered[j + 1]
-    if (sign && neutral(sign) && sign.text.trim() !== '' && adjacent(sign.run, ordered[j]!.run)) glued.add(sign)
+    if (sign && /^[.,،؛]/.test(sign.text) && adjacent(sign.run, ordered[j]!.run)) glued.add(sign)
     ordered.splice(i, j - i + 1, ...ordered.slice(i, j + 1).reverse())
     i = j + 1
   }
