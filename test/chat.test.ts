@@ -474,6 +474,22 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(quoted.length).toBeLessThanOrEqual(280)
   })
 
+  it('quotes formulas and units in the SSE sources as the lesson writes them, the lesson found from a question that types them plainly', async () => {
+    const student = await createUser(db.sql)
+    script.chat = () => ({ content: 'Voir [1].' })
+    const first = await (await chat(s, student, { message: 'la célérité du son dans l\'air', textbook_id: docs.physique!.id })).json()
+    const top = first.sources[0]
+    const formulas = 'Un solide de masse m animé d\'une vitesse v possède une énergie cinétique E_(c) = 1/2 mv². Une durée de 10⁻³ s reste négligeable devant la période T. La longueur d\'onde d\'un rayonnement infrarouge vaut 2,5 µm.'
+    await reingest(db.sql, docs.physique!.id, new Map([[top.chunk_id, formulas]]), new Date(Date.now() + 180_000))
+    // typed plainly: Ec, mv2, um
+    const res = await chat(s, student, { message: 'énergie cinétique Ec = 1/2 mv2 ?', textbook_id: docs.physique!.id, stream: true })
+    const sources = events(await readSse(res).rest()).find((e) => e.event === 'sources')!.data.sources as { chunk_id: string; excerpt: string }[]
+    const quoted = sources.find((x) => x.chunk_id === top.chunk_id)!.excerpt
+    expect(quoted).toContain('E_(c) = 1/2 mv²')
+    expect(quoted).toContain('10⁻³ s')
+    expect(quoted).toContain('2,5 µm')
+  })
+
   it('falls back to dense order when the rerank fails, and after 5 s on the clock when it is slow', async () => {
     const student = await createUser(db.sql)
     script.chat = () => ({ content: 'Voir [1].' })
