@@ -69,6 +69,10 @@ describe('a student with supabase-js', () => {
     // the database keeps the API's bounds on a name: at most 200 characters, trimmed
     for (const name of ['x'.repeat(201), ' Aïcha'])
       expect(await as(me).from('profiles').update({ full_name: name }).eq('id', me.id)).toMatchObject({ status: 400, error: { code: '23514' } })
+    // text that is not Unicode (an unpaired surrogate) or that PostgreSQL cannot store (NUL) is refused, as /me refuses it: never stored as U+FFFD
+    expect(await as(me).from('profiles').update({ full_name: 'Aïcha \ud800' }).eq('id', me.id)).toMatchObject({ status: 400, error: { code: '22P02', message: 'invalid input syntax for type json', hint: expect.stringContaining('full_name') } })
+    expect(await as(me).from('profiles').update({ full_name: 'Aïcha\u0000' }).eq('id', me.id)).toMatchObject({ status: 400, error: { code: '22P05', message: 'unsupported Unicode escape sequence' } })
+    expect(await as(me).rpc('nothing_here', { text: '\udc00' })).toMatchObject({ status: 400, error: { code: '22P02' } })
     const elsewhere = await as(me).from('profiles').update({ full_name: 'X' }).eq('id', other.id).select()
     expect(elsewhere).toMatchObject({ error: null, data: [] })
     const rows = await db.sql`select id, full_name, role from public.profiles where id in (${me.id}, ${other.id}) order by full_name`

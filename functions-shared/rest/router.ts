@@ -9,7 +9,7 @@ import { Hono, type Context } from 'hono'
 import type { Deps } from '../deps.ts'
 import { asRole } from '../db/tx.ts'
 import type { Tx } from '../db/client.ts'
-import { MAX_JSON_DEPTH, nestedDeeperThan } from '../lib/text.ts'
+import { findUnstorable, MAX_JSON_DEPTH, nestedDeeperThan } from '../lib/text.ts'
 import { ApiError, errorBody } from '../http/errors.ts'
 import { guards } from '../http/guards.ts'
 import { roleFromClaims } from '../http/auth.ts'
@@ -85,6 +85,14 @@ async function body(c: Context): Promise<unknown> {
     throw new RestError(400, 'PGRST102', 'Empty or invalid json')
   }
   if (nestedDeeperThan(value, MAX_JSON_DEPTH)) throw new RestError(400, 'PGRST102', `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`)
+  // one rule for text on every write path (the service's routes refuse the same, lib/text.ts): a string that
+  // is not Unicode or holds NUL is refused as PostgreSQL refuses it in PostgREST's JSON, never stored as U+FFFD
+  const bad = findUnstorable(value)
+  if (bad) {
+    const hint = `${bad.field} ${bad.message}`
+    if (bad.message.includes('NUL')) throw new RestError(400, '22P05', 'unsupported Unicode escape sequence', '\\u0000 cannot be converted to text.', hint)
+    throw new RestError(400, '22P02', 'invalid input syntax for type json', 'Unicode low surrogate must follow a high surrogate.', hint)
+  }
   return value
 }
 
