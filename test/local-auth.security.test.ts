@@ -245,6 +245,41 @@ describe('rate limits per client IP (GoTrue\'s defaults)', () => {
   })
 })
 
+describe('the rate limits of password resets, each with its own window and wait', () => {
+  let t: TestApp
+  beforeAll(async () => {
+    t = createTestApp({ sql: db.sql, env: { RATE_LIMIT_AUTH_PER_MINUTE: '1000', AUTH_EMAIL_MAX_FREQUENCY_SECONDS: '60' } })
+  })
+  const reset = (email: string, ip: string) =>
+    t.request('/auth/reset-password', { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: JSON.stringify({ email }) })
+
+  it('says the seconds left of an address\'s minute between two emails, and a client\'s hourly emails refill one every two minutes', async () => {
+    const email = `spaced-${crypto.randomUUID().slice(0, 8)}@example.mr`
+    expect((await reset(email, '198.51.100.40')).status).toBe(200)
+    t.clock.advance(45_000)
+    const again = await reset(email, '198.51.100.41')
+    const body = await json(again)
+    expect(again.status).toBe(429)
+    expect(again.headers.get('retry-after')).toBe('15')
+    expect(body).toMatchObject({ error: 'rate_limited', retry_after: 15, limit: 1, window: '60s', auth_error: 'over_email_send_rate_limit' })
+    t.clock.advance(15_000)
+    expect((await reset(email, '198.51.100.41')).status).toBe(200)
+    // one client, many addresses: 30 emails an hour, the next one back within 2 minutes (the bucket
+    // refills one every 2 minutes: the wait said is the longest)
+    let sent = 0
+    while (sent < 40 && (await reset(`many-${sent}-${crypto.randomUUID().slice(0, 6)}@example.mr`, '198.51.100.42')).status === 200) sent++
+    expect(sent).toBeLessThanOrEqual(30)
+    // the requests' own limit (30 per 5 minutes) refills first: one every 10 s
+    t.clock.advance(30_000)
+    const spent = await reset(`many-${crypto.randomUUID().slice(0, 6)}@example.mr`, '198.51.100.42')
+    expect(spent.status).toBe(429)
+    expect(await json(spent)).toMatchObject({ retry_after: 120, limit: 30, window: '1h' })
+    expect(spent.headers.get('retry-after')).toBe('120')
+    t.clock.advance(120_000)
+    expect((await reset(`many-${crypto.randomUUID().slice(0, 6)}@example.mr`, '198.51.100.42')).status).toBe(200)
+  })
+})
+
 describe('an e-mail address is checked in time bounded by its 255 characters', () => {
   let t: TestApp
   beforeAll(async () => {

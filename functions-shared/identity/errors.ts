@@ -8,8 +8,39 @@ interface AuthErrorLike {
   code?: string
 }
 
-/** `limits`: Auth's configured limits, named in a 429 (sign-ins and sign-ups per 5 minutes, emails per hour). */
-export function fromAuthError(error: AuthErrorLike, context: string, limits: { perFiveMinutes: number; emailsPerHour: number } = { perFiveMinutes: 30, emailsPerHour: 30 }): ApiError {
+/** Auth's configured limits, named in a 429. */
+export interface AuthLimits {
+  /** sign-ins and sign-ups per client, per five minutes */
+  perFiveMinutes: number
+  /** emails per client, per hour */
+  emailsPerHour: number
+  /** the spacing of two emails to one address, in seconds (GoTrue's SMTP_MAX_FREQUENCY) */
+  emailSpacingSeconds: number
+}
+
+/**
+ * The 429 of one of Auth's limits, each with its own window and wait: the spacing of emails to one
+ * address (Auth says the seconds left: "you can only request this after 42 seconds"), the emails a client
+ * may ask for per hour, the requests per five minutes. The two budgets are token buckets that refill
+ * evenly: one more request is allowed at the latest after the window divided by the limit.
+ */
+function rateLimited(error: AuthErrorLike, context: string, limits: AuthLimits): ApiError {
+  const code = error.code ?? ''
+  const after = /after (\d+) seconds?/.exec(error.message)
+  const [retryAfter, limit, window] =
+    after && code === 'over_email_send_rate_limit'
+      ? [Number(after[1]), 1, `${limits.emailSpacingSeconds}s`]
+      : code === 'over_email_send_rate_limit'
+        ? [Math.ceil(3600 / Math.max(1, limits.emailsPerHour)), limits.emailsPerHour, '1h']
+        : [Math.ceil(300 / Math.max(1, limits.perFiveMinutes)), limits.perFiveMinutes, '5m']
+  const what = after ? `${context} for this address` : `${context} attempts from this address`
+  return new ApiError(ErrorCode.RATE_LIMITED, `Too many ${what}; retry in ${retryAfter} s`, {
+    details: { retry_after: retryAfter, limit, window, auth_error: code },
+    headers: { 'Retry-After': String(retryAfter) },
+  })
+}
+
+export function fromAuthError(error: AuthErrorLike, context: string, limits: AuthLimits = { perFiveMinutes: 30, emailsPerHour: 30, emailSpacingSeconds: 60 }): ApiError {
   const code = error.code ?? ''
   switch (code) {
     case 'user_already_exists':
@@ -30,15 +61,7 @@ export function fromAuthError(error: AuthErrorLike, context: string, limits: { p
       return new ApiError(ErrorCode.NOT_FOUND, 'User not found')
   }
   const status = error.status ?? 0
-  if (status === 429) {
-    // Auth's own per-client limit (its window is five minutes, or an hour for emails)
-    const email = code === 'over_email_send_rate_limit'
-    const retryAfter = email ? 3600 : 60
-    return new ApiError(ErrorCode.RATE_LIMITED, `Too many ${context} attempts from this address; retry later`, {
-      details: { retry_after: retryAfter, limit: email ? limits.emailsPerHour : limits.perFiveMinutes, window: email ? '1h' : '5m', auth_error: code },
-      headers: { 'Retry-After': String(retryAfter) },
-    })
-  }
+  if (status === 429) return rateLimited(error, context, limits)
   if (error.name === 'AuthRetryableFetchError' || status === 0 || status >= 500) {
     return new ApiError(ErrorCode.SERVICE_UNAVAILABLE, `Authentication service unavailable (${context}), please retry`, { headers: { 'Retry-After': '5' } })
   }

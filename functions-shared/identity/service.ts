@@ -48,7 +48,7 @@ function toProfile(row: ProfileRow): Profile {
 
 /** Auth's error as ours, naming the configured Auth limits when it is a 429. */
 const fromAuthError = (error: Parameters<typeof toApiError>[0], context: string, ctx?: ServiceContext) =>
-  toApiError(error, context, ctx ? { perFiveMinutes: ctx.deps.config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS, emailsPerHour: ctx.deps.config.AUTH_RATE_LIMIT_EMAIL_SENT } : undefined)
+  toApiError(error, context, ctx ? { perFiveMinutes: ctx.deps.config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS, emailsPerHour: ctx.deps.config.AUTH_RATE_LIMIT_EMAIL_SENT, emailSpacingSeconds: ctx.deps.config.AUTH_EMAIL_MAX_FREQUENCY_SECONDS } : undefined)
 
 export async function signUp({ ctx, input }: { ctx: ServiceContext; input: { email: string; password: string; full_name: string } }) {
   const client = await ctx.deps.supabase.anon(ctx.requestId, ctx.clientIp)
