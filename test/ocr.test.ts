@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readability } from '../functions-shared/catalogue/readability.ts'
 import { canonicalize } from '../functions-shared/catalogue/canonicalize.ts'
 import { ocrLanguagesFor, pagesNeedingOcr, readPdf, separateRunOnWords, type OcrEngine, type ReadPdfOptions } from '../functions-shared/ingestion/read-pdf.ts'
+import { OCR_BUDGET_SPENT } from '../functions-shared/ingestion/ocr-port.ts'
 import { createNodeOcr } from '../scripts/lib/ocr.ts'
 import { createPageRenderer } from '../scripts/lib/render-isolate.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
@@ -376,6 +377,23 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   })
 
+  it('spends at most the document\'s budget: no page begun past it, none going on past it, and the reading fails naming the pages', async () => {
+    // three pages whose drawing takes seconds each (a 60 s page deadline would let them run for minutes)
+    const slow = type3Storm(20_000, 2_000, false, 3)
+    const patient = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 60_000, idleMs: 0 })
+    try {
+      const started = performance.now()
+      const readings = await patient.recognize(slow, [1, 2, 3], ['fra'], undefined, { budgetMs: 1_500 })
+      expect(readings).toEqual([1, 2, 3].map((number) => ({ number, error: OCR_BUDGET_SPENT })))
+      expect(performance.now() - started).toBeLessThan(20_000)
+      await expect(readPdf(slow, options({ engine: patient, language: 'fr', mode: 'always', ocrBudgetMs: 1_500 }))).rejects.toThrow(
+        "the recognizer's budget for this document (2 s, OCR_DOCUMENT_BUDGET_MS) was spent with 3 of 3 pages unread: pages 1-3",
+      )
+    } finally {
+      await patient.close()
+    }
+  }, 60_000)
+
   it('gives up a page past its deadline, stops that recognizer and goes on with a new one', async () => {
     const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 1, idleMs: 0 })
     try {
@@ -395,17 +413,24 @@ describe('the recognizer on scanned and damaged PDFs', () => {
 
 const streamObject = (data: string) => `<< /Length ${data.length} >>\nstream\n${data}\nendstream`
 
-/** A one-page PDF whose Type3 glyph, `segments` strokes long, is shown `shows` times in one string; with a second page of one line if `plain`. */
-function type3Storm(shows: number, segments: number, plain = false): Uint8Array {
+/**
+ * A PDF whose Type3 glyph, `segments` strokes long, is shown `shows` times in one string, on `pages` pages
+ * (one by default); with a page of one line after them if `plain`.
+ */
+function type3Storm(shows: number, segments: number, plain = false, pages = 1): Uint8Array {
   const glyph = `1000 0 d0\n0 0 m\n${Array.from({ length: segments }, (_, i) => `${(i * 37) % 1000} ${(i * 91) % 1000} l`).join('\n')}\nS`
   const content = `BT /F1 12 Tf 20 700 Td (${'a'.repeat(shows)}) Tj ET`
+  // objects 1-6 as before, the plain page (7, 8), then the other storm pages (9 on)
+  const more = Array.from({ length: pages - 1 }, (_, i) => 9 + i)
+  const kids = [3, ...(plain ? [7] : []), ...more]
   return rawPdf([
     '<< /Type /Catalog /Pages 2 0 R >>',
-    plain ? '<< /Type /Pages /Kids [3 0 R 7 0 R] /Count 2 >>' : '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    `<< /Type /Pages /Kids [${kids.map((k) => `${k} 0 R`).join(' ')}] /Count ${kids.length} >>`,
     '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>',
     '<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] /FontMatrix [0.001 0 0 0.001 0 0] /CharProcs << /g1 6 0 R >> /Encoding << /Type /Encoding /Differences [97 /g1] >> /FirstChar 97 /LastChar 97 /Widths [1] >>',
     `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
     `<< /Length ${glyph.length} >>\nstream\n${glyph}\nendstream`,
-    ...(plain ? ['<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 8 0 R >>', streamObject('0 0 m 100 100 l S')] : []),
+    ...(plain || more.length > 0 ? ['<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 8 0 R >>', streamObject('0 0 m 100 100 l S')] : []),
+    ...more.map(() => '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>'),
   ])
 }

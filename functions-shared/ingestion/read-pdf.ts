@@ -3,13 +3,13 @@
 // (OCR_MODE auto), of every page (always), or never. The recognizer is a port: Node gives one
 // (tesseract.js on pages rendered by pdf.js, scripts/lib/ocr.ts); Edge Functions have none, and then
 // the pages that need it are reported so the job can wait for a Node worker.
-import { extractPdf, type PdfExtractor } from '../catalogue/extract-pdf.ts'
+import { extractPdf, PdfError, type PdfExtractor } from '../catalogue/extract-pdf.ts'
 import { arabicShare, canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
 import { readability } from '../catalogue/readability.ts'
 import { orderAgreement, repairLamAlef } from '../catalogue/lam-alef.ts'
 
 import type { Config } from '../config.ts'
-import type { OcrEngine, OcrLanguage, OcrMode } from './ocr-port.ts'
+import { OCR_BUDGET_SPENT, type OcrEngine, type OcrLanguage, type OcrMode } from './ocr-port.ts'
 
 export type { OcrEngine, OcrFailure, OcrLanguage, OcrMode, OcrReading } from './ocr-port.ts'
 
@@ -85,6 +85,8 @@ export interface ReadPdfOptions {
   /** a page with fewer characters than this (folded) has no usable text layer */
   minPageChars: number
   maxOcrPages: number
+  /** the time the recognizer may spend on the document (OCR_DOCUMENT_BUDGET_MS); past it the reading fails */
+  ocrBudgetMs?: number
   /** the confidence under which a recognized page does not replace a text layer */
   minConfidence: (language: 'fr' | 'ar') => number
   onProgress?: (progress: { done: number; total: number }) => void | Promise<void>
@@ -92,12 +94,13 @@ export interface ReadPdfOptions {
 }
 
 /** The settings part of ReadPdfOptions, from the service's configuration (the scraper, jobs and uploads read alike). */
-export function readPdfSettings(config: Config): Pick<ReadPdfOptions, 'deadlineMs' | 'mode' | 'minPageChars' | 'maxOcrPages' | 'minConfidence'> {
+export function readPdfSettings(config: Config): Pick<ReadPdfOptions, 'deadlineMs' | 'mode' | 'minPageChars' | 'maxOcrPages' | 'ocrBudgetMs' | 'minConfidence'> {
   return {
     deadlineMs: config.PDF_PARSE_DEADLINE_MS,
     mode: config.OCR_MODE,
     minPageChars: config.QUALITY_MIN_PAGE_CHARS,
     maxOcrPages: config.OCR_MAX_PAGES,
+    ocrBudgetMs: config.OCR_DOCUMENT_BUDGET_MS,
     minConfidence: (language) => (language === 'fr' ? config.OCR_MIN_CONFIDENCE_FR : config.OCR_MIN_CONFIDENCE_AR),
   }
 }
@@ -122,6 +125,18 @@ export function separateRunOnWords(text: string): string {
   return text.replace(/([\u0629\u0649])(?=[\u0621-\u064A])/g, '$1 ')
 }
 
+/** Page numbers as ranges: "3, 5-9, 12". */
+function pageList(numbers: readonly number[]): string {
+  const parts: string[] = []
+  for (let i = 0; i < numbers.length; ) {
+    let j = i
+    while (j + 1 < numbers.length && numbers[j + 1] === numbers[j]! + 1) j++
+    parts.push(j > i ? `pages ${numbers[i]}-${numbers[j]}` : `page ${numbers[i]}`)
+    i = j + 1
+  }
+  return parts.join(', ')
+}
+
 /** The share of a repaired layer's words that must come in the recognizer's order (orderAgreement). */
 export const LAYER_ORDER_AGREEMENT = 0.6
 
@@ -142,8 +157,15 @@ export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promi
   const started = now()
   await options.onProgress?.({ done: 0, total: chosen.length })
   const languages = await chooseLanguages(options.engine, bytes, chosen[0]!, options.language)
-  const readings = await options.engine.recognize(bytes, chosen, languages, (done) => options.onProgress?.({ done, total: chosen.length }))
+  const budgetMs = options.ocrBudgetMs === undefined ? undefined : Math.max(0, options.ocrBudgetMs - (now() - started))
+  const readings = await options.engine.recognize(bytes, chosen, languages, (done) => options.onProgress?.({ done, total: chosen.length }), { budgetMs })
   result.ocr.seconds = (now() - started) / 1000
+  // a document that would hold the recognizer past its budget fails, naming what it left unread: the
+  // worker moves on (a page whose drawing takes a minute, times OCR_MAX_PAGES, is hours)
+  const unread = readings.filter((r) => 'error' in r && r.error === OCR_BUDGET_SPENT).map((r) => r.number)
+  if (unread.length > 0) {
+    throw new PdfError(`the recognizer's budget for this document (${Math.round((options.ocrBudgetMs ?? 0) / 1000)} s, OCR_DOCUMENT_BUDGET_MS) was spent with ${unread.length} of ${chosen.length} pages unread: ${pageList(unread)}`)
+  }
   let weighted = 0
   let chars = 0
   for (const reading of readings) {

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { dirname, join } from 'node:path'
 import { createWorker, OEM, PSM, type Worker } from 'tesseract.js'
-import type { OcrEngine, OcrFailure, OcrReading } from '../../functions-shared/ingestion/ocr-port.ts'
+import { OCR_BUDGET_SPENT, type OcrEngine, type OcrFailure, type OcrReading } from '../../functions-shared/ingestion/ocr-port.ts'
 import { createPageRenderer, RenderDeadline } from './render-isolate.ts'
 import type { Turn } from './render-page.ts'
 import type { Config } from '../../functions-shared/config.ts'
@@ -130,7 +130,8 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
   }
 
   return {
-    async recognize(pdf, pages, languages, onPage) {
+    async recognize(pdf, pages, languages, onPage, budget = {}) {
+      const budgetEnd = performance.now() + (budget.budgetMs ?? Number.POSITIVE_INFINITY)
       const code = [...languages].sort().join('+')
       const key = `${createHash('sha256').update(pdf).digest('hex')}:${code}:${options.dpi}`
       const results: (OcrReading | OcrFailure)[] = []
@@ -152,9 +153,16 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
       try {
         const inFlight: Promise<void>[] = []
         for (const number of missing) {
+          // past the document's budget no page is begun: each comes back as unread
+          if (performance.now() >= budgetEnd) {
+            results.push({ number, error: OCR_BUDGET_SPENT })
+            done++
+            await onPage?.(done)
+            continue
+          }
           const slot = await acquire(code)
           const started = performance.now()
-          const deadlineAt = started + options.pageDeadlineMs
+          const deadlineAt = Math.min(started + options.pageDeadlineMs, budgetEnd)
           let timer: ReturnType<typeof setTimeout> | undefined
           const read = async (turn: Turn): Promise<OcrReading> => {
             const { png: image, dpi } = await renderer.render(number, options.dpi, deadlineAt, turn)
@@ -201,7 +209,8 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
               } else release(slot)
             } catch (err) {
               const late = err instanceof Deadline || err instanceof RenderDeadline
-              const message = late ? `recognition took longer than ${options.pageDeadlineMs} ms` : `recognition failed: ${(err as Error).message}`
+              const spent = late && deadlineAt === budgetEnd && started + options.pageDeadlineMs > budgetEnd
+              const message = spent ? OCR_BUDGET_SPENT : late ? `recognition took longer than ${options.pageDeadlineMs} ms` : `recognition failed: ${(err as Error).message}`
               results.push({ number, error: message })
               options.onPage?.({ seconds: (performance.now() - started) / 1000, ok: false })
               // a late recognizer may still be busy with the page: it is stopped, a new one takes its place
