@@ -11,7 +11,10 @@ import { OCR_BUDGET_SPENT } from '../functions-shared/ingestion/ocr-port.ts'
 import { createNodeOcr } from '../scripts/lib/ocr.ts'
 import { createPageRenderer } from '../scripts/lib/render-isolate.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
-import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
+import { makePdf, makeScannedPdf, renderPages } from '../scripts/lib/pdf.ts'
+import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
+import { createCanvas, loadImage } from '@napi-rs/canvas'
+import PDFDocument from 'pdfkit'
 import { characterErrorRate, reverseLamAlef, SCAN_AR, SCAN_FR, splitWords } from './helpers/scans.ts'
 import { rawPdf } from './helpers/raw-pdf.ts'
 import { threadHost } from './helpers/hosts.ts'
@@ -377,6 +380,23 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   })
 
+  it('reads a page scanned at 300, 600 and 1,200 dpi alike: a scan past the text reader\'s image limit is still a scan, drawn downscaled for the recognizer', async () => {
+    const [png] = await renderPages(await makePdf([SCAN_LESSON]), 300)
+    const page = await loadImage(png!)
+    for (const dpi of [300, 600, 1200]) {
+      // the same page as one JPEG of that resolution (1,200 dpi: 139 million pixels, past MAX_IMAGE_PIXELS)
+      const scale = dpi / 300
+      const canvas = createCanvas(Math.round(page.width * scale), Math.round(page.height * scale))
+      canvas.getContext('2d').drawImage(page, 0, 0, canvas.width, canvas.height)
+      const scan = await pdfOfImage(canvas.toBuffer('image/jpeg', 80))
+      const layer = await extractPdf(scan, { deadlineMs: 60_000, imageCheckBelowChars: 200 })
+      expect(layer.pages[0], `${dpi} dpi`).toEqual({ number: 1, text: '', images: true })
+      const read = await readPdf(scan, options({ engine, language: 'fr' }))
+      expect(read.ocr, `${dpi} dpi`).toMatchObject({ attempted: 1, pages: 1, failed: 0 })
+      expect(canonicalize(read.pages[0]!.text), `${dpi} dpi`).toContain('Leçon 4 : les suites géométriques.')
+    }
+  }, 240_000)
+
   it('spends at most the document\'s budget: no page begun past it, none going on past it, and the reading fails naming the pages', async () => {
     // three pages whose drawing takes seconds each (a 60 s page deadline would let them run for minutes)
     const slow = type3Storm(20_000, 2_000, false, 3)
@@ -434,3 +454,19 @@ function type3Storm(shows: number, segments: number, plain = false, pages = 1): 
     ...more.map(() => '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>'),
   ])
 }
+
+const SCAN_LESSON = 'Leçon 4 : les suites géométriques. Une suite est géométrique lorsque chaque terme est le produit du précédent par un même nombre, la raison.'
+
+/** A one-page A4 PDF that is one image (a scan with no text layer). */
+async function pdfOfImage(image: Buffer): Promise<Uint8Array> {
+  const doc = new PDFDocument({ size: 'A4', margin: 0, autoFirstPage: false })
+  const chunks: Buffer[] = []
+  doc.on('data', (c: Buffer) => chunks.push(c))
+  const done = new Promise<void>((resolve) => doc.on('end', () => resolve()))
+  doc.addPage({ size: 'A4', margin: 0 })
+  doc.image(image, 0, 0, { width: doc.page.width, height: doc.page.height })
+  doc.end()
+  await done
+  return new Uint8Array(Buffer.concat(chunks))
+}
+

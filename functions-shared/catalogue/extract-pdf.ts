@@ -5,7 +5,7 @@
 import type { ExtractedPdf, ExtractOptions } from './pdf-types.ts'
 export type { ExtractedPdf, ExtractOptions, PdfExtractor } from './pdf-types.ts'
 import { AR_LETTER, AR_MARK } from './canonicalize.ts'
-import { inflatedSize, MAX_IMAGE_PIXELS, MAX_INFLATED_BYTES, StreamCheckError, StreamCheckLate } from './pdf-streams.ts'
+import { MAX_IMAGE_PIXELS, MAX_INFLATED_BYTES, streamCheck, StreamCheckError, StreamCheckLate } from './pdf-streams.ts'
 
 // pdf.js is loaded on the first PDF read: a function that never reads one (the docs, or the admin
 // routes that list) does not pay for it at cold start.
@@ -320,7 +320,7 @@ export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Pr
   const deadlineAt = Date.now() + options.deadlineMs
   const late = () => new PdfError(`PDF parsing took longer than ${options.deadlineMs} ms`)
   const maxInflated = options.maxInflatedBytes ?? MAX_INFLATED_BYTES
-  const inflated = await inflatedSize(bytes, maxInflated, deadlineAt).catch((err: unknown) => {
+  const { inflated, largestImagePixels } = await streamCheck(bytes, maxInflated, deadlineAt).catch((err: unknown) => {
     if (err instanceof StreamCheckLate) throw late()
     if (err instanceof StreamCheckError) throw new PdfError(`${err.message}: refused before reading`)
     throw err
@@ -366,7 +366,9 @@ export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Pr
           if ((characters += text.length) > MAX_TEXT_CHARS) throw new PdfError(`the PDF has more than ${MAX_TEXT_CHARS} characters of text`)
           if (options.imageCheckBelowChars !== undefined && text.length < options.imageCheckBelowChars) {
             const ops = operators ?? (await page.getOperatorList())
-            pages.push({ number: n, text, images: ops.fnArray.some((op) => imageOps.has(op)) })
+            // a page is a scan by its image operators: an image past maxImageSize, which pdf.js leaves out of
+            // them, is one the page may paint (the recognizer's renderer draws it, downscaled)
+            pages.push({ number: n, text, images: ops.fnArray.some((op) => imageOps.has(op)) || largestImagePixels > MAX_IMAGE_PIXELS })
           } else pages.push({ number: n, text })
           page.cleanup()
         }

@@ -754,6 +754,23 @@ function decryptersOf(text: string, heads: Iterable<StreamHead | null>): Decrypt
  * encryption cannot be undone with the empty password.
  */
 export async function inflatedSize(bytes: Uint8Array, limit = MAX_INFLATED_BYTES, deadlineAt = Number.POSITIVE_INFINITY): Promise<number> {
+  return (await streamCheck(bytes, limit, deadlineAt)).inflated
+}
+
+/** The pixels an image stream says it has (width × height), or 0 for a stream that is no image. */
+function imagePixels(dictionary: PdfDict | null): number {
+  if (!dictionary || asName(dictionary.dict.get('Subtype')) !== 'Image') return 0
+  const width = asNumber(dictionary.dict.get('Width')) ?? 0
+  const height = asNumber(dictionary.dict.get('Height')) ?? 0
+  return width > 0 && height > 0 ? width * height : 0
+}
+
+/**
+ * inflatedSize, and the largest image the PDF holds, in pixels: pdf.js leaves an image past its
+ * maxImageSize out of a page's operators, so that a scan at 600 dpi (35 million pixels) would look like
+ * a page with nothing on it.
+ */
+export async function streamCheck(bytes: Uint8Array, limit = MAX_INFLATED_BYTES, deadlineAt = Number.POSITIVE_INFINITY): Promise<{ inflated: number; largestImagePixels: number }> {
   // one byte, one character: positions in the text are positions in the bytes
   const text = new TextDecoder('latin1').decode(bytes)
   let lines: number[] | undefined
@@ -774,6 +791,8 @@ export async function inflatedSize(bytes: Uint8Array, limit = MAX_INFLATED_BYTES
     if (Date.now() > deadlineAt) throw new StreamCheckLate('checking its compressed streams took longer than the extraction\'s deadline')
   }
   const decrypters = decryptersOf(text, [...heads.values()].map((h) => h.head))
+  let largestImagePixels = 0
+  for (const { head } of heads.values()) largestImagePixels = Math.max(largestImagePixels, imagePixels(head?.dict ?? null))
   for (const { start, head } of heads.values()) {
     if (total > limit) break
     const dictionary = head?.dict ?? null
@@ -814,5 +833,5 @@ export async function inflatedSize(bytes: Uint8Array, limit = MAX_INFLATED_BYTES
     if (image === null || size > image) total += size
     else imageChecked += size
   }
-  return total
+  return { inflated: total, largestImagePixels }
 }

@@ -155,7 +155,15 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
           ocr: {
             chars: ocrText.length,
             confidence: extracted.ocr.confidence,
-            unavailable: config.OCR_MODE === 'never' ? 'OCR_MODE is never' : extracted.ocr.attempted > 0 ? `the recognizer read nothing in ${extracted.ocr.attempted} pages` : undefined,
+            // what kept the pages from the recognizer, never "not available" where it is
+            unavailable:
+              config.OCR_MODE === 'never'
+                ? 'OCR_MODE is never'
+                : extracted.ocr.attempted > 0
+                  ? `the recognizer read nothing in ${extracted.ocr.attempted} pages`
+                  : ctx.deps.ocr
+                    ? 'no page paints an image to recognize'
+                    : undefined,
           },
         },
         { minTextChars: config.QUALITY_MIN_TEXT_CHARS, maxFileBytes: config.UPLOAD_MAX_BYTES, minConfidenceAr: config.OCR_MIN_CONFIDENCE_AR, minConfidenceFr: config.OCR_MIN_CONFIDENCE_FR },

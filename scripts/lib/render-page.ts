@@ -31,6 +31,13 @@ export const MAX_SCAN_DPI = 400
 /** The resolution a page is rendered at: OCR_DPI, or its scan's own when finer (up to MAX_SCAN_DPI). */
 export const renderDpi = (configured: number, scan: number | null): number => Math.round(Math.max(configured, Math.min(MAX_SCAN_DPI, scan ?? 0)))
 
+/**
+ * The most pixels an image the renderer decodes may have: an A4 page scanned at 1,200 dpi is 139 million
+ * (the text layer's reader stops at 16 million, MAX_IMAGE_PIXELS: a finer scan is decoded here only, in
+ * the renderer's thread and under its canvas budget, and drawn downscaled to the page's render size).
+ */
+export const MAX_SCAN_IMAGE_PIXELS = 150_000_000
+
 /** The most pixels a page is rendered to: an A4 page at 400 dpi is 15.5 million, an A3 one 31 million. */
 export const MAX_RENDER_PIXELS = 36_000_000
 /**
