@@ -49,8 +49,8 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   t = createTestApp({
     sql: db.sql,
-    env: { FETCH_ALLOW_LOOPBACK: 'true', SCRAPE_RUN_STALE_SECONDS: String(STALE_SECONDS), RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000', LOG_LEVEL: 'silent' },
-    deps: { sources: [source('killed'), source('restarted'), source('alive', 3), source('busy'), source('other'), source('held')], resolveHost: resolveHostNode, connectGuard: connectGuardNode },
+    env: { FETCH_ALLOW_LOOPBACK: 'true', SCRAPE_RUN_STALE_SECONDS: String(STALE_SECONDS), RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000', LOG_LEVEL: 'warn' },
+    deps: { sources: [source('killed'), source('restarted'), source('alive', 3), source('busy'), source('other'), source('held'), source('stopped')], resolveHost: resolveHostNode, connectGuard: connectGuardNode },
   })
   service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
 })
@@ -200,5 +200,34 @@ describe('a source with a run that is running', () => {
     expect(next.status).toBe(200)
     const [closed] = await db.sql`select status from public.scrape_runs where id = ${dead}`
     expect(closed!.status).toBe('failed')
+  })
+})
+
+describe('a sync when its process shuts down', () => {
+  it('stops at the first link after the shutdown begins, closes its run as interrupted with what it did, says so once, and the next sync goes on', async () => {
+    // the shutdown begins while the second PDF is being sent
+    beforeServe = async (path) => {
+      if (path === '/stopped/b.pdf') t.deps.background.stop()
+    }
+    const before = t.logs.lines.length
+    try {
+      const res = await t.request('/scraping/stopped/sync', { method: 'POST', headers: service })
+      expect(res.status).toBe(200)
+      const body = await json(res)
+      expect(body).toMatchObject({ status: 'interrupted', found_count: 3 })
+      // two links read (new, or copies of the other sources' lessons), the third left
+      expect(body.new_count + body.duplicates + body.known + body.quality_failed + body.errors).toBe(2)
+    } finally {
+      beforeServe = null
+    }
+    const [run] = await runs('stopped')
+    expect(run).toMatchObject({ status: 'interrupted', found_count: 3, error_message: expect.stringContaining('interrupted by the service\'s shutdown after 2 of 3 links') })
+    expect(t.logs.lines.slice(before).filter((l) => /interrupted by the shutdown/.test(JSON.stringify(l)))).toHaveLength(1)
+    expect(t.logs.lines.slice(before).filter((l) => /CONNECTION_ENDED|heartbeat not written/.test(JSON.stringify(l)))).toEqual([])
+    // the next process's sync is not held by it, and reads the rest
+    const next = createTestApp({ sql: db.sql, env: { FETCH_ALLOW_LOOPBACK: 'true', RATE_LIMIT_ADMIN_PER_MINUTE: '1000', LOG_LEVEL: 'silent' }, deps: { sources: [source('stopped')], resolveHost: resolveHostNode, connectGuard: connectGuardNode } })
+    const again = await next.request('/scraping/stopped/sync', { method: 'POST', headers: service })
+    expect(again.status).toBe(200)
+    expect(await json(again)).toMatchObject({ status: 'completed', found_count: 3 })
   })
 })

@@ -31,7 +31,7 @@ export function scrapingRouter(deps: Deps) {
     description: 'Runs the whole pipeline (download, extract, canonicalize, quality check, SimHash, compare, insert) for every PDF the source lists, in the request.',
     request: { params: SourceParam },
     responses: {
-      200: jsonContent(z.object({ run_id: z.uuid(), source: z.string(), status: z.enum(['completed', 'failed']), found_count: z.number().int(), new_count: z.number().int(), duplicates: z.number().int(), quality_failed: z.number().int(), errors: z.number().int(), known: z.number().int(), needs_metadata: z.number().int().openapi({ description: 'of new_count: references without a grade or subject, registered but not queued (set them with PATCH /admin/references/{reference_id}, then ingest)' }) }).openapi('SyncResult'), 'The run'),
+      200: jsonContent(z.object({ run_id: z.uuid(), source: z.string(), status: z.enum(['completed', 'failed', 'interrupted']).openapi({ description: 'interrupted: the service shut down during the sync, which stopped at the next link (the next sync goes on)' }), found_count: z.number().int(), new_count: z.number().int(), duplicates: z.number().int(), quality_failed: z.number().int(), errors: z.number().int(), known: z.number().int(), needs_metadata: z.number().int().openapi({ description: 'of new_count: references without a grade or subject, registered but not queued (set them with PATCH /admin/references/{reference_id}, then ingest)' }) }).openapi('SyncResult'), 'The run'),
       ...unknown,
       409: jsonContent(ErrorSchema, 'A run of the source is running (its id in run_id): one sync of a source at a time'),
       ...errorResponses.protected,

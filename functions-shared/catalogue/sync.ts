@@ -20,7 +20,7 @@ import { closeAbandonedRuns } from './listings.ts'
 export interface SyncResult {
   run_id: string
   source: string
-  status: 'completed' | 'failed'
+  status: 'completed' | 'failed' | 'interrupted'
   found_count: number
   new_count: number
   duplicates: number
@@ -292,7 +292,13 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   // too, as the reason is otherwise only in ingestion_audit, which no route shows
   const rejectedLinks: LinkFailure[] = []
   await heartbeat()
-  for (const link of links) {
+  // links done when the process's shutdown began, if it did: the sync stops there, its run interrupted
+  let interruptedAt: number | null = null
+  for (const [i, link] of links.entries()) {
+    if (ctx.deps.background.stopping.aborted) {
+      interruptedAt = i
+      break
+    }
     const host = new URL(link.url).host
     if ((timeouts.get(host) ?? 0) >= SYNC_HOST_TIMEOUTS) {
       counts.error++
@@ -312,10 +318,14 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
     await heartbeat()
   }
   for (const [host, n] of skipped) log.warn({ source: source.name, host, skipped: n }, 'links left for the next run: their host did not answer')
-  const status = failure ? 'failed' : 'completed'
+  const notes: string[] = []
+  const status = failure ? 'failed' : interruptedAt !== null ? 'interrupted' : 'completed'
+  if (interruptedAt !== null) {
+    notes.push(`interrupted by the service's shutdown after ${interruptedAt} of ${links.length} links: the next sync goes on with the rest`)
+    log.warn({ source: source.name, run_id: runId, done: interruptedAt, found: links.length }, 'scrape run interrupted by the shutdown')
+  }
   // a run that read some listing pages and not others says which, as a failed run says why; which links
   // it could not download or read (the first five); and which hosts it left links of
-  const notes: string[] = []
   if (!failure && unread.length > 0) {
     const named = unread.slice(0, 5).map((f) => `${f.url}: ${f.message}`).join('; ')
     notes.push(`${unread.length} listing ${unread.length === 1 ? 'page' : 'pages'} could not be read: ${named}${unread.length > 5 ? '; ...' : ''}`)

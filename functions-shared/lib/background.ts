@@ -3,6 +3,17 @@
 export class BackgroundTasks {
   readonly #running = new Set<Promise<unknown>>()
   readonly #waitUntil: ((p: Promise<unknown>) => void) | undefined
+  readonly #stopping = new AbortController()
+
+  /** Aborted when the process begins to shut down: long work (a sync) stops at its next step. */
+  get stopping(): AbortSignal {
+    return this.#stopping.signal
+  }
+
+  /** Says that the process is shutting down (see stopping). */
+  stop(): void {
+    this.#stopping.abort()
+  }
 
   constructor(waitUntil?: (p: Promise<unknown>) => void) {
     this.#waitUntil = waitUntil

@@ -360,6 +360,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     functions,
     close: (timeoutMs = config.SHUTDOWN_TIMEOUT_MS) =>
       new Promise<void>((resolve) => {
+        // long work in flight (a sync) stops at its next step and closes what it records
+        deps.background.stop()
         clearInterval(expiry)
         stopWatchingReaders()
         const s = server as { closeAllConnections?: () => void; closeIdleConnections?: () => void }
