@@ -56,6 +56,7 @@ export const settings = {
   AUTH_HOOK_ENABLED: [bool(true), 'Local auth: call public.custom_access_token_hook when issuing tokens, as supabase/config.toml enables it'],
   ADMIN_API_KEY: [str(''), 'Deprecated X-Admin-Key value accepted on admin routes; empty disables the header'],
   TRUST_PROXY: [bool(false), 'Take the client IP from X-Forwarded-For (true behind the Supabase gateway or a proxy)'],
+  TRUSTED_PROXY_HOPS: [int(1, 1), 'With TRUST_PROXY: the proxies in front of the service that each add the address they saw to X-Forwarded-For; the client is the address that many from its right end (what a client writes to the left of it is not believed)'],
   // --- HTTP limits
   CORS_ORIGIN: [str('*'), 'Access-Control-Allow-Origin value'],
   BODY_LIMIT_BYTES: [int(1048576, 1), 'Largest request body accepted by routes other than the upload, and largest JSON body on every route'],

@@ -130,7 +130,10 @@ export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<De
 /** The client's IP: the first X-Forwarded-For hop when the proxy is trusted, else the socket peer. */
 export function clientIp(deps: Deps, c: Context): string {
   if (deps.config.TRUST_PROXY) {
-    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim()
+    // each trusted proxy adds the address it saw to the right: the client is TRUSTED_PROXY_HOPS from the
+    // right end; what stands left of it the client wrote itself (the leftmost address is anyone's to forge)
+    const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((h) => h.trim()).filter(Boolean)
+    const forwarded = hops[Math.max(0, hops.length - deps.config.TRUSTED_PROXY_HOPS)]
     if (forwarded) return forwarded
   }
   return deps.remoteAddress(c) ?? 'unknown'

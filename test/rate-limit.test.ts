@@ -103,9 +103,21 @@ describe('client IP', () => {
     const router = createRouter()
     router.post('/auth/signin', guards(t.deps).limit('auth'), (c) => c.json({ ok: true }))
     const app = withCommonMiddleware(new OpenAPIHono(), t.deps, (a) => a.route('/', router))
-    for (let i = 0; i < 5; i++) await app.request('/auth/signin', { method: 'POST', headers: { 'x-forwarded-for': '192.0.2.1, 10.0.0.1' } })
+    // the proxy adds the address it saw to the right: what the client wrote to the left of it gives no fresh quota
+    for (let i = 0; i < 5; i++) await app.request('/auth/signin', { method: 'POST', headers: { 'x-forwarded-for': `10.9.9.${i}, 192.0.2.1` } })
     expect((await app.request('/auth/signin', { method: 'POST', headers: { 'x-forwarded-for': '192.0.2.1' } })).status).toBe(429)
-    expect((await app.request('/auth/signin', { method: 'POST', headers: { 'x-forwarded-for': '192.0.2.2' } })).status).toBe(200)
+    expect((await app.request('/auth/signin', { method: 'POST', headers: { 'x-forwarded-for': '192.0.2.1, 192.0.2.2' } })).status).toBe(200)
+  })
+
+  it('takes the client TRUSTED_PROXY_HOPS addresses from the right of X-Forwarded-For, behind that many proxies', async () => {
+    const t = createTestApp({ sql: db.sql, env: { TRUST_PROXY: 'true', TRUSTED_PROXY_HOPS: '2' } })
+    const router = createRouter()
+    router.post('/auth/signin', guards(t.deps).limit('auth'), (c) => c.json({ ok: true }))
+    const app = withCommonMiddleware(new OpenAPIHono(), t.deps, (a) => a.route('/', router))
+    // client 198.51.100.7 behind a CDN (203.0.113.1) and the gateway: each forged left part is the same client
+    for (let i = 0; i < 5; i++) await app.request('/auth/signin', { method: 'POST', headers: { 'x-forwarded-for': `10.9.9.${i}, 198.51.100.7, 203.0.113.1` } })
+    expect((await app.request('/auth/signin', { method: 'POST', headers: { 'x-forwarded-for': '198.51.100.7, 203.0.113.1' } })).status).toBe(429)
+    expect((await app.request('/auth/signin', { method: 'POST', headers: { 'x-forwarded-for': '198.51.100.8, 203.0.113.1' } })).status).toBe(200)
   })
 })
 
