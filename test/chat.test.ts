@@ -540,6 +540,10 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
       expect(row.charged).toBe(0)
       expect(row.details.retrieval).toMatchObject({ translated: true, query: 'ترجم هذا النص إلى الفرنسية من فضلك', cross_lingual: { status: 'searched', query: null } })
       expect(JSON.stringify(row.details)).not.toContain(translation)
+      // a turn that charges nothing writes no timings, nor an inference's weights: its row stays small
+      expect(row.details).not.toHaveProperty('timings')
+      expect(row.details).not.toHaveProperty('inference')
+      expect(JSON.stringify(row.details).length).toBeLessThan(1024)
     }
     script.translate = () => ({ content: '' })
   })

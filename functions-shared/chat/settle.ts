@@ -147,10 +147,14 @@ export async function finalizeTurn(ctx: TurnContext, decision: Decision, hold: H
         input: { reservation_id: hold.reservation.id, actual: settle.actual, kind: settle.kind, request_id: ctx.requestId },
         usage: { characters: settle.characters, model: model === null ? null : storableText(model), details: storable(details) },
       })
+    // a turn that charges nothing writes what it was and how it ended, not the inference's weights and the
+    // timings (3 KB a row): a student's free turns would grow the usage log without bound
+    const uncharged = settle.actual === 0
     const details = {
       path: decision.path, reason: decision.reason, outcome: settle.outcome, language: decision.language, subject: decision.subject, grade: decision.grade,
-      ...(decision.inference ? { inference: decision.inference, inferred_grade: decision.inferredGrade ?? null } : {}),
-      tier: hold.tier, hint_level: hold.hintLevel, ...(ctx.turnId ? { turn_id: ctx.turnId } : {}), timings: ctx.timings, ...settle.extra,
+      ...(decision.inference && !uncharged ? { inference: decision.inference } : {}),
+      ...(decision.inference ? { inferred_grade: decision.inferredGrade ?? null } : {}),
+      tier: hold.tier, hint_level: hold.hintLevel, ...(ctx.turnId ? { turn_id: ctx.turnId } : {}), ...(uncharged ? {} : { timings: ctx.timings }), ...settle.extra,
     }
     let r: Awaited<ReturnType<typeof finalize>>
     try {
