@@ -243,6 +243,14 @@ describe('anon, errors and the edges of the subset', () => {
     // text columns still match, as supabase-js's like() and ilike() ask
     expect(await as(me).from('usage_log').select('request_id').like('request_id', 'like-1_').order('request_id').limit(2)).toMatchObject({ status: 200, data: [{ request_id: 'like-10' }, { request_id: 'like-11' }] })
     expect(await as(me).from('usage_log').select('request_id').ilike('request_id', 'LIKE-0')).toMatchObject({ status: 200, data: [{ request_id: 'like-0' }] })
+    // an in. list costs its length times the rows: at most 10 whole documents for a jsonb column, 500 values for another
+    const documents = Array.from({ length: 11 }, (_, i) => String(i))
+    const manyDocuments = await as(me).from('usage_log').select('id').in('details', documents)
+    expect(manyDocuments).toMatchObject({ status: 400, error: { code: 'PGRST100', message: 'in. takes at most 10 values on a jsonb column; "details" was given 11' } })
+    expect(await as(me).from('usage_log').select('id').in('details', documents.slice(0, 10))).toMatchObject({ status: 200, data: [] })
+    const ids = Array.from({ length: 501 }, (_, i) => `like-${i}`)
+    expect(await as(me).from('usage_log').select('id').in('request_id', ids)).toMatchObject({ status: 400, error: { code: 'PGRST100' } })
+    expect((await as(me).from('usage_log').select('request_id').in('request_id', ids.slice(0, 500))).data).toHaveLength(20)
   })
 
   it('refuses a filter value nested deeper than 512 levels for a json column with 400, never 500, and the database answers on', async () => {
