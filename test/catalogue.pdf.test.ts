@@ -8,6 +8,7 @@ import { canonicalize, arabicShare } from '../functions-shared/catalogue/canonic
 import { tokens } from '../functions-shared/catalogue/simhash.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
 import { readPdf } from '../functions-shared/ingestion/read-pdf.ts'
+import { PdfReadersBusy } from '../functions-shared/catalogue/pdf-types.ts'
 import { rawPdf } from './helpers/raw-pdf.ts'
 import { threadHosts } from './helpers/hosts.ts'
 
@@ -142,6 +143,22 @@ describe('text layers read in a worker thread (Node)', () => {
       stream('', '/X Do'),
       ...Array.from({ length: depth }, (_, i) => stream(`/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /XObject << /X ${i + 6} 0 R >> >>`, i === depth - 1 ? '0 0 m 10 10 l S' : '/X Do /X Do')),
     ])
+
+  it('reads with one bounded pool: past its readers a reading waits its turn, past its queue it is refused at once (PdfReadersBusy)', async () => {
+    const reader = createIsolatedExtractor({ size: 1, maxQueue: 1 })
+    try {
+      // the first reading holds the one reader for seconds (a page pdf.js cannot finish, stopped at its deadline)
+      const slow = reader(chain(30), { deadlineMs: 1500, imageCheckBelowChars: 200 })
+      const waiting = reader(await makePdf(['Une page.']), { deadlineMs: 10_000 })
+      await expect(reader(await makePdf(['Une autre page.']), { deadlineMs: 10_000 })).rejects.toBeInstanceOf(PdfReadersBusy)
+      expect(reader.stats()).toEqual({ readers: 1, busy: 1, waiting: 1 })
+      await expect(slow).rejects.toThrow('PDF parsing took longer than 1500 ms')
+      expect((await waiting).pages[0]!.text).toBe('Une page.')
+      expect(reader.stats().readers).toBeLessThanOrEqual(1)
+    } finally {
+      await reader.close()
+    }
+  }, 30_000)
 
   it('a page pdf.js cannot finish fails at the deadline, and the process goes on meanwhile', async () => {
     const reader = createIsolatedExtractor()

@@ -19,3 +19,17 @@ export interface ExtractOptions {
 
 /** extractPdf, or a runtime's way of running it elsewhere (Node: a worker thread, scripts/lib/pdf-isolate.ts). */
 export type PdfExtractor = (bytes: Uint8Array, options: ExtractOptions) => Promise<ExtractedPdf>
+
+/**
+ * The PDF readers are all busy and as many readings already wait for one as may: the caller is told to
+ * come back (an upload: 503 with Retry-After), nothing is read.
+ */
+export class PdfReadersBusy extends Error {
+  override name = 'PdfReadersBusy'
+  readonly retryAfterSeconds: number
+  constructor(retryAfterSeconds: number) {
+    super('every PDF reader is busy and the queue for them is full')
+    this.retryAfterSeconds = retryAfterSeconds
+  }
+}
+

@@ -5,6 +5,7 @@ import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { isPdf, PdfError } from '../catalogue/extract-pdf.ts'
+import { PdfReadersBusy } from '../catalogue/pdf-types.ts'
 import { readPdf, readPdfSettings } from './read-pdf.ts'
 import { countOcr } from './metrics.ts'
 import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
@@ -53,6 +54,7 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
     extracted = await readPdf(input.bytes, { ...readPdfSettings(config), engine: deps.ocr, extract: deps.extractPdf, language: input.language })
   } catch (err) {
     if (err instanceof PdfError) throw new ApiError(ErrorCode.VALIDATION_FAILED, err.message, { details: { fields: [{ field: 'file', message: err.message }] } })
+    if (err instanceof PdfReadersBusy) throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, 'Every PDF reader is busy with other uploads; retry shortly', { headers: { 'Retry-After': String(err.retryAfterSeconds) } })
     throw err
   }
   countOcr(deps.metrics.ingestion, extracted.ocr)

@@ -261,7 +261,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (config.LOCAL_AUTH && app && request.url.startsWith(authBase)) return app.fetch(request, { [TRUSTED_CALLER]: true })
     return fetch(request)
   }
-  const pdfReader = createIsolatedExtractor()
+  const pdfReader = createIsolatedExtractor({ size: config.PDF_READERS, maxQueue: config.PDF_READER_QUEUE })
   const deps = createDeps(config, {
     supabase: createSupabaseClients(config, authFetch),
     sql: options.sql,

@@ -6,6 +6,7 @@
 // (process-worker.ts), stopped at the extraction's deadline: the PDF fails, the server goes on.
 import { ProcessWorker as Worker } from './process-worker.ts'
 import { PdfError, type ExtractedPdf, type PdfExtractor } from '../../functions-shared/catalogue/extract-pdf.ts'
+import { PdfReadersBusy } from '../../functions-shared/catalogue/pdf-types.ts'
 
 /** The heap of a reading thread: a 100 MB PDF of text reads in well under it. */
 export const PDF_WORKER_HEAP_MB = 1024
@@ -17,10 +18,19 @@ interface Reader {
   busy: boolean
 }
 
-export function createIsolatedExtractor(options: { heapMb?: number; maxIdle?: number } = {}): PdfExtractor & { close(): Promise<void> } {
+/**
+ * One pool of readers for the process (uploads, jobs and the scraper alike): at most `size` child
+ * processes read at once, each with up to `heapMb` of heap (three concurrent uploads of 100,000-page PDFs
+ * reached 4.3 GB when each had its own); a reading past them waits its turn, and past `maxQueue` waiting
+ * it is refused at once (PdfReadersBusy: the caller says 503 with Retry-After).
+ */
+export function createIsolatedExtractor(options: { heapMb?: number; maxIdle?: number; size?: number; maxQueue?: number } = {}): PdfExtractor & { close(): Promise<void>; stats(): { readers: number; busy: number; waiting: number } } {
   const heapMb = options.heapMb ?? PDF_WORKER_HEAP_MB
   const maxIdle = options.maxIdle ?? 1
+  const size = Math.max(1, options.size ?? 2)
+  const maxQueue = Math.max(0, options.maxQueue ?? 32)
   const readers: Reader[] = []
+  const waiting: (() => void)[] = []
   let next = 0
 
   const spawn = (): Reader => {
@@ -35,8 +45,24 @@ export function createIsolatedExtractor(options: { heapMb?: number; maxIdle?: nu
     void reader.worker.terminate().catch(() => {})
   }
 
-  const extract = (bytes: Uint8Array, extractOptions: Parameters<PdfExtractor>[1]): Promise<ExtractedPdf> => {
-    const reader = readers.find((r) => !r.busy) ?? spawn()
+  /** A free reader (spawned while the pool has room), after waiting for one to be released if need be. */
+  const acquire = async (): Promise<Reader> => {
+    for (;;) {
+      const free = readers.find((r) => !r.busy) ?? (readers.length < size ? spawn() : undefined)
+      if (free) return free
+      if (waiting.length >= maxQueue) throw new PdfReadersBusy(5)
+      await new Promise<void>((resolve) => waiting.push(resolve))
+    }
+  }
+  const extract = async (bytes: Uint8Array, extractOptions: Parameters<PdfExtractor>[1]): Promise<ExtractedPdf> => {
+    const reader = await acquire()
+    try {
+      return await readWith(reader, bytes, extractOptions)
+    } finally {
+      waiting.shift()?.()
+    }
+  }
+  const readWith = (reader: Reader, bytes: Uint8Array, extractOptions: Parameters<PdfExtractor>[1]): Promise<ExtractedPdf> => {
     reader.busy = true
     reader.worker.ref()
     const id = next++
@@ -67,6 +93,8 @@ export function createIsolatedExtractor(options: { heapMb?: number; maxIdle?: nu
   return Object.assign(extract, {
     async close() {
       await Promise.all(readers.splice(0).map((r) => r.worker.terminate().catch(() => {})))
+      for (const resolve of waiting.splice(0)) resolve()
     },
+    stats: () => ({ readers: readers.length, busy: readers.filter((r) => r.busy).length, waiting: waiting.length }),
   })
 }
