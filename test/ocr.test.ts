@@ -296,6 +296,22 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   })
 
+  it('reads scans whose page images are JBIG2 (a generic region, MMR coded, as scanners write lossless JBIG2)', async () => {
+    // the same pages, their Group 4 data carried in JBIG2 segments (JBIG2Decode): MMR is Group 4 coding
+    const extract = createIsolatedExtractor()
+    try {
+      for (const [file, language, want] of [['photosynthese-fr.pdf', 'fr', SCAN_FR[0]!], ['fleuve-ar.pdf', 'ar', SCAN_AR[0]!]] as const) {
+        const scan = jbig2FromCcitt(readFileSync(new URL(`./fixtures/ccitt/${file}`, import.meta.url)))
+        expect(Buffer.from(scan).toString('latin1')).toContain('/Filter /JBIG2Decode')
+        const read = await readPdf(scan, options({ language, extract }))
+        expect(read.pages[0], file).toMatchObject({ source: 'ocr' })
+        expect(characterErrorRate(canonicalize(want), canonicalize(read.pages[0]!.text)), file).toBeLessThan(0.08)
+      }
+    } finally {
+      await extract.close()
+    }
+  })
+
   it('a page whose drawing needs more memory than its thread has fails, and the process goes on', async () => {
     // form XObjects, 30 of them, each drawing the next twice: 2^30 drawings from 6 KB, whose operator
     // list grew the drawing thread to 4.2 GB in the 60 s of a deadline before its heap was bounded
@@ -468,5 +484,45 @@ async function pdfOfImage(image: Buffer): Promise<Uint8Array> {
   doc.end()
   await done
   return new Uint8Array(Buffer.concat(chunks))
+}
+
+/**
+ * A one-page PDF whose page is the Group 4 image of a CCITT scan (tiff2pdf's: /K -1) carried as JBIG2
+ * (T.88, embedded stream): a page information segment, then an immediate lossless generic region whose
+ * MMR data is that Group 4 data, then the end of the page.
+ */
+function jbig2FromCcitt(ccittPdf: Buffer): Uint8Array {
+  const text = ccittPdf.toString('latin1')
+  const dict = /<<((?:(?!>>\s*stream)[\s\S])*?\/CCITTFaxDecode[\s\S]*?)>>\s*stream\r?\n/.exec(text)!
+  const width = Number(/\/Width (\d+)/.exec(dict[1]!)![1])
+  const height = Number(/\/Height (\d+)/.exec(dict[1]!)![1])
+  const start = dict.index + dict[0].length
+  const g4 = ccittPdf.subarray(start, text.indexOf('endstream', start)).subarray(0)
+  const u32 = (n: number) => Buffer.from([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255])
+  // segment header: number, type (page association in one byte), no referred-to segments, page 1, data length
+  const segment = (n: number, type: number, data: Buffer) => Buffer.concat([u32(n), Buffer.from([type, 0, 1]), u32(data.length), data])
+  const pageInfo = Buffer.concat([u32(width), u32(height), u32(0), u32(0), Buffer.from([0]), Buffer.from([0, 0])])
+  // region info (size, place, combination operator OR), then the generic region's flags: MMR
+  const region = Buffer.concat([u32(width), u32(height), u32(0), u32(0), Buffer.from([0]), Buffer.from([1]), g4])
+  const jbig2 = Buffer.concat([segment(0, 48, pageInfo), segment(1, 38, region), segment(2, 49, Buffer.alloc(0))])
+  const content = `q 612 0 0 792 0 0 cm /Im1 Do Q`
+  const objects: Buffer[] = [
+    Buffer.from('<< /Type /Catalog /Pages 2 0 R >>', 'latin1'),
+    Buffer.from('<< /Type /Pages /Kids [3 0 R] /Count 1 >>', 'latin1'),
+    Buffer.from('<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im1 5 0 R >> >> /Contents 4 0 R >>', 'latin1'),
+    Buffer.from(`<< /Length ${content.length} >>\nstream\n${content}\nendstream`, 'latin1'),
+    Buffer.concat([Buffer.from(`<< /Type /XObject /Subtype /Image /Width ${width} /Height ${height} /BitsPerComponent 1 /ColorSpace /DeviceGray /Filter /JBIG2Decode /Length ${jbig2.length} >>\nstream\n`, 'latin1'), jbig2, Buffer.from('\nendstream', 'latin1')]),
+  ]
+  const parts: Buffer[] = [Buffer.from('%PDF-1.7\n', 'latin1')]
+  const offsets: number[] = []
+  let length = parts[0]!.length
+  objects.forEach((o, i) => {
+    offsets.push(length)
+    const framed = Buffer.concat([Buffer.from(`${i + 1} 0 obj\n`, 'latin1'), o, Buffer.from('\nendobj\n', 'latin1')])
+    parts.push(framed)
+    length += framed.length
+  })
+  parts.push(Buffer.from(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`, 'latin1'))
+  return new Uint8Array(Buffer.concat(parts))
 }
 
