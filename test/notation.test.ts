@@ -4,6 +4,7 @@
 // fonts), LuaLaTeX, LibreOffice Writer and XeLaTeX; their README says how.
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
 import { extractPdf, joinItems, type TextRun } from '../functions-shared/catalogue/extract-pdf.ts'
 import { canonicalize, matchingForm } from '../functions-shared/catalogue/canonicalize.ts'
 import { horizontalRules, readFormulas, scriptForm } from '../functions-shared/catalogue/formulas.ts'
@@ -94,6 +95,31 @@ describe('formulas from positioned glyphs', () => {
       ops,
     )
     expect(rules).toEqual([{ x0: 72, x1: 112, y: 700.2 }]) // the tall box is no rule, the clipping path draws nothing
+  })
+})
+
+describe('any runs', () => {
+  it('are read without an error and without losing a letter, whatever their place, size and text (a property)', () => {
+    const chars = fc.constantFrom(...Array.from('ae1+−=()´`¸¨ˆ√.,x²ıدرسال \u0301\u0338'))
+    const runArb = fc.record({
+      str: fc.array(chars, { maxLength: 6 }).map((c) => c.join('')),
+      x: fc.double({ min: -50, max: 600, noNaN: true }),
+      y: fc.double({ min: 0, max: 800, noNaN: true }),
+      size: fc.constantFrom(0, 5, 7, 10, 12),
+      width: fc.double({ min: 0, max: 80, noNaN: true }),
+      hasEOL: fc.boolean(),
+    })
+    const rules = fc.array(fc.record({ x0: fc.double({ min: 0, max: 600, noNaN: true }), x1: fc.double({ min: 0, max: 600, noNaN: true }), y: fc.double({ min: 0, max: 800, noNaN: true }) }), { maxLength: 3 })
+    fc.assert(
+      fc.property(fc.array(runArb, { maxLength: 12 }), rules, (drawn, lines) => {
+        const runs = drawn.map((r) => run(r.str, r.x, r.width, { y: r.y, size: r.size, hasEOL: r.hasEOL }))
+        const text = read(runs, lines)
+        // every letter and digit drawn is read (accents may go onto letters, scripts change form)
+        const letters = (t: string) => Array.from(t.normalize('NFKD').replace(/ı/g, 'i').replace(/[^a-zدرسال]/g, '')).sort().join('')
+        expect(letters(text)).toBe(letters(runs.map((r) => r.str).join('')))
+      }),
+      { numRuns: 400 },
+    )
   })
 })
 
