@@ -12,6 +12,7 @@ import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { SourceSchema, type Source } from '../functions-shared/sources-file.ts'
 import { syncSource } from '../functions-shared/catalogue/sync.ts'
+import { closeRunsLeftRunning } from '../functions-shared/catalogue/listings.ts'
 import type { Sql } from '../functions-shared/db/client.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { connectGuardNode, resolveHostNode } from '../scripts/lib/node-adapter.ts'
@@ -50,7 +51,7 @@ beforeAll(async () => {
   t = createTestApp({
     sql: db.sql,
     env: { FETCH_ALLOW_LOOPBACK: 'true', SCRAPE_RUN_STALE_SECONDS: String(STALE_SECONDS), RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000', LOG_LEVEL: 'warn' },
-    deps: { sources: [source('killed'), source('restarted'), source('alive', 3), source('busy'), source('other'), source('held'), source('stopped')], resolveHost: resolveHostNode, connectGuard: connectGuardNode },
+    deps: { sources: [source('killed'), source('restarted'), source('alive', 3), source('busy'), source('other'), source('held'), source('stopped'), source('left')], resolveHost: resolveHostNode, connectGuard: connectGuardNode },
   })
   service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
 })
@@ -122,6 +123,14 @@ describe('a run whose process died mid-sync', () => {
     // the admin listing shows the same
     const all = await t.request('/admin/scrape-runs', { headers: service })
     expect(((await json(all)).items as { id: string; status: string }[]).find((r) => r.id === runId)).toMatchObject({ status: 'failed' })
+  })
+
+  it('is closed as interrupted when a process that alone holds the database starts (the embedded one), not left for the heartbeat', async () => {
+    const dead = await killedSync('left')
+    expect(await closeRunsLeftRunning(t.deps)).toBeGreaterThanOrEqual(1)
+    const [run] = await db.sql`select status, error_message, finished_at from public.scrape_runs where id = ${dead}`
+    expect(run).toMatchObject({ status: 'interrupted', error_message: expect.stringContaining('the process that ran it stopped before the run ended') })
+    expect(run!.finished_at).not.toBeNull()
   })
 
   it('is closed as failed when the next sync starts', async () => {

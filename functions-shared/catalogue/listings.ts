@@ -109,6 +109,19 @@ export async function closeAbandonedRuns(deps: Deps, tx?: Tx): Promise<number> {
   return row!.n
 }
 
+/**
+ * Runs left running by a process that stopped without closing them, closed as interrupted: called where
+ * no other process can be running a sync on the database (the embedded one, whose folder one process
+ * holds), when the process starts. Elsewhere the heartbeat's staleness closes them (closeAbandonedRuns).
+ */
+export async function closeRunsLeftRunning(deps: Deps): Promise<number> {
+  const rows = await asService(deps.sql, (tx) => tx`
+    update public.scrape_runs set status = 'interrupted', finished_at = ${new Date(deps.clock.now())},
+           error_message = coalesce(error_message || '; ', '') || 'interrupted: the process that ran it stopped before the run ended'
+     where status = 'running' returning id`)
+  return rows.length
+}
+
 export async function listRuns(deps: Deps, input: { source?: string | undefined; limit: number; offset: number }) {
   return asService(deps.sql, async (tx) => {
     // a run whose sync died is listed as what it is: failed, not running

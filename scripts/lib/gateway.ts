@@ -18,6 +18,7 @@ import { connectGuardNode, readAssetNode, readSourcesNode, remoteAddressNode, re
 import { buildDemoPortal, DEMO_PORTAL_BASE } from './demo-portal.ts'
 import { ocrFromConfig } from './ocr.ts'
 import { createIsolatedExtractor } from './pdf-isolate.ts'
+import { closeRunsLeftRunning } from '../../functions-shared/catalogue/listings.ts'
 import { restRouter, type RestOptions } from '../../functions-shared/rest/router.ts'
 import { clientKey } from '../../functions-shared/net/client.ts'
 import { readFile } from 'node:fs/promises'
@@ -353,6 +354,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       .catch((err: Error) => log.error({ err: { message: err.message } }, 'interrupting stale chat turns failed'))
   }
   interruptStaleTurns()
+  // on the embedded database, whose folder this process alone holds, a scrape run still running at start
+  // is one a stopped process left: closed as interrupted, so its source syncs again at once
+  if (options.embedded) {
+    void closeRunsLeftRunning(deps)
+      .then((n) => n > 0 && log.warn({ runs: n }, 'scrape runs left running by a stopped process closed as interrupted'))
+      .catch((err: Error) => log.error({ err: { message: err.message } }, 'closing scrape runs left running failed'))
+  }
   return {
     url,
     deps,
