@@ -82,6 +82,9 @@ describe('formulas from positioned glyphs', () => {
     const below = run('Moyenne', 100, 44, { y: 700 })
     expect(read([above, below])).toBe('Total Moyenne')
     expect(read([above, below], [{ x0: 50, x1: 550, y: 706 }])).toBe('Total Moyenne')
+    // a table of variations: its rows of cells spread over the line between them, centred on it as a whole
+    const row = (cells: string[], y: number, hasEOL = false) => cells.map((c, k) => run(c, 100 + k * 60, 12, { y, hasEOL: hasEOL && k === cells.length - 1 }))
+    expect(read([...row(['x', '−∞', '0', '+∞'], 712, true), ...row(['f′(x)', '−', '0', '+'], 700)], [{ x0: 98, x1: 294, y: 706 }])).not.toContain('/')
     // the same two lines centred on a rule as long as they are: a fraction
     expect(read([run('a + b', 100, 30, { y: 712, hasEOL: true }), run('2', 112, 6, { y: 700 })], [{ x0: 99, x1: 131, y: 706 }])).toBe('(a + b)/2')
   })

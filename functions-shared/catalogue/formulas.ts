@@ -174,8 +174,14 @@ function fractions(runs: readonly TextRun[], rules: readonly Rule[]): TextRun[] 
     const centre = (rs: readonly TextRun[]) => (Math.min(...rs.map(left)) + Math.max(...rs.map(right))) / 2
     const ruleCentre = (rule.x0 + rule.x1) / 2
     const widest = Math.max(...[...numerator, ...denominator].map(right)) - Math.min(...[...numerator, ...denominator].map(left))
-    // both parts centred on the rule, and the rule about as long as the wider part: a fraction, not a table's line
-    if (Math.abs(centre(numerator) - ruleCentre) > size * 0.6 || Math.abs(centre(denominator) - ruleCentre) > size * 0.6 || rule.x1 - rule.x0 > widest + size * 1.5) continue
+    // both parts centred on the rule, the rule about as long as the wider part, and each part one piece of
+    // text (no gap wider than a few spaces): a fraction, not a table's line between two rows of cells (a
+    // table of variations, its values spread under its header)
+    const gapped = (rs: readonly TextRun[]) => {
+      const drawn = rs.filter((r) => !blank(r)).sort((a, b) => left(a) - left(b))
+      return drawn.some((r, k) => k > 0 && left(r) - Math.max(...drawn.slice(0, k).map(right)) > size * 1.5)
+    }
+    if (Math.abs(centre(numerator) - ruleCentre) > size * 0.6 || Math.abs(centre(denominator) - ruleCentre) > size * 0.6 || rule.x1 - rule.x0 > widest + size * 1.5 || gapped(numerator) || gapped(denominator)) continue
     const before = out.slice(0, start).reverse().find((r) => !blank(r))
     const onLine = before && Math.abs(baseline(before) - (rule.y - size * 0.25)) < size
     // the blank runs inside the fraction's box (a typesetter's room after the denominator), and those
