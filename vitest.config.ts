@@ -7,6 +7,7 @@ const E2E = [
   'test/readme-quickstart.test.ts',
   'test/functions.e2e.test.ts',
   'test/ocr.test.ts',
+  'test/ocr.scans.test.ts',
   'test/ocr.e2e.test.ts',
   'test/process-worker.test.ts',
   'test/scan-render.test.ts',
