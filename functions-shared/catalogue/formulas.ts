@@ -11,7 +11,7 @@
 // - a radical sign followed by the rule drawn over its radicand is √(radicand): √(Δ), √(b² − 4ac).
 // A formula stays in its sentence. The rules are read from the page's drawing operators, only on pages
 // whose runs show a formula (needsRules): they cost a second pass over the page.
-import { baseline, blank, fontSize, left, right, type TextRun, upright } from './text-runs.ts'
+import { ARABIC, baseline, blank, fontSize, left, right, type TextRun, upright } from './text-runs.ts'
 
 /** A horizontal rule of the page: its ends and its height (middle of its thickness), in page space. */
 export interface Rule {
@@ -45,7 +45,6 @@ export function scriptForm(text: string, kind: 'sup' | 'sub'): string {
 /** Mathematical alphanumeric symbols (𝑥, 𝐾: the italic letters of a Unicode maths font) as the letters they are. */
 export const mathLetters = (text: string): string => text.replace(/[\u{1D400}-\u{1D7FF}\u210E]/gu, (c) => c.normalize('NFKC'))
 
-const ARABIC = /[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF]/
 const formulaRun = (r: TextRun) => !blank(r) && upright(r) && !ARABIC.test(r.str)
 const RADICAL = /^\s*√\s*$/
 
