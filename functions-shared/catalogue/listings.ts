@@ -115,11 +115,8 @@ export async function closeAbandonedRuns(deps: Deps, tx?: Tx): Promise<number> {
  * holds), when the process starts. Elsewhere the heartbeat's staleness closes them (closeAbandonedRuns).
  */
 export async function closeRunsLeftRunning(deps: Deps): Promise<number> {
-  const rows = await asService(deps.sql, (tx) => tx`
-    update public.scrape_runs set status = 'interrupted', finished_at = ${new Date(deps.clock.now())},
-           error_message = coalesce(error_message || '; ', '') || 'interrupted: the process that ran it stopped before the run ended'
-     where status = 'running' returning id`)
-  return rows.length
+  const [row] = await asService(deps.sql, (tx) => tx<{ n: number }[]>`select public.close_scrape_runs_left_running(${new Date(deps.clock.now())}) as n`)
+  return row!.n
 }
 
 export async function listRuns(deps: Deps, input: { source?: string | undefined; limit: number; offset: number }) {
