@@ -58,6 +58,7 @@ export function adminDocumentsRouter(deps: Deps) {
       201: jsonContent(z.object({ status: z.literal('ready'), document_id: z.uuid(), namespace: z.string(), pages: count, content_pages: count, chunks: count, vectors: count, ocr_pages: count.describe('Pages whose text was recognized from their image (OCR)') }).openapi('UploadResult'), 'The ready document'),
       413: err('Larger than UPLOAD_MAX_BYTES'),
       415: err('Not a PDF, or a body that is not multipart/form-data'),
+      503: err('Every PDF reader is busy and PDF_READER_QUEUE readings already wait: retry after Retry-After seconds'),
       ...errorResponses.protected,
     },
   })
