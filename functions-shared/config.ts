@@ -102,6 +102,7 @@ export const settings = {
   BILLING_CHARS_PER_TOKEN: [int(200, 1), 'Generated characters per output token'],
   BILLING_CLARIFY_COST: [int(2), 'Flat cost of a clarifying answer'],
   WELCOME_BONUS_TOKENS: [int(50), 'Tokens granted on the first wallet fetch'],
+  WELCOME_BONUS_DAILY_PER_ADDRESS: [int(20, 0), 'Welcome bonuses granted per client address (as the per-IP limits count it) and UTC day; a wallet made past it starts at 0 and gets its bonus on a later fetch from an address with room (0: no cap)'],
   RESERVATION_TTL_SECONDS: [int(300, 1), 'Time-to-live of a token reservation'],
   ACTUAL_COST_CAP_MULTIPLIER: [num(2, 1), 'The actual charge is capped at this multiple of the estimate'],
   EXPIRY_INTERVAL_SECONDS: [int(60), 'How often the local server expires stale reservations (0: never; on Supabase pg_cron does it)'],

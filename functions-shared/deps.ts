@@ -89,6 +89,8 @@ export interface ServiceContext {
   requestId: string
   /** the caller's address, forwarded to Auth (Sb-Forwarded-For) for its per-IP rate limits */
   clientIp?: string | undefined
+  /** the client as the per-IP limits count it (rateLimitClient), for the welcome bonus's daily allowance */
+  clientKey?: string | undefined
 }
 
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {

@@ -52,7 +52,7 @@ describe('GET /wallet/balance', () => {
     const res = await call('GET', '/wallet/balance', undefined, bearer(student.token))
     expect(res.status).toBe(200)
     expect(res.body).toEqual({
-      user_id: student.id, token_balance: 50, subscription_tier: 'free', pending_reservations: { count: 0, tokens: 0 },
+      user_id: student.id, token_balance: 50, subscription_tier: 'free', pending_reservations: { count: 0, tokens: 0 }, welcome_bonus_withheld: false,
       limits: { max_tokens_per_request: 500, daily_limit: 50, turns_today: 0, top_k: 10, rerank_n: 3 },
     })
     expect((await call('GET', '/wallet/balance', undefined, bearer(student.token))).body.token_balance).toBe(50)

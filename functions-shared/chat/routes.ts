@@ -5,7 +5,7 @@
 // /chat/turns/{id}/cancel stops it. A client that leaves does not stop its answer. An Idempotency-Key
 // makes a retried POST the same turn.
 import { createRoute, z } from '@hono/zod-openapi'
-import type { Deps } from '../deps.ts'
+import { rateLimitClient, type Deps } from '../deps.ts'
 import { bearerSecurity, createRouter } from '../http/router.ts'
 import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
@@ -95,7 +95,7 @@ export function chatRouter(deps: Deps) {
         await live.wait(claim!.turn_id, deps.config.CHAT_FOLLOW_POLL_MS).moved
       }
     }
-    const ctx: TurnContext = { deps, rt: deps.chat, requestId, userId, turnId, log: c.get('log'), timings: {} }
+    const ctx: TurnContext = { deps, rt: deps.chat, requestId, userId, turnId, clientKey: rateLimitClient(deps, c), log: c.get('log'), timings: {} }
     const releaseKey = async () => {
       if (!key) return
       await deps.sql`select public.release_chat_idempotency(${userId}, ${turnId})`

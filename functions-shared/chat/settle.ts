@@ -59,7 +59,8 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
     const reservedAt = deps.clock.now()
     const [row] = await deps.sql<[BeginTurnRow]>`
       select * from public.begin_chat_turn(${ctx.userId}, ${ctx.requestId}, ${estimates}::int[], ${daily}::int[],
-                                           ${deps.config.RESERVATION_TTL_SECONDS}, ${deps.config.WELCOME_BONUS_TOKENS})`.catch((err: unknown) => {
+                                           ${deps.config.RESERVATION_TTL_SECONDS}, ${deps.config.WELCOME_BONUS_TOKENS},
+                                           ${ctx.clientKey ?? null}, ${deps.config.WELCOME_BONUS_DAILY_PER_ADDRESS})`.catch((err: unknown) => {
       // a token that outlived its account (deleted since it was issued): no wallet to reserve from
       if (isPgError(err, 'PT404')) throw new ApiError(ErrorCode.UNAUTHORIZED, 'The account of this token no longer exists; sign in again')
       throw err

@@ -31,6 +31,8 @@ export interface TurnContext {
   userId: string
   /** the turn's id (chat_turns, chat_messages), named in its usage row */
   turnId?: string | undefined
+  /** the client as the per-IP limits count it: a first turn's wallet takes its welcome bonus from its allowance */
+  clientKey?: string | undefined
   log: Logger
   /** ms per step (and per retrieval part) */
   timings: Record<string, number>

@@ -1,7 +1,8 @@
 // /wallet: the caller's balance, reservations and ledger (Bearer), top-ups, expenses and transactions (admin),
 // and manual reserve/finalize for testing (admin, switched off by WALLET_INTERNAL_ROUTES=false).
 import { createRoute, z } from '@hono/zod-openapi'
-import type { Deps } from '../deps.ts'
+import type { Context } from 'hono'
+import { rateLimitClient, type Deps } from '../deps.ts'
 import { adminSecurity, bearerSecurity, createRouter } from '../http/router.ts'
 import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
@@ -28,6 +29,7 @@ const BalanceSchema = z
     token_balance: z.number().int(),
     subscription_tier: z.enum(TIERS),
     pending_reservations: z.object({ count: z.number().int(), tokens: z.number().int() }),
+    welcome_bonus_withheld: z.boolean().openapi({ description: 'the welcome bonus waits: this client address had its day\'s welcome bonuses when the wallet was made; a later fetch from an address with room grants it' }),
     limits: z.object({
       max_tokens_per_request: z.number().int(),
       daily_limit: z.number().int().nullable().openapi({ description: 'billed turns per UTC day; null = unlimited' }),
@@ -113,7 +115,7 @@ export function walletRouter(deps: Deps) {
 
   const balance = createRoute({
     method: 'get', path: '/balance', tags: ['wallet'], summary: 'My balance, tier and pending reservations', security: bearerSecurity,
-    description: `Creates the wallet with the ${deps.config.WELCOME_BONUS_TOKENS}-token welcome bonus on the first fetch.`,
+    description: `Creates the wallet with the ${deps.config.WELCOME_BONUS_TOKENS}-token welcome bonus on the first fetch (at most ${deps.config.WELCOME_BONUS_DAILY_PER_ADDRESS || 'any number of'} bonuses per client address and UTC day; past that the bonus is withheld until a fetch from an address with room).`,
     responses: { 200: jsonContent(BalanceSchema, 'The wallet'), ...errorResponses.protected },
   })
   const reservations = createRoute({
@@ -176,9 +178,11 @@ export function walletRouter(deps: Deps) {
     await next()
   })
   const ctx = (requestId: string) => ({ deps, requestId })
+  // the balance fetch counts against its address's welcome allowance
+  const clientCtx = (c: Context) => ({ deps, requestId: c.get('requestId') as string, clientKey: rateLimitClient(deps, c) })
   const userId = (p: ReturnType<typeof Object>) => (p as { userId: string }).userId
   return router
-    .openapi(balance, async (c) => c.json(await getBalance({ ctx: ctx(c.get('requestId')), userId: userId(c.get('principal')) }), 200))
+    .openapi(balance, async (c) => c.json(await getBalance({ ctx: clientCtx(c), userId: userId(c.get('principal')) }), 200))
     .openapi(reservations, async (c) => c.json(await listOwnReservations({ ctx: ctx(c.get('requestId')), principal: c.get('principal'), input: c.req.valid('query') }), 200))
     .openapi(ledger, async (c) => c.json(await listOwnLedger({ ctx: ctx(c.get('requestId')), principal: c.get('principal'), input: c.req.valid('query') }), 200))
     .openapi(topup, async (c) => {

@@ -10,6 +10,7 @@ export interface BalanceRow {
   pending_count: number
   pending_tokens: string
   created_at: Date
+  welcome_withheld: boolean
   turns: number
 }
 

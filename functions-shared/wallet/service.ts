@@ -31,7 +31,7 @@ async function rpc<T>(ctx: ServiceContext, fn: (sql: Sql) => Promise<T>): Promis
 export async function getBalance({ ctx, userId }: { ctx: ServiceContext; userId: string }) {
   const { config } = ctx.deps
   const [row, turns] = await rpc(ctx, async (sql) => {
-    const [w] = await sql<BalanceRow[]>`select w.*, public.turns_today(${userId}) as turns from public.get_or_create_wallet(${userId}, ${config.WELCOME_BONUS_TOKENS}) w`
+    const [w] = await sql<BalanceRow[]>`select w.*, public.turns_today(${userId}) as turns from public.get_or_create_wallet(${userId}, ${config.WELCOME_BONUS_TOKENS}, ${ctx.clientKey ?? null}, ${config.WELCOME_BONUS_DAILY_PER_ADDRESS}) w`
     return [w!, Number(w!.turns)] as const
   }).catch((err: unknown) => {
     // a token that outlived its account (deleted since it was issued): 401, as the chat answers it (spec §7.9)
@@ -45,6 +45,7 @@ export async function getBalance({ ctx, userId }: { ctx: ServiceContext; userId:
     token_balance: Number(row.token_balance),
     subscription_tier: tier,
     pending_reservations: { count: Number(row.pending_count), tokens: Number(row.pending_tokens) },
+    welcome_bonus_withheld: row.welcome_withheld,
     limits: {
       max_tokens_per_request: limits.maxTokens,
       daily_limit: limits.dailyLimit,

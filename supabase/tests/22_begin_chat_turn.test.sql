@@ -44,7 +44,7 @@ create temp table t6 on commit drop as
   select * from begin_chat_turn('c3000000-0000-4000-8000-000000000003', 'turn-6', array[15, 20, 30], array[0, 0, 0], 300, 50);
 select is((select (refused, token_balance, reservation_id is null)::text from t6), '(insufficient_balance,3,t)', 'a balance short of the estimate is refused with the balance');
 
-select ok(not has_function_privilege('authenticated', 'public.begin_chat_turn(uuid, text, integer[], integer[], integer, integer)', 'execute'),
+select ok(not has_function_privilege('authenticated', 'public.begin_chat_turn(uuid, text, integer[], integer[], integer, integer, text, integer)', 'execute'),
   'only the service calls it');
 
 select * from finish();
