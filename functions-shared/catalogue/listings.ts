@@ -14,6 +14,7 @@ export interface ScrapeRunRow {
   new_count: number
   duplicate_count: number
   quality_failed_count: number
+  changed_count: number
   error_count: number
   error_message: string | null
   started_at: Date
@@ -72,6 +73,7 @@ function runJson(r: ScrapeRunRow) {
     new_count: r.new_count,
     duplicates: r.duplicate_count,
     quality_failed: r.quality_failed_count,
+    changed: r.changed_count,
     errors: r.error_count,
     error_message: r.error_message,
     started_at: iso(r.started_at)!,

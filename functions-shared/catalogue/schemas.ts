@@ -13,6 +13,7 @@ export const ScrapeRunSchema = z
     new_count: z.number().int(),
     duplicates: z.number().int(),
     quality_failed: z.number().int(),
+    changed: z.number().int().openapi({ description: 'known references whose file changed at its address: ingested again' }),
     errors: z.number().int(),
     error_message: z.string().nullable(),
     started_at: z.string(),

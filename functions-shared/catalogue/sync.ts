@@ -4,16 +4,14 @@
 import type { ServiceContext } from '../deps.ts'
 import { asService, isPgError } from '../db/tx.ts'
 import { DomainError } from '../domain/errors.ts'
-import { FetchError, safeFetch } from '../net/safe-fetch.ts'
+import { FetchError, safeFetch, type SafeFetchOptions } from '../net/safe-fetch.ts'
 import { discoverLinks, MAX_PAGE_BYTES, pdfsOfPage, type DiscoveredLink, type ListingFailure } from './discover.ts'
-import { allowedHosts, linkMetadata } from './sources.ts'
+import { allowedHosts } from './sources.ts'
+import { knownReferences, recordFetch, refetchKnown } from './refetch.ts'
+import { sha256BytesHex } from '../lib/hash.ts'
 import type { Source } from '../sources-file.ts'
-import { arabicShare, contentPages, matchingForm } from './canonicalize.ts'
-import { checkQuality } from './quality.ts'
-import { isPdf, PdfError } from './extract-pdf.ts'
-import { readPdf, readPdfSettings } from '../ingestion/read-pdf.ts'
-import { countOcr } from '../ingestion/metrics.ts'
-import { simhash, toSigned } from './simhash.ts'
+import { isPdf } from './extract-pdf.ts'
+import { judgeFile } from './judge.ts'
 import { hasNamespace } from './namespace.ts'
 import { closeAbandonedRuns } from './listings.ts'
 
@@ -27,11 +25,13 @@ export interface SyncResult {
   quality_failed: number
   errors: number
   known: number
+  /** known references whose file changed at its address: ingested again */
+  changed: number
   /** of new_count: references without a grade or subject, registered but not queued (no namespace) */
   needs_metadata: number
 }
 
-type Outcome = 'new' | 'needs_metadata' | 'duplicate' | 'quality_failed' | 'error' | 'known'
+type Outcome = 'new' | 'needs_metadata' | 'duplicate' | 'quality_failed' | 'error' | 'known' | 'changed'
 /** public.register_reference's outcome for a link that passed the checks */
 type Registration = Extract<Outcome, 'new' | 'needs_metadata' | 'duplicate' | 'known'>
 
@@ -50,9 +50,7 @@ async function rejectForQuality(ctx: ServiceContext, source: Source, link: Disco
 }
 
 async function touchIfKnown(ctx: ServiceContext, urls: string[]): Promise<boolean> {
-  const rows = await asService(ctx.deps.sql, (tx) => tx`
-    update public.curriculum_references set last_checked_at = now() where pdf_source = any(${urls}) or source_url = any(${urls}) returning id`)
-  return rows.length > 0
+  return (await knownReferences(ctx, urls)).length > 0
 }
 
 /** Marks checked, and says whether there is, a reference of the source at `url` but for its query, of that fingerprint, grade and subject. */
@@ -69,8 +67,7 @@ async function touchIfSameFile(ctx: ServiceContext, source: string, url: string,
 
 async function processLink(ctx: ServiceContext, source: Source, runId: string, link: DiscoveredLink, rejected: LinkFailure[]): Promise<Outcome> {
   const { config } = ctx.deps
-  if (await touchIfKnown(ctx, [link.url])) return 'known'
-  const download = (url: string) =>
+  const download = (url: string, conditional: Pick<SafeFetchOptions, 'ifNoneMatch' | 'ifModifiedSince'> = {}) =>
     safeFetch(url, {
       allowedHosts: allowedHosts(source),
       allowLoopback: config.FETCH_ALLOW_LOOPBACK,
@@ -79,7 +76,17 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
       resolve: ctx.deps.resolveHost,
       ...(ctx.deps.connectGuard ? { guard: ctx.deps.connectGuard } : {}),
       accept: 'application/pdf',
+      ...conditional,
     })
+  // a link registered before: its file is checked again once REFETCH_AFTER_SECONDS have passed
+  const [known] = await knownReferences(ctx, [link.url])
+  if (known) {
+    if (!known.due) return 'known'
+    const outcome = await refetchKnown(ctx, source, link, known, download)
+    if (typeof outcome === 'string') return outcome
+    await rejectForQuality(ctx, source, link, outcome.rejected, rejected)
+    return 'quality_failed'
+  }
   let file = await download(link.url)
   // the URL the ingestion downloads the PDF from: the link's, or the one its page leads to
   let pdfSource = link.url
@@ -115,100 +122,30 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
       return 'quality_failed'
     }
   }
-  const meta = linkMetadata(source, link)
-  let extracted
-  try {
-    // scanned pages and unreadable text layers are recognized here already (their text is judged and
-    // fingerprinted like any other); the recognizer keeps its readings, so the ingestion does not redo them
-    extracted = await readPdf(file.bytes, {
-      ...readPdfSettings(config),
-      engine: ctx.deps.ocr,
-      extract: ctx.deps.extractPdf,
-      language: meta.language,
-      // a sample: enough to judge and fingerprint a scan; the job reads the rest (with progress)
-      maxOcrPages: Math.min(config.OCR_MAX_PAGES, config.OCR_SCRAPER_PAGES),
-    })
-  } catch (err) {
-    if (!(err instanceof PdfError)) throw err
-    await rejectForQuality(ctx, source, link, err.message, rejected)
+  const judged = await judgeFile(ctx, source, link, file)
+  if (judged.rejected !== null) {
+    await rejectForQuality(ctx, source, link, judged.rejected, rejected)
     return 'quality_failed'
   }
-  countOcr(ctx.deps.metrics.ingestion, extracted.ocr)
-  const options = { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers }
-  const pages = contentPages(extracted.pages.map((p) => p.text), config.QUALITY_MIN_PAGE_CHARS, options)
-  const text = pages.join('\n')
-  const ocrText = contentPages(extracted.pages.filter((p) => p.source === 'ocr').map((p) => p.text), config.QUALITY_MIN_PAGE_CHARS, options).join('\n')
-  // pages that need the recognizer where this process has none (Edge Functions): the document is
-  // registered and its job waits for a Node worker, which reads and judges the pages
-  const waitsForOcr = extracted.needsOcr.length > 0
-  const language = meta.language === 'hassaniya' ? meta.language : (writtenIn(extracted.pages, config.QUALITY_MIN_TEXT_CHARS, options) ?? meta.language ?? (text.length > 0 ? (arabicShare(text) > 0.5 ? 'ar' : 'fr') : null))
-  const quality = waitsForOcr
-    ? { passed: true, warnings: [`${extracted.needsOcr.length} of ${extracted.pageCount} pages need OCR: the job waits for a Node worker`] }
-    : checkQuality(
-        {
-          sizeBytes: file.bytes.byteLength,
-          text,
-          // pages left for the ingestion to recognize are not judged here, nor pages with nothing to read
-          pageCount: extracted.pageCount - extracted.ocr.skipped - extracted.emptyPages.length,
-          textPages: extracted.pages.filter((p) => p.text.trim() !== '' && !extracted.emptyPages.includes(p.number)).length,
-          language: language ?? 'ar',
-          ocr: {
-            chars: ocrText.length,
-            confidence: extracted.ocr.confidence,
-            // what kept the pages from the recognizer, never "not available" where it is
-            unavailable:
-              config.OCR_MODE === 'never'
-                ? 'OCR_MODE is never'
-                : extracted.ocr.attempted > 0
-                  ? `the recognizer read nothing in ${extracted.ocr.attempted} pages`
-                  : ctx.deps.ocr
-                    ? 'no page paints an image to recognize'
-                    : undefined,
-          },
-        },
-        { minTextChars: config.QUALITY_MIN_TEXT_CHARS, maxFileBytes: config.UPLOAD_MAX_BYTES, minConfidenceAr: config.OCR_MIN_CONFIDENCE_AR, minConfidenceFr: config.OCR_MIN_CONFIDENCE_FR },
-      )
-  if (!quality.passed) {
-    await rejectForQuality(ctx, source, link, quality.reason!, rejected)
-    return 'quality_failed'
-  }
-  const more = extracted.ocr.skipped
-  if (more > 0) quality.warnings.push(`${more} more ${more === 1 ? 'page needs' : 'pages need'} OCR: the ingestion reads ${more === 1 ? 'it' : 'them'}`)
-  // the fingerprint compares folded text: two typesettings of one lesson differ in hamza forms and tatweel
-  // (a scan that waits for OCR has too little text to compare: it gets none, and is not a duplicate)
-  const fingerprint = waitsForOcr && matchingForm(text, options).length < config.QUALITY_MIN_TEXT_CHARS ? null : toSigned(simhash(matchingForm(text, options))).toString()
+  const { meta, language, fingerprint } = judged
   // the same file at the same address but for its query string, filed under the same grade and subject:
   // the reference already stored. A portal that puts a new query on its links at every page view (a
   // cache buster, a session) had each sync download the file again and register it again, as a duplicate
   // of itself, a reference more each time
   if (fingerprint !== null && new URL(pdfSource).search !== '' && (await touchIfSameFile(ctx, source.name, pdfSource, fingerprint, meta.grade, meta.subject))) return 'known'
   // the registration, its duplicate decision, job and audit: one transaction in public.register_reference
-  const details = { source: source.name, trigger: 'scraper sync', warnings: quality.warnings, ...(extracted.ocr.attempted > 0 ? { ocr_pages: extracted.ocr.pages } : {}) }
-  const [registered] = await asService(ctx.deps.sql, (tx) => tx<{ outcome: Registration }[]>`
-    select outcome from public.register_reference(${source.name}, ${pdfSource}, ${file.url}, ${meta.title}, ${meta.major}, ${meta.weight}, ${meta.category},
+  const details = { source: source.name, trigger: 'scraper sync', ...judged.details }
+  const [registered] = await asService(ctx.deps.sql, (tx) => tx<{ outcome: Registration; reference_id: string }[]>`
+    select outcome, reference_id from public.register_reference(${source.name}, ${pdfSource}, ${file.url}, ${meta.title}, ${meta.major}, ${meta.weight}, ${meta.category},
       ${meta.grade}, ${meta.subject}, ${language}, ${fingerprint}::bigint, ${runId}, ${config.DUPLICATE_HAMMING_THRESHOLD},
-      ${hasNamespace(meta.grade, meta.subject)}, ${waitsForOcr || extracted.ocr.pages > 0}, ${tx.json(details)})`)
+      ${hasNamespace(meta.grade, meta.subject)}, ${judged.needsOcr}, ${tx.json(details)})`)
   const outcome: Outcome = registered!.outcome
+  // what this download looked like: the next check of the file sends its validators back
+  if (outcome !== 'known') await recordFetch(ctx, registered!.reference_id, file, sha256BytesHex(file.bytes))
   if (outcome === 'needs_metadata') {
     ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, url: file.url, grade: meta.grade, subject: meta.subject }, 'reference registered without grade or subject: not queued')
   }
   return outcome
-}
-
-/**
- * The language a PDF's text layer is written in, when it says so clearly: Arabic when more than 80 % of
- * its letters are Arabic, French when fewer than 20 % are, over at least `minChars` characters; else
- * null. It decides over what the listing says (a rule on the link's text): an Arabic portal lists French
- * lessons under Arabic link texts, and a French one Arabic lessons under French ones, and such a lesson was
- * stored, judged, chunked and filtered on in the listing's language. Pages the recognizer read are left
- * out: they were read in the listing's language. (Hassaniya, written in Arabic script, is the listing's
- * to say.)
- */
-function writtenIn(read: { text: string; source: string }[], minChars: number, options: Parameters<typeof contentPages>[2]): 'ar' | 'fr' | null {
-  const layer = contentPages(read.filter((p) => p.source !== 'ocr').map((p) => p.text), 0, options).join('\n')
-  if (matchingForm(layer, options).length < minChars) return null
-  const share = arabicShare(layer)
-  return share > 0.8 ? 'ar' : share < 0.2 ? 'fr' : null
 }
 
 /** Downloads in a row from one host that time out before the run leaves that host's other links for the next. */
@@ -244,7 +181,7 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   if (closed > 0) log.warn({ source: source.name, runs: closed }, 'scrape runs without progress closed as failed (their sync died)')
   const now = () => new Date(ctx.deps.clock.now())
   const runId = await startRun(ctx, source.name, now())
-  const counts = { new: 0, needs_metadata: 0, duplicate: 0, quality_failed: 0, error: 0, known: 0 }
+  const counts = { new: 0, needs_metadata: 0, duplicate: 0, quality_failed: 0, error: 0, known: 0, changed: 0 }
   let links: DiscoveredLink[] = []
   let failure: string | null = null
   // listing pages that could not be read while others could: the run goes on with the links found
@@ -256,7 +193,8 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
     try {
       await asService(ctx.deps.sql, (tx) => tx`
         update public.scrape_runs set heartbeat_at = ${now()}, found_count = ${links.length}, new_count = ${counts.new + counts.needs_metadata},
-               duplicate_count = ${counts.duplicate}, quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + unread.length}
+               duplicate_count = ${counts.duplicate}, quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + unread.length},
+               changed_count = ${counts.changed}
          where id = ${runId} and status = 'running'`)
     } catch (err) {
       log.warn({ source: source.name, run_id: runId, err: { message: (err as Error).message } }, 'scrape run heartbeat not written')
@@ -345,7 +283,7 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   // outcome it reached
   await asService(ctx.deps.sql, (tx) => tx`
     update public.scrape_runs set status = ${status}, found_count = ${links.length}, new_count = ${counts.new + counts.needs_metadata}, duplicate_count = ${counts.duplicate},
-           quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + listingErrors}, error_message = ${failure}, finished_at = now(), heartbeat_at = ${now()}
+           quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + listingErrors}, changed_count = ${counts.changed}, error_message = ${failure}, finished_at = now(), heartbeat_at = ${now()}
      where id = ${runId}`)
   log.info({ source: source.name, run_id: runId, found: links.length, ...counts, new: counts.new + counts.needs_metadata }, 'scrape run finished')
   return {
@@ -358,6 +296,7 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
     quality_failed: counts.quality_failed,
     errors: counts.error + listingErrors,
     known: counts.known,
+    changed: counts.changed,
     needs_metadata: counts.needs_metadata,
   }
 }

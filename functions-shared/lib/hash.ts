@@ -5,6 +5,9 @@ import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 
 export const sha256Hex = (text: string): string => bytesToHex(sha256(utf8ToBytes(text)))
 
+/** SHA-256 of bytes (a downloaded file), hex. */
+export const sha256BytesHex = (bytes: Uint8Array): string => bytesToHex(sha256(bytes))
+
 /** JSON with every object's keys in order. */
 export function canonicalJson(value: unknown): string {
   const sorted = (v: unknown): unknown =>

@@ -35,6 +35,12 @@ export interface SafeFetchOptions {
   guard?: ConnectGuard
   fetch?: typeof fetch
   accept?: string
+  /**
+   * A conditional request: the validators of the copy already held (sent at every hop). A 304 is then
+   * an answer, with no bytes, not an error.
+   */
+  ifNoneMatch?: string | null | undefined
+  ifModifiedSince?: string | null | undefined
 }
 
 export type FetchFailureKind = 'blocked' | 'too_large' | 'timeout' | 'http' | 'network'
@@ -58,9 +64,13 @@ export class FetchError extends Error {
 
 export interface SafeResponse {
   url: string
+  /** 304 only for a conditional request whose copy is current (then `bytes` is empty) */
   status: number
   contentType: string
   bytes: Uint8Array
+  /** the validators to send next time (ETag, Last-Modified), when the server gave them */
+  etag: string | null
+  lastModified: string | null
 }
 
 export const USER_AGENT = `curriculum-tutor/${VERSION} (+curriculum scraper)`
@@ -207,7 +217,12 @@ export async function safeFetch(raw: string, options: SafeFetchOptions): Promise
         res = await fetchImpl(url, {
           redirect: 'manual',
           signal: controller.signal,
-          headers: { 'User-Agent': USER_AGENT, Accept: options.accept ?? '*/*' },
+          headers: {
+            'User-Agent': USER_AGENT,
+            Accept: options.accept ?? '*/*',
+            ...(options.ifNoneMatch ? { 'If-None-Match': options.ifNoneMatch } : {}),
+            ...(options.ifModifiedSince ? { 'If-Modified-Since': options.ifModifiedSince } : {}),
+          },
         })
       } catch (err) {
         if (controller.signal.aborted) throw new FetchError('timeout', `timed out after ${options.timeoutMs} ms`, { cause: err })
@@ -222,6 +237,11 @@ export async function safeFetch(raw: string, options: SafeFetchOptions): Promise
         current = new URL(res.headers.get('location')!, url).toString()
         continue
       }
+      const validators = { etag: res.headers.get('etag'), lastModified: res.headers.get('last-modified') }
+      if (res.status === 304 && (options.ifNoneMatch || options.ifModifiedSince)) {
+        await res.body?.cancel().catch(() => {})
+        return { url: url.toString(), status: 304, contentType: res.headers.get('content-type') ?? '', bytes: new Uint8Array(0), ...validators }
+      }
       if (!res.ok) {
         await res.body?.cancel().catch(() => {})
         throw new FetchError('http', `HTTP ${res.status} from ${url.host}`, { status: res.status, retryAfterMs: retryAfterMs(res.headers.get('retry-after')) })
@@ -229,7 +249,7 @@ export async function safeFetch(raw: string, options: SafeFetchOptions): Promise
       const declared = res.headers.get('content-length')
       try {
         const bytes = await readCapped(res.body, options.maxBytes, declared === null ? null : Number(declared))
-        return { url: url.toString(), status: res.status, contentType: res.headers.get('content-type') ?? '', bytes }
+        return { url: url.toString(), status: res.status, contentType: res.headers.get('content-type') ?? '', bytes, ...validators }
       } catch (err) {
         if (err instanceof FetchError) throw err
         if (controller.signal.aborted) throw new FetchError('timeout', `timed out after ${options.timeoutMs} ms`, { cause: err })
