@@ -376,6 +376,32 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   })
 
+  it('recognizes in a child process: one that dies under a page fails that page, and a new one reads the next', async () => {
+    const pids: (number | undefined)[] = []
+    const fragile = createNodeOcr({
+      concurrency: 1,
+      dpi: 200,
+      pageDeadlineMs: 60_000,
+      idleMs: 0,
+      // the first recognizer is killed as it starts (kill -9), before it has read anything
+      onRecognizer: (pid) => {
+        pids.push(pid)
+        if (pids.length === 1) process.kill(pid!, 'SIGKILL')
+      },
+    })
+    try {
+      const [first, second] = await fragile.recognize(scanFr, [1, 2], ['fra'])
+      expect(first).toEqual({ number: 1, error: 'recognition failed: the recognizer stopped' })
+      expect(second).toMatchObject({ number: 2 })
+      expect(characterErrorRate(SCAN_FR[1]!, (second as { text: string }).text)).toBeLessThan(0.05)
+      expect(pids).toHaveLength(2)
+      for (const pid of pids) expect(pid).not.toBe(process.pid)
+      expect(new Set(pids).size).toBe(2)
+    } finally {
+      await fragile.close()
+    }
+  })
+
   it('gives up a page past its deadline, stops that recognizer and goes on with a new one', async () => {
     const hasty = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 1, idleMs: 0 })
     try {

@@ -1,7 +1,7 @@
 // The recognizer of Node processes (npm start's background ingestion, npm run worker): pdf.js renders a
 // page onto an @napi-rs/canvas at OCR_DPI in a thread of its own, stopped at the page's deadline
 // (render-isolate.ts), tesseract.js (LSTM, the integer "best" models of @tesseract.js-data,
-// read from node_modules: no network) recognizes it in a worker thread. A pool of OCR_CONCURRENCY
+// read from node_modules: no network) recognizes it in a child process of its own (recognizer-isolate.ts). A pool of OCR_CONCURRENCY
 // recognizers; at most that many rendered pages exist at once (memory does not grow with the
 // document); each page has a deadline, after which its recognizer is stopped and replaced; recognizers
 // idle for OCR_IDLE_MS are stopped. Readings are kept (by the file's hash, page, languages) for a while:
@@ -12,9 +12,9 @@ import { mkdirSync, symlinkSync } from 'node:fs'
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { dirname, join } from 'node:path'
-import { createWorker, OEM, PSM, type Worker } from 'tesseract.js'
 import { OCR_BUDGET_SPENT, type OcrEngine, type OcrFailure, type OcrReading } from '../../functions-shared/ingestion/ocr-port.ts'
 import { createPageRenderer, RenderDeadline } from './render-isolate.ts'
+import { createRecognizer, RecognizerError, type Recognizer, type RecognizerReading } from './recognizer-isolate.ts'
 import type { Turn } from './render-page.ts'
 import type { Config } from '../../functions-shared/config.ts'
 
@@ -30,6 +30,8 @@ export interface NodeOcrOptions {
   idleMs: number
   /** told of each page recognized (metrics) */
   onPage?: (event: { seconds: number; ok: boolean }) => void
+  /** told of each recognizer started, with the id of the process it runs in */
+  onRecognizer?: (pid: number | undefined) => void
 }
 
 /**
@@ -54,7 +56,7 @@ function languageFolder(): string {
 class Deadline extends Error {}
 
 interface Slot {
-  worker: Worker
+  worker: Recognizer
   languages: string
   /** the resolution the recognizer is told its pages have */
   dpi?: number
@@ -96,24 +98,18 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
         idle.busy = true
         clearTimeout(idle.idleTimer)
         if (idle.languages !== languages) {
-          await idle.worker.reinitialize(languages, OEM.LSTM_ONLY)
+          await idle.worker.setLanguages(languages)
           idle.languages = languages
           idle.dpi = undefined // told again before its next page
         }
         return idle
       }
       if (slots.length < size) {
-        const slot: Slot = { worker: undefined as unknown as Worker, languages, busy: true }
+        langPath ??= languageFolder()
+        // its models load as it reads its first page: a recognizer that cannot start fails that page
+        const slot: Slot = { worker: createRecognizer(languages, langPath, options.dpi), languages, busy: true, dpi: options.dpi }
         slots.push(slot)
-        try {
-          langPath ??= languageFolder()
-          slot.worker = await createWorker(languages, OEM.LSTM_ONLY, { langPath, gzip: true, cacheMethod: 'none' })
-          await slot.worker.setParameters({ tessedit_pageseg_mode: PSM.AUTO, preserve_interword_spaces: '1', user_defined_dpi: String(options.dpi) })
-          slot.dpi = options.dpi
-        } catch (err) {
-          slots.splice(slots.indexOf(slot), 1)
-          throw err
-        }
+        options.onRecognizer?.(slot.worker.pid)
         return slot
       }
       await new Promise<void>((resolve) => waiting.push(resolve))
@@ -167,7 +163,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
           const read = async (turn: Turn): Promise<OcrReading> => {
             const { png: image, dpi } = await renderer.render(number, options.dpi, deadlineAt, turn)
             if (slot.dpi !== dpi) {
-              await slot.worker.setParameters({ user_defined_dpi: String(dpi) })
+              await slot.worker.setDpi(dpi)
               slot.dpi = dpi
             }
             // out of time before the recognizer took the page: it is free (a Deadline would have it replaced)
@@ -176,7 +172,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
             const late = new Promise<never>((_, reject) => {
               timer = setTimeout(() => reject(new Deadline()), left)
             })
-            const { data } = await Promise.race([slot.worker.recognize(image, {}, { text: true, blocks: true }), late])
+            const data = await Promise.race([slot.worker.recognize(image), late])
             clearTimeout(timer)
             return { number, text: keptLines(data), confidence: Math.max(0, Math.min(1, data.confidence / 100)) }
           }
@@ -213,9 +209,10 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
               const message = spent ? OCR_BUDGET_SPENT : late ? `recognition took longer than ${options.pageDeadlineMs} ms` : `recognition failed: ${(err as Error).message}`
               results.push({ number, error: message })
               options.onPage?.({ seconds: (performance.now() - started) / 1000, ok: false })
-              // a late recognizer may still be busy with the page: it is stopped, a new one takes its place
-              // (a page late in its rendering never reached the recognizer, which is free)
-              if (err instanceof Deadline) {
+              // a late recognizer may still be busy with the page, and one that failed is not trusted with
+              // another: it is stopped, a new one takes its place (a page late in its rendering, or that
+              // could not be drawn, never reached the recognizer, which is free)
+              if (err instanceof Deadline || err instanceof RecognizerError) {
                 await stop(slot)
                 waiting.shift()?.()
               } else release(slot)
@@ -260,7 +257,7 @@ const TURNS: Turn[] = [180, 90, 270]
 const MIN_LINE_CONFIDENCE = 30
 
 /** The page's text, line by line, without the lines the recognizer itself doubts most. */
-function keptLines(data: { text: string; blocks?: { paragraphs: { lines: { text: string; confidence: number }[] }[] }[] | null }): string {
+function keptLines(data: RecognizerReading): string {
   if (!data.blocks) return data.text
   const paragraphs = data.blocks.flatMap((b) => b.paragraphs.map((p) => p.lines.filter((l) => l.confidence >= MIN_LINE_CONFIDENCE).map((l) => l.text.trimEnd()).join('\n')))
   return paragraphs.filter((p) => p.trim() !== '').join('\n\n')
