@@ -52,3 +52,22 @@ describe('the documentation', () => {
     expect(missing).toEqual([])
   })
 })
+
+describe('what the local /rest/v1 serves, as docs/app-developers.md lists it', () => {
+  const section = (() => {
+    const doc = read('docs/app-developers.md')
+    return doc.slice(doc.indexOf('### `/rest/v1` locally'), doc.indexOf('**Closed by default.**'))
+  })()
+  it('names every operator the parser reads, every preference it honours and every media type it answers', async () => {
+    const { OPERATORS } = await import('../functions-shared/rest/parse.ts')
+    const { KNOWN } = await import('../functions-shared/rest/prefs.ts')
+    const operators = section.slice(section.indexOf('**operators**'), section.indexOf('**logic trees**'))
+    for (const op of OPERATORS) expect(operators, op).toMatch(new RegExp(`[\\s\`]${op}[\\s\`]`))
+    for (const pref of Object.keys(KNOWN).filter((p) => p !== 'return=headers-only')) {
+      const [key, value] = pref.split('=') as [string, string]
+      expect(section, pref).toMatch(new RegExp(`${key}=[^\`]*\\b${value}\\b`))
+    }
+    expect(section).toContain('return=headers-only')
+    for (const media of ['`.single()`', 'nulls=stripped', 'text/csv', 'PGRST107']) expect(section).toContain(media)
+  })
+})

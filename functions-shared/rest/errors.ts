@@ -7,9 +7,10 @@ import { isPgError } from '../db/tx.ts'
 export class RestError extends Error {
   readonly status: number
   readonly code: string
-  readonly details: string | null
+  /** a sentence, or (PGRST201) the list of relationships PostgREST gives */
+  readonly details: string | unknown[] | null
   readonly hint: string | null
-  constructor(status: number, code: string, message: string, details: string | null = null, hint: string | null = null) {
+  constructor(status: number, code: string, message: string, details: string | unknown[] | null = null, hint: string | null = null) {
     super(message)
     this.status = status
     this.code = code
@@ -31,6 +32,8 @@ export function fromDatabase(err: unknown, role: string): RestError {
   const status = (() => {
     if (e.code === '42501') return role === 'anon' ? 401 : 403
     if (e.code === '23505' || e.code === '23503') return 409
+    // a write in a read-only transaction (a function that writes, called by GET)
+    if (e.code === '25006') return 405
     if (e.code === 'PT402') return 402
     if (e.code === 'PT404' || e.code === '42883' || e.code === '42P01') return 404
     if (e.code === 'PT409') return 409

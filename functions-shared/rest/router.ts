@@ -1,20 +1,25 @@
-// /rest/v1 on the local gateway: the subset of PostgREST that supabase-js apps use for tables and
-// functions, so `supabase.from('profiles').select()` works against `npm start` as it does against a
-// hosted project (which runs PostgREST itself; no PostgREST binary is packaged for this platform).
-// Every request runs as PostgREST runs it: in one transaction, `role` set to the JWT's role (anon without
-// a token of a user) and `request.jwt.claims` to its claims, so grants and RLS policies decide what is
-// seen and changed. Tables, views and functions of the schemas of config.toml's [api] section; rows
-// capped at its max_rows.
+// /rest/v1 on the local gateway: PostgREST as supabase-js apps use it, so `supabase.from('profiles')`
+// works against `npm start` as it does against a hosted project (which runs PostgREST itself; no
+// PostgREST binary is packaged for this platform). Every request runs as PostgREST runs it: in one
+// transaction (read-only for GET and HEAD), `role` set to the JWT's role (anon without a token of a user)
+// and `request.jwt.claims` to its claims, so grants and RLS policies decide what is seen and changed, on
+// every table a query touches. Tables, views and functions of the schemas of config.toml's [api]
+// section; rows capped at its max_rows. What PostgREST understands is honoured, or refused with
+// PostgREST's error; nothing is ignored.
 import { Hono, type Context } from 'hono'
 import type { Deps } from '../deps.ts'
-import { asRole } from '../db/tx.ts'
-import type { Tx } from '../db/client.ts'
 import { findUnstorable, MAX_JSON_DEPTH, nestedDeeperThan } from '../lib/text.ts'
 import { ApiError, errorBody } from '../http/errors.ts'
 import { guards } from '../http/guards.ts'
 import { roleFromClaims } from '../http/auth.ts'
-import { badRequest, fromDatabase, outsideSubset, RestError } from './errors.ts'
-import { bodyValue, checkIdent, ident, orderClause, page, preferences, relationSql, selectList, whereClause, type Relation } from './query.ts'
+import { fromDatabase, outsideSubset, RestError } from './errors.ts'
+import { appliedHeader, preferences, type Preferences } from './prefs.ts'
+import { negotiate, render, type Media } from './media.ts'
+import { parseSelect } from './parse.ts'
+import { Builder, embedNames, readShape, relationSql } from './build.ts'
+import { Catalog, type Relation } from './schema.ts'
+import { callFunction } from './rpc.ts'
+import { countRows, page, writeRows, type WriteKind } from './write.ts'
 
 export interface RestOptions {
   /** config.toml [api] schemas */
@@ -24,9 +29,6 @@ export interface RestOptions {
 }
 
 const ROLES = new Set(['anon', 'authenticated', 'service_role'])
-/** The most parameters postgres.js sends with one statement. */
-const MAX_PARAMETERS = 65534
-const OBJECT = 'application/vnd.pgrst.object+json'
 
 interface Caller {
   role: string
@@ -51,28 +53,10 @@ async function caller(deps: Deps, c: Context): Promise<Caller> {
 }
 
 function schemaOf(c: Context, options: RestOptions): string {
-  const asked = c.req.method === 'GET' || c.req.method === 'HEAD' ? c.req.header('accept-profile') : c.req.header('content-profile')
-  const schema = asked ?? options.schemas[0] ?? 'public'
-  if (!options.schemas.includes(schema)) throw new RestError(406, 'PGRST106', `The schema must be one of the following: ${options.schemas.join(', ')}`)
+  const read = c.req.method === 'GET' || c.req.method === 'HEAD'
+  const schema = (read ? c.req.header('accept-profile') : c.req.header('content-profile')) ?? options.schemas[0] ?? 'public'
+  if (!options.schemas.includes(schema)) throw new RestError(406, 'PGRST106', `Invalid schema: ${schema}`, null, `Only the following schemas are exposed: ${options.schemas.join(', ')}`)
   return schema
-}
-
-async function relation(tx: Tx, schema: string, name: string): Promise<Relation> {
-  checkIdent(name, 'table')
-  const rows = await tx`
-    select a.attname as name, format_type(a.atttypid, a.atttypmod) as type
-      from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
-      join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
-     where n.nspname = ${schema} and c.relname = ${name} and c.relkind in ('r', 'v', 'm', 'p', 'f')
-     order by a.attnum`
-  if (rows.length === 0) throw new RestError(404, 'PGRST205', `Could not find the table '${schema}.${name}' in the schema cache`)
-  return { schema, name, columns: new Map(rows.map((r) => [r.name as string, r.type as string])) }
-}
-
-/** A column a write names, known to the relation (PGRST204 otherwise, as PostgREST says). */
-function writableColumn(r: Relation, col: string): string {
-  if (!r.columns.has(checkIdent(col, 'column'))) throw new RestError(400, 'PGRST204', `Could not find the '${col}' column of '${r.name}' in the schema cache`)
-  return col
 }
 
 async function body(c: Context): Promise<unknown> {
@@ -96,41 +80,20 @@ async function body(c: Context): Promise<unknown> {
   return value
 }
 
-function respond(c: Context, status: number, payload: string | null, headers: Record<string, string> = {}) {
-  for (const [k, v] of Object.entries(headers)) c.header(k, v)
-  if (payload === null) return c.body(null, status as 204)
-  c.header('Content-Type', 'application/json; charset=utf-8')
-  return c.body(payload, status as 200)
-}
-
-/** Rows as the client asked: an array, or one object (Accept: application/vnd.pgrst.object+json). */
-function shaped(c: Context, rows: unknown[]): string {
-  if (!(c.req.header('accept') ?? '').includes(OBJECT)) return JSON.stringify(rows)
-  if (rows.length !== 1) throw new RestError(406, 'PGRST116', 'JSON object requested, multiple (or no) rows returned', `The result contains ${rows.length} rows`)
-  return JSON.stringify(rows[0])
-}
-
-async function run<T>(deps: Deps, who: Caller, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  try {
-    return await asRole(deps.sql, who.role, who.claims, fn)
-  } catch (err) {
-    if (err instanceof RestError) throw err
-    throw fromDatabase(err, who.role)
+/** A request's transaction ends here: its result kept, everything it wrote undone (Prefer: tx=rollback). */
+class Rollback<T> {
+  readonly value: T
+  constructor(value: T) {
+    this.value = value
   }
 }
 
-/**
- * A write, its rows as JSON when Prefer asks for them (RETURNING, so SELECT policies apply as they do in
- * PostgREST), else only how many (no RETURNING: a role may write rows it cannot read).
- */
-async function write(tx: Tx, statement: string, returning: string | null, params: unknown[]): Promise<{ rows: unknown[]; count: number }> {
-  if (returning === null) {
-    const result = await tx.unsafe(statement, params as never[])
-    return { rows: [], count: result.count }
-  }
-  const [row] = await tx.unsafe(`with w as (${statement} returning ${returning}) select coalesce(json_agg(w), '[]') as rows from w`, params as never[])
-  const rows = row!.rows as unknown[]
-  return { rows, count: rows.length }
+interface Asked {
+  who: Caller
+  schema: string
+  query: URLSearchParams
+  prefs: Preferences
+  media: Media
 }
 
 export function restRouter(deps: Deps, options: RestOptions): Hono {
@@ -164,148 +127,130 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
     return c.json({ code: e.code, message: e.message, details: e.details, hint: e.hint }, e.status as 400)
   })
 
-  /** Who asks, in which schema, with which query and preferences: the start of every table request. */
-  const request = async (c: Context) => {
+  /** Who asks, in which schema, with which query, preferences and wanted media: the start of every request. */
+  const request = async (c: Context): Promise<Asked> => {
     const who = await caller(deps, c)
     await counted(c, who)
-    return {
-      who,
-      schema: schemaOf(c, options),
-      query: new URL(c.req.url).searchParams,
-      prefs: preferences(c.req.header('prefer')),
+    return { who, schema: schemaOf(c, options), query: new URL(c.req.url).searchParams, prefs: preferences(c.req.header('prefer')), media: negotiate(c.req.header('accept')) }
+  }
+
+  /** Runs `fn` as PostgREST runs a request: one transaction as the caller's role, its end as Prefer asks. */
+  const transact = async <T>(asked: Asked, readOnly: boolean, fn: (catalog: Catalog) => Promise<T>): Promise<{ value: T; timezone: boolean }> => {
+    const { who, prefs } = asked
+    try {
+      return (await deps.sql.begin(readOnly ? 'read only' : 'read write', async (tx) => {
+        await tx`select set_config('role', ${who.role}, true), set_config('request.jwt.claims', ${JSON.stringify({ ...who.claims, role: who.role })}, true)`
+        let timezone = false
+        if (prefs.timezone !== null) {
+          timezone = (await tx`select set_config('timezone', name, true) from pg_catalog.pg_timezone_names where name = ${prefs.timezone} limit 1`).length > 0
+          if (!timezone && prefs.handling === 'strict') throw new RestError(400, 'PGRST122', 'Invalid preferences given with handling=strict', `Invalid preferences: timezone=${prefs.timezone}`)
+        }
+        const value = await fn(new Catalog(tx))
+        if (prefs.tx === 'rollback') throw new Rollback({ value, timezone })
+        return { value, timezone }
+      })) as { value: T; timezone: boolean }
+    } catch (err) {
+      if (err instanceof Rollback) return err.value as { value: T; timezone: boolean }
+      if (err instanceof RestError) throw err
+      throw fromDatabase(err, who.role)
     }
   }
 
-  app.post('/rpc/:fn', async (c) => {
-    const who = await caller(deps, c)
-    await counted(c, who)
-    const schema = schemaOf(c, options)
-    const name = checkIdent(c.req.param('fn'), 'function')
-    const args = (await body(c)) ?? {}
-    if (typeof args !== 'object' || Array.isArray(args)) throw badRequest('A function takes a JSON object of named arguments')
-    const result = await run(deps, who, async (tx) => {
-      const candidates = await tx`
-        select p.proretset as set, t.typtype as kind, p.prorettype = 'pg_catalog.void'::regtype as void, p.pronargs as nargs, p.pronargdefaults as ndefaults,
-               array(select format_type(x, null) from unnest(p.proargtypes) x) as types,
-               coalesce(p.proargnames, '{}') as names, coalesce(p.proargmodes::text[], '{}') as modes
-          from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace join pg_catalog.pg_type t on t.oid = p.prorettype
-         where n.nspname = ${schema} and p.proname = ${name} and p.prokind = 'f'`
-      const keys = Object.keys(args as object)
-      const fit = candidates
-        .map((f) => {
-          const modes = f.modes as string[]
-          const names = (f.names as string[]).filter((_, i) => modes.length === 0 || ['i', 'b', 'v'].includes(modes[i]!))
-          return { f, names, types: f.types as string[] }
-        })
-        .find(({ f, names }) => keys.every((k) => names.includes(k)) && names.slice(0, (f.nargs as number) - (f.ndefaults as number)).every((n) => keys.includes(n)))
-      if (!fit) {
-        throw new RestError(404, 'PGRST202', `Could not find the function ${schema}.${name}(${keys.join(', ')}) in the schema cache`)
-      }
-      const params: unknown[] = []
-      const named = keys.map((k) => {
-        params.push(bodyValue((args as Record<string, unknown>)[k], fit.types[fit.names.indexOf(k)]!, k))
-        return `${ident(k)} => $${params.length}::${fit.types[fit.names.indexOf(k)]}`
-      })
-      const call = `${ident(schema)}.${ident(name)}(${named.join(', ')})`
-      if (fit.f.void) {
-        await tx.unsafe(`select ${call}`, params as never[])
-        return { void: true as const }
-      }
-      // rows (objects) for a composite type, a table or OUT parameters; values for a scalar type
-      const composite = fit.f.kind === 'c' || (fit.f.modes as string[]).some((m) => m === 'o' || m === 't' || m === 'b')
-      const text = composite || fit.f.set ? `select coalesce(json_agg(r), '[]') as v from (select * from ${call}) r` : `select to_json(${call}) as v`
-      const [row] = await tx.unsafe(text, params as never[])
-      let value = row!.v as unknown
-      // a set of scalars is an array of values; a composite that is not a set is one object
-      if (fit.f.set && !composite) value = (value as Record<string, unknown>[]).map((r) => Object.values(r)[0])
-      else if (composite && !fit.f.set) value = (value as unknown[])[0] ?? null
-      return { void: false as const, value }
+  const respond = (c: Context, asked: Asked, timezone: boolean, status: number, payload: { body: string; type: string } | null, headers: Record<string, string>) => {
+    const applied = appliedHeader(asked.prefs, timezone)
+    if (applied) c.header('Preference-Applied', applied)
+    for (const [k, v] of Object.entries(headers)) c.header(k, v)
+    if (payload === null || c.req.method === 'HEAD') {
+      if (payload) c.header('Content-Type', payload.type)
+      return c.body(null, status as 200)
+    }
+    c.header('Content-Type', payload.type)
+    return c.body(payload.body, status as 200)
+  }
+
+  /** Content-Range and the status PostgREST gives a read: 206 when a count shows rows left out, 416 past the end. */
+  const ranged = (rows: number, offset: number, total: number | null) => {
+    if (total !== null && offset > total) {
+      throw new RestError(416, 'PGRST103', 'Requested range not satisfiable', `An offset of ${offset} was requested, but there are only ${total} rows.`)
+    }
+    const range = rows === 0 ? `*/${total ?? '*'}` : `${offset}-${offset + rows - 1}/${total ?? '*'}`
+    return { status: total !== null && rows < total ? 206 : 200, range }
+  }
+
+  const rpc = async (c: Context) => {
+    const asked = await request(c)
+    const name = c.req.param('fn')!
+    const read = c.req.method !== 'POST'
+    let args: { body: Record<string, unknown> } | { query: URLSearchParams }
+    if (read) args = { query: asked.query }
+    else {
+      const payload = (await body(c)) ?? {}
+      if (typeof payload !== 'object' || Array.isArray(payload)) throw new RestError(400, 'PGRST102', 'A function takes a JSON object of named arguments')
+      args = { body: payload as Record<string, unknown> }
+    }
+    const pg = page(asked.query, c.req.header('range'), options.maxRows)
+    const { value: result, timezone } = await transact(asked, read, (catalog) =>
+      callFunction(catalog, asked.schema, name, args, asked.query, pg, { count: asked.prefs.count !== null, maxAffected: asked.prefs.maxAffected }),
+    )
+    if (result.void) return respond(c, asked, timezone, 204, null, {})
+    if (result.rows === null) return respond(c, asked, timezone, 200, render(asked.media, { value: result.value }), {})
+    const { status, range } = ranged(result.rows.length, result.offset, result.total)
+    return respond(c, asked, timezone, status, render(asked.media, result.rows), { 'Content-Range': range })
+  }
+  app.post('/rpc/:fn', rpc)
+  app.get('/rpc/:fn', rpc)
+  app.on('HEAD', '/rpc/:fn', rpc)
+  app.all('/rpc/:fn', (c) => {
+    throw new RestError(405, 'PGRST101', `Cannot use the ${c.req.method} method on RPC`)
+  })
+
+  const read = async (c: Context) => {
+    const asked = await request(c)
+    const items = parseSelect(asked.query.get('select'))
+    const shape = readShape(asked.query)
+    const pg = page(asked.query, c.req.header('range'), options.maxRows)
+    const head = c.req.method === 'HEAD'
+    const { value, timezone } = await transact(asked, true, async (catalog) => {
+      const rel = await catalog.relation(asked.schema, c.req.param('table')!)
+      const b = new Builder(catalog, asked.schema, shape)
+      const list = await b.list(rel, 't0', items, '')
+      const where = b.where(rel, 't0', '', list.conditions, embedNames(items))
+      const from = `${relationSql(rel)} t0${where}`
+      const limits = `${pg.limit === null ? '' : ` limit ${pg.limit}`}${pg.offset ? ` offset ${pg.offset}` : ''}`
+      const rows = head && asked.media.kind !== 'object' ? null : ((await catalog.tx.unsafe(`select coalesce(json_agg(_r), '[]') as rows from (select ${list.sql} from ${from}${b.order(rel, 't0', shape.orders.get(''))}${limits}) _r`, b.params as never[]))[0]!.rows as unknown[])
+      const total = asked.prefs.count ? await countRows(catalog, `select 1 from ${from}`, b.params, asked.prefs.count, options.maxRows) : null
+      return { rows, total }
     })
-    if (result.void) return respond(c, 204, null)
-    return respond(c, 200, Array.isArray(result.value) ? shaped(c, result.value) : JSON.stringify(result.value))
-  })
+    const rows = value.rows ?? []
+    // a HEAD reads no rows: its range is the one a GET would have given, from the count
+    const n = value.rows !== null ? rows.length : value.total === null ? 0 : Math.max(0, Math.min(pg.limit ?? Number.POSITIVE_INFINITY, value.total - pg.offset))
+    const { status, range } = ranged(n, pg.offset, value.total)
+    return respond(c, asked, timezone, status, render(asked.media, rows), { 'Content-Range': range })
+  }
+  app.get('/:table', read)
+  app.on('HEAD', '/:table', read)
 
-  app.all('/rpc/:fn', () => {
-    throw outsideSubset('Calling a function with a method other than POST')
-  })
-
-  app.get('/:table', async (c) => {
-    const { who, schema, query, prefs } = await request(c)
-    const { rows, total, offset } = await run(deps, who, async (tx) => {
-      const r = await relation(tx, schema, c.req.param('table'))
-      const params: unknown[] = []
-      const where = whereClause(r, query, params)
-      const { limit, offset } = page(query, c.req.header('range'), options.maxRows)
-      const text = `select coalesce(json_agg(t), '[]') as rows from (select ${selectList(r, query.get('select'))} from ${relationSql(r)}${where}${orderClause(r, query.get('order'))}${limit === null ? '' : ` limit ${limit}`}${offset ? ` offset ${offset}` : ''}) t`
-      const [row] = await tx.unsafe(text, params as never[])
-      const total = prefs.count ? Number((await tx.unsafe(`select count(*) as n from ${relationSql(r)}${where}`, params as never[]))[0]!.n) : null
-      return { rows: row!.rows as unknown[], total, offset }
+  const mutate = (kind: WriteKind) => async (c: Context) => {
+    const asked = await request(c)
+    if (kind !== 'insert' && (asked.query.has('limit') || asked.query.has('order'))) throw outsideSubset(`A limited or ordered ${kind}`)
+    if (asked.prefs.representation === 'headers-only') throw outsideSubset('"Prefer: return=headers-only" (its Location header)')
+    const payload = kind === 'delete' ? null : await body(c)
+    const items = parseSelect(asked.query.get('select'))
+    const shape = readShape(asked.query)
+    const { value: result, timezone } = await transact(asked, false, async (catalog) => {
+      const rel: Relation = await catalog.relation(asked.schema, c.req.param('table')!)
+      const b = new Builder(catalog, asked.schema, shape)
+      return writeRows(b, rel, kind, payload, { items, columns: asked.query.get('columns'), onConflict: asked.query.get('on_conflict'), prefs: asked.prefs })
     })
-    const range = rows.length === 0 ? `*/${total ?? '*'}` : `${offset}-${offset + rows.length - 1}/${total ?? '*'}`
-    return respond(c, 200, shaped(c, rows), { 'Content-Range': range })
-  })
-
-  /** The rows a write returned, as Prefer asks: the representation (select= applies) or nothing. */
-  const written = (c: Context, result: { rows: unknown[]; count: number }, created: boolean, prefs: { returnRepresentation: boolean }) =>
-    prefs.returnRepresentation
-      ? respond(c, created ? 201 : 200, shaped(c, result.rows), { 'Content-Range': `*/${result.count}` })
-      : respond(c, created ? 201 : 204, null, { 'Content-Range': `*/${result.count}` })
-
-  app.post('/:table', async (c) => {
-    const { who, schema, query, prefs } = await request(c)
-    if (query.has('on_conflict')) throw outsideSubset('An upsert (on_conflict)')
-    const payload = await body(c)
-    const items = Array.isArray(payload) ? payload : [payload]
-    if (items.length === 0 || items.some((i) => i === null || typeof i !== 'object' || Array.isArray(i))) throw new RestError(400, 'PGRST102', 'An insert takes a JSON object or an array of objects')
-    const rows = await run(deps, who, async (tx) => {
-      const r = await relation(tx, schema, c.req.param('table'))
-      // supabase-js sends an array's columns quoted (columns="a","b"), as PostgREST reads them
-      const chosen = query.get('columns')?.split(',').map((s) => s.trim().replace(/^"(.*)"$/, '$1')) ?? [...new Set(items.flatMap((i) => Object.keys(i as object)))]
-      for (const col of chosen) writableColumn(r, col)
-      if (chosen.length === 0) throw new RestError(400, 'PGRST102', 'An insert needs at least one column')
-      const params: unknown[] = []
-      // a key an object leaves out takes the column's default
-      const values = items.map((item) => `(${chosen.map((col) => (Object.hasOwn(item as object, col) ? `$${params.push(bodyValue((item as Record<string, unknown>)[col], r.columns.get(col)!, col))}::${r.columns.get(col)}` : 'default')).join(', ')})`)
-      // one statement carries at most 65535 parameters (the protocol counts them in 16 bits)
-      if (params.length > MAX_PARAMETERS) throw outsideSubset(`An insert of more than ${MAX_PARAMETERS} values (${params.length}; send the rows in parts)`)
-      const returning = prefs.returnRepresentation ? selectList(r, query.get('select')) : null
-      return write(tx, `insert into ${relationSql(r)} (${chosen.map(ident).join(', ')}) values ${values.join(', ')}`, returning, params)
-    })
-    return written(c, rows, true, prefs)
-  })
-
-  app.patch('/:table', async (c) => {
-    const { who, schema, query, prefs } = await request(c)
-    if (query.has('limit') || query.has('order')) throw outsideSubset('A limited or ordered update')
-    const payload = await body(c)
-    if (payload === null || typeof payload !== 'object' || Array.isArray(payload) || Object.keys(payload).length === 0) throw new RestError(400, 'PGRST102', 'An update takes a JSON object of the columns to change')
-    const rows = await run(deps, who, async (tx) => {
-      const r = await relation(tx, schema, c.req.param('table'))
-      const params: unknown[] = []
-      const sets = Object.entries(payload).map(([col, v]) => {
-        writableColumn(r, col)
-        params.push(bodyValue(v, r.columns.get(col)!, col))
-        return `${ident(col)} = $${params.length}::${r.columns.get(col)}`
-      })
-      const where = whereClause(r, query, params)
-      const returning = prefs.returnRepresentation ? selectList(r, query.get('select')) : null
-      return write(tx, `update ${relationSql(r)} set ${sets.join(', ')}${where}`, returning, params)
-    })
-    return written(c, rows, false, prefs)
-  })
-
-  app.delete('/:table', async (c) => {
-    const { who, schema, query, prefs } = await request(c)
-    if (query.has('limit') || query.has('order')) throw outsideSubset('A limited or ordered delete')
-    const rows = await run(deps, who, async (tx) => {
-      const r = await relation(tx, schema, c.req.param('table'))
-      const params: unknown[] = []
-      const where = whereClause(r, query, params)
-      const returning = prefs.returnRepresentation ? selectList(r, query.get('select')) : null
-      return write(tx, `delete from ${relationSql(r)}${where}`, returning, params)
-    })
-    return written(c, rows, false, prefs)
-  })
+    const full = asked.prefs.representation === 'full'
+    const created = kind === 'insert'
+    const range = { 'Content-Range': `*/${asked.prefs.count ? result.count : '*'}` }
+    if (!full) return respond(c, asked, timezone, created ? 201 : 204, null, range)
+    return respond(c, asked, timezone, created ? 201 : 200, render(asked.media, result.rows), range)
+  }
+  app.post('/:table', mutate('insert'))
+  app.patch('/:table', mutate('update'))
+  app.delete('/:table', mutate('delete'))
 
   app.all('/:table', (c) => {
     throw outsideSubset(`The method ${c.req.method}`)
@@ -315,3 +260,4 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
   })
   return app
 }
+
