@@ -24,6 +24,7 @@ export const settings = {
   HOST: [str('127.0.0.1'), 'Interface the local gateway listens on'],
   PUBLIC_URL: [optionalUrl, 'Public base URL of the gateway; defaults to http://HOST:PORT'],
   LOG_LEVEL: [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'), 'Lowest log level written'],
+  FUNCTIONS_DIR: [str('supabase/functions'), 'Local gateway: the folder whose sub-folders with an index.ts are served at /functions/v1/<name> (as supabase functions serve does): the service\'s own, and an app\'s own in a Deno process each, with verify_jwt from the config.toml beside it'],
   FUNCTIONS_RUNTIME: [z.enum(['node', 'deno']).default('node'), 'Local gateway: node serves every function in this process; deno runs each of them in its own Deno process behind /functions/v1/<name>, as the edge runtime does'],
   SHUTDOWN_TIMEOUT_MS: [int(10000), 'How long Ctrl-C waits for in-flight requests before closing anyway'],
   // --- database

@@ -64,6 +64,8 @@ describe.each(RUNTIMES)('the functions over HTTP (FUNCTIONS_RUNTIME=%s)', (runti
       RATE_LIMIT_ADMIN_PER_MINUTE: '1000',
       RATE_LIMIT_PUBLIC_PER_MINUTE: '1000',
       RATE_LIMIT_UPLOAD_PER_MINUTE: '1000',
+      // with an app's own function beside the service's (test/app-functions.test.ts has the rest)
+      FUNCTIONS_DIR: 'test/fixtures/app-project/supabase/functions',
     })
     gateway = await startGateway({
       config,
@@ -99,6 +101,12 @@ describe.each(RUNTIMES)('the functions over HTTP (FUNCTIONS_RUNTIME=%s)', (runti
     return { status: res.status, headers: res.headers, body: json }
   }
   let student: { token: string; email: string }
+
+  it('serves an app\'s own function beside the service\'s, whichever the runtime of those', async () => {
+    const anon = { Authorization: `Bearer ${await apiKey(LOCAL_JWT_SECRET, 'anon')}` }
+    expect(await call('POST', '/hello', { name: runtime }, anon)).toMatchObject({ status: 200, body: { message: `Salam, ${runtime}`, path: '/hello' } })
+    expect((await call('GET', '/hello')).status).toBe(401)
+  })
 
   it('answers /health with a reachable database and echoes the request id', async () => {
     const res = await call('GET', '/health', undefined, { 'x-request-id': `e2e-${runtime}` })

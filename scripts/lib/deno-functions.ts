@@ -48,6 +48,8 @@ interface Running {
 
 export interface DenoFunctionOptions {
   names: readonly string[]
+  /** what `deno run` runs for a function, after its permissions (default: supabase/functions/<name>/index.ts) */
+  entry?: (name: string) => string[]
   /** the functions' environment: their settings (see configEnv), with the database and auth URLs */
   env: Record<string, string>
   /** where /functions/v1 begins in a request path */
@@ -64,7 +66,7 @@ export async function startDenoFunctions(options: DenoFunctionOptions): Promise<
   const timeout = options.startTimeoutMs ?? 60_000
 
   function launch(name: string): Running {
-    const child = spawn(DENO, ['run', ...PERMISSIONS, `supabase/functions/${name}/index.ts`], {
+    const child = spawn(DENO, ['run', ...PERMISSIONS, ...(options.entry?.(name) ?? [`supabase/functions/${name}/index.ts`])], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1', ...options.env, FUNCTION_PORT: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],

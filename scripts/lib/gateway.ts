@@ -27,6 +27,7 @@ import { parse as parseToml } from 'smol-toml'
 import { createServer as createHttpServer, type IncomingMessage, type RequestListener, type ServerOptions } from 'node:http'
 import { configEnv, startDenoFunctions, type DenoFunctions } from './deno-functions.ts'
 import { startJobLoop } from './job-loop.ts'
+import { startAppFunctions } from './app-functions.ts'
 
 const CONFIG_TOML = fileURLToPath(new URL('../../supabase/config.toml', import.meta.url))
 
@@ -335,6 +336,22 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   } else {
     handle = (request, env) => app.fetch(request, env as never)
   }
+  // an app's own functions of FUNCTIONS_DIR, in Deno processes of their own, whichever the runtime of ours
+  const appFunctions = await startAppFunctions({
+    root: fileURLToPath(new URL('../../', import.meta.url)),
+    config,
+    verifier: deps.verifier,
+    exclude: ROUTER_NAMES,
+    basePath: FUNCTIONS_BASE,
+    publicUrl: publicBase,
+    databaseUrl: options.databaseUrl,
+    log: deps.logs.get('functions'),
+    ...(options.onFunctionOutput ? { onOutput: options.onFunctionOutput } : {}),
+  })
+  if (appFunctions) {
+    const ours = handle
+    handle = (request, env) => (appFunctions.owns(request) ? appFunctions.fetch(request, clientAddress(config, request, env)) : ours(request, env))
+  }
   // The expiry job, locally (on Supabase, pg_cron runs it); every wallet RPC also expires first.
   const log = deps.logs.get('expiry')
   const expiry =
@@ -387,6 +404,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         clearTimeout(timer)
         await jobs?.stop()
         await functions?.close()
+        await appFunctions?.close()
         internal?.close()
         await deps.ocr?.close()
         await pdfReader.close()
