@@ -52,11 +52,15 @@ async function run(url: string, serviceKey: string): Promise<void> {
   // (nobody without that key can sign in as them); created on the first run
   const password = `demo-${createHmac('sha256', serviceKey).update('curriculum-tutor demo accounts').digest('hex').slice(0, 20)}-Pw0`
   const account = async (email: string, fullName: string, role: string): Promise<{ email: string; token: string; created: boolean }> => {
-    const signIn = async (address: string) => (await service.withToken('').post('/auth/signin', { email: address, password })).data.access_token as string
+    // through Auth itself (as supabase-js signs in), so the demo leaves the API's /auth endpoints, and their
+    // 5 requests a minute per address, to the person following the README
+    const signIn = async (address: string) =>
+      (await service.withToken('').post('/auth/v1/token?grant_type=password', { email: address, password }, { apikey: serviceKey })).access_token as string
     try {
       return { email, token: await signIn(email), created: false }
     } catch (err) {
-      if (!(err instanceof ApiCallError) || err.status !== 401) throw err
+      // GoTrue's answer to an unknown address or another password: 400 invalid_credentials
+      if (!(err instanceof ApiCallError) || (err.status !== 400 && err.status !== 401)) throw err
     }
     // not there yet, or made with another service key: a new account (stamped when the address is taken)
     const created = await service.post('/admin/users', { email, password, full_name: fullName, role }).catch(async (err: unknown) => {
@@ -79,12 +83,19 @@ async function run(url: string, serviceKey: string): Promise<void> {
   }
 
   // 2-3. sync the demo portal, ingest every discovered reference, and watch the jobs
+  // the demo portal is served with the embedded database, or with DEMO_PORTAL=on (it lives on loopback,
+  // which downloads may reach only then): without it the source is absent or its pages unreachable
+  const hint = ' (the demo portal is served by a stack on the embedded database, or one started with DEMO_PORTAL=on: with DATABASE_URL set, start it with DEMO_PORTAL=on)'
+  const sources = ((await service.withToken('').get('/scraping/sources')).sources as string[]) ?? []
+  if (!sources.includes('demo')) throw new Error(`the stack at ${url} has no demo source${hint}`)
   await syncAndIngest(adminApi, 'demo', {
     deadline: started + DEADLINE_MS,
     onSync: (sync) =>
       out(`sync         run ${sync.run_id}: ${sync.status}; found ${sync.found_count}, new ${sync.new_count}, duplicates ${sync.duplicates}, quality failures ${sync.quality_failed}, errors ${sync.errors}, already known ${sync.known}`),
     onQueued: (n) => out(`ingest       ${n} reference(s) queued${n === 0 ? ' (everything was ingested by an earlier run)' : ''}`),
     onProgress: out,
+  }).catch((err: Error) => {
+    throw new Error(`${err.message}${/loopback|blocked|HTTP 404|ECONNREFUSED/.test(err.message) ? hint : ''}`)
   })
 
   // 4. the public catalogue

@@ -28,7 +28,11 @@ export async function syncAndIngest(
 ): Promise<void> {
   const sync = await admin.post<SyncResult>(`/scraping/${source}/sync`)
   options.onSync?.(sync)
-  if (sync.status !== 'completed') throw new Error('the sync did not complete')
+  if (sync.status !== 'completed') {
+    // the run says why (a listing it could not read, links it could not download): the error names it
+    const run = ((await admin.get(`/scraping/${source}/runs?limit=1`).catch(() => ({ items: [] }))).items as { id: string; error_message: string | null }[]).find((r) => r.id === sync.run_id)
+    throw new Error(`the sync of ${source} ended ${sync.status}${run?.error_message ? `: ${run.error_message}` : ''}`)
+  }
   const refs = (await admin.get(`/scraping/${source}/references?status=discovered&limit=200`)).items as { id: string; grade: string | null; subject: string | null }[]
   // Admin requests are rate limited (RATE_LIMIT_ADMIN_PER_MINUTE, 60 by default): spent freely (an ingest
   // request per reference, a listing after every dispatch) they ran out within the demo, which then
