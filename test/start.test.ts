@@ -1,4 +1,6 @@
 // `npm start` end to end: the real process, the embedded database on disk, the printed URLs and keys.
+import type { AddressInfo } from 'node:net'
+import { createServer as createHttpServer } from 'node:http'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
@@ -273,6 +275,21 @@ describe('startup failures are one sentence and exit 1', () => {
     const worker = await run('scripts/worker.ts', { DB_PORT: String(closed.port) }, ['--once'])
     expect(worker.code).toBe(1)
     expectSentence(worker.err, /connection refused/, /npm start/)
+  }, 60_000)
+
+  it('a DATABASE_URL whose port is another server (an HTTP server that answers and hangs up): one sentence, not a hang', async () => {
+    const http = createHttpServer((_req, res) => res.end('not a database'))
+    await new Promise<void>((r) => http.listen(0, '127.0.0.1', r))
+    try {
+      const port = (http.address() as AddressInfo).port
+      const started = Date.now()
+      const stack = await run('scripts/start.ts', { DATABASE_URL: `postgres://app:s3cret@127.0.0.1:${port}/db`, PORT: '0' })
+      expect(stack.code).toBe(1)
+      expectSentence(stack.err, `postgres://app:***@127.0.0.1:${port}/db`, /is not PostgreSQL: it answered "HTTP\/1\.1 400/, /DATABASE_URL/)
+      expect(Date.now() - started).toBeLessThan(30_000)
+    } finally {
+      http.close()
+    }
   }, 60_000)
 
   it('npm run demo against a DEMO_URL where nothing answers names the URL', async () => {

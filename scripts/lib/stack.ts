@@ -1,6 +1,7 @@
 // The whole local stack in one process: the embedded PGlite (unless DATABASE_URL is set), the platform
 // shim and migrations, and the gateway on PORT. Used by `npm start` and by `npm run demo` when no stack
 // is running.
+import { probePostgres } from './pg-probe.ts'
 import { createServer } from 'node:net'
 import { resolve } from 'node:path'
 import { LOCAL_JWT_SECRET, type Config } from '../../functions-shared/config.ts'
@@ -67,6 +68,7 @@ export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?
     hooks.onPart?.({ embedded })
     databaseUrl = embedded.url
   }
+  if (!embedded) await probePostgres(databaseUrl)
   const sql = createDb(databaseUrl, {
     max: embedded ? 1 : config.DB_POOL_MAX,
     prepare: config.DB_PREPARE,
