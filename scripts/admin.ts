@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util'
 import { loadConfigOrExit } from './lib/load-config.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { ApiCallError, ApiClient } from './lib/api-client.ts'
+import { keyMismatch } from './lib/status.ts'
 import { jobProgress, watchPause } from './lib/job-progress.ts'
 import { queueIngestion } from './lib/ingest-source.ts'
 
@@ -80,6 +81,9 @@ async function client(): Promise<ApiClient> {
     const host = new URL(url).hostname
     if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') throw new UsageError(`${url} is not local: give --token (an admin access token or the service-role key) or --admin-key`)
     token = await apiKey(config.JWT_SECRET, 'service_role')
+    // signed with this folder's secret: a stack started with another DATA_DIR refuses it, which is worth a sentence
+    const mismatch = await keyMismatch(url, token)
+    if (mismatch) throw new DomainError(mismatch)
   }
   return new ApiClient({ url, token, adminKey, onRateLimited: ({ seconds, method, path }) => process.stderr.write(`rate limited on ${method} ${path.split('?')[0]}: waiting ${seconds} s\n`) })
 }

@@ -11,6 +11,7 @@ import { ApiCallError, ApiClient } from './lib/api-client.ts'
 import { startStack, type Stack } from './lib/stack.ts'
 import { explainStartup } from './lib/startup-error.ts'
 import { syncAndIngest } from './lib/ingest-source.ts'
+import { keyMismatch } from './lib/status.ts'
 
 const config = loadConfigOrExit('demo')
 const out = (line = '') => process.stdout.write(`${line}\n`)
@@ -45,6 +46,8 @@ async function main(): Promise<void> {
 }
 
 async function run(url: string, serviceKey: string): Promise<void> {
+  const mismatch = await keyMismatch(url, serviceKey)
+  if (mismatch) throw new Error(mismatch)
   const service = new ApiClient({ url, token: serviceKey, onRateLimited: ({ seconds, method, path }) => out(`rate limit   ${method} ${path.split('?')[0]}: waiting ${seconds} s`) })
   out(`\n== curriculum-tutor demo on ${url}`)
 

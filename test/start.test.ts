@@ -74,6 +74,21 @@ describe('npm start (embedded mode)', () => {
       expect(status.code, status.err).toBe(0)
       expect(status.out).toContain(`SUPABASE_URL="${s.baseUrl}"\nSUPABASE_ANON_KEY="${s.anonKey}"\n`)
       expect(status.out).toContain(`SUPABASE_DB_URL="${s.dbUrl}"`)
+      // the same block as npm start's, rows for the health check, the reference and the demo portal included
+      const block = await run('scripts/status.ts', { PORT: port, DB_PORT: new URL(s.dbUrl).port, DATA_DIR: dataDir })
+      expect(block.code, block.err).toBe(0)
+      for (const row of ['API URL', 'Functions URL', 'Auth URL', 'Health', 'API reference', 'Demo portal', 'Database URL', 'anon key', 'service_role key']) {
+        expect(block.out.split('\n').find((l) => l.trim().startsWith(row)), row).toBe(s.output().split('\n').find((l) => l.trim().startsWith(row)))
+      }
+      // with another data folder (another JWT secret) its keys are not this stack's: status, admin and demo say so
+      const elsewhere = await mkdtemp(join(tmpdir(), 'ct-start-other-'))
+      dirs.push(elsewhere)
+      await writeFile(join(elsewhere, 'jwt-secret'), `${'x'.repeat(40)}\n`, { mode: 0o600 })
+      for (const [script, env] of [['scripts/status.ts', { PORT: port, DATA_DIR: elsewhere }], ['scripts/admin.ts', { CT_URL: s.baseUrl, DATA_DIR: elsewhere }], ['scripts/demo.ts', { DEMO_URL: s.baseUrl, DATA_DIR: elsewhere }]] as const) {
+        const r = await run(script, env, script === 'scripts/admin.ts' ? ['stats'] : [])
+        expect(r.code, `${script}: ${r.out}${r.err}`).toBe(1)
+        expect(r.err, script).toMatch(/refuses the keys these settings make: it was started with another JWT secret \(another DATA_DIR, or JWT_SECRET\)/)
+      }
       const health = await fetch(`${s.apiUrl}/health`, { headers: { 'X-Request-ID': 'abc-123' } })
       expect(health.status).toBe(200)
       expect(health.headers.get('x-request-id')).toBe('abc-123')

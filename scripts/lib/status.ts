@@ -55,3 +55,25 @@ export function statusLines(s: StackStatus, extra: [string, string][] = []): str
   const width = Math.max(...rows.map(([k]) => k.length)) + 2
   return rows.map(([k, v]) => `  ${k.padEnd(width)}${v}`).join('\n')
 }
+
+/** The rows `npm start` adds to the block, for `npm run status` to print the same: health, reference, the demo portal when served. */
+export async function extraRows(s: StackStatus, demoPortalPath: string): Promise<[string, string][]> {
+  const rows: [string, string][] = [
+    ['Health', `${s.functions_url}/health`],
+    ['API reference', `${s.functions_url}/docs`],
+  ]
+  const portal = `${s.api_url}${demoPortalPath}/programmes/page1.html`
+  const served = await fetch(portal, { method: 'HEAD', signal: AbortSignal.timeout(3000) }).then((r) => r.ok, () => false)
+  if (served) rows.push(['Demo portal', portal])
+  return rows
+}
+
+/**
+ * Whether the stack at `base` accepts `serviceKey`: a stack started with another JWT secret (another
+ * DATA_DIR, or JWT_SECRET) refuses the keys these settings sign. The sentence that says so, or null.
+ */
+export async function keyMismatch(base: string, serviceKey: string): Promise<string | null> {
+  const res = await fetch(`${base}/rest/v1/profiles?select=id&limit=1`, { headers: { apikey: serviceKey, Authorization: `Bearer ${serviceKey}` }, signal: AbortSignal.timeout(5000) }).catch(() => null)
+  if (res?.status !== 401) return null
+  return `the stack at ${base} refuses the keys these settings make: it was started with another JWT secret (another DATA_DIR, or JWT_SECRET); run this with the DATA_DIR (or JWT_SECRET) the stack was started with`
+}
