@@ -56,6 +56,11 @@ describe('conversations', () => {
     expect(messages.data!.map((m) => `${m.role}:${m.status}`)).toEqual(['student:sent', 'teacher:answered', 'student:sent', 'teacher:answered', 'student:sent', 'teacher:answered'])
     expect(messages.data![0]!.content).toBe('Comment résoudre une équation du premier degré ?')
     expect(messages.data![1]).toMatchObject({ content: first.answer, sources: first.sources })
+    // a conversation with its messages in one read, embedded as on hosted Supabase
+    const whole = await supabase.from('conversations').select('title, chat_messages(role, status)').eq('id', first.conversation_id)
+      .order('created_at', { referencedTable: 'chat_messages' }).single()
+    expect(whole.error).toBeNull()
+    expect(whole.data!.chat_messages.map((m: { role: string; status: string }) => `${m.role}:${m.status}`)).toEqual(messages.data!.map((m) => `${m.role}:${m.status}`))
     // nobody else reads them, writes them, or deletes them
     const other = as(await createUser(db.sql))
     expect((await other.from('conversations').select('id')).data).toEqual([])

@@ -59,6 +59,19 @@ beforeAll(async () => {
     create function public.pt_rename(p_id int, p_name text) returns setof public.pt_authors language sql volatile as
       'update public.pt_authors set name = p_name where id = p_id returning *';
     create function public.pt_nothing() returns void language sql as 'select';
+    create table public.pt_author_details (author_id int primary key references public.pt_authors (id), bio text);
+    create table public.pt_topics (id int primary key, parent_id int references public.pt_topics (id), name text not null);
+    insert into public.pt_author_details values (1, 'Poétesse de Nouakchott');
+    insert into public.pt_topics values (1, null, 'Sciences'), (2, 1, 'Physique'), (3, 1, 'Chimie');
+    grant select on public.pt_author_details, public.pt_topics to authenticated;
+    create function public.pt_initial(public.pt_authors) returns text language sql stable as 'select left($1.name, 1)';
+    create function public.pt_long_books(a public.pt_authors) returns setof public.pt_books language sql stable as
+      'select * from public.pt_books b where b.author_id = a.id and upper(b.pages) > 100';
+    create function public.pt_twice(int) returns int language sql immutable as 'select $1 * 2';
+    create function public.pt_pick() returns int language sql immutable as 'select 0';
+    create function public.pt_pick(n int) returns int language sql immutable as 'select n';
+    grant execute on function public.pt_initial(public.pt_authors), public.pt_long_books(public.pt_authors), public.pt_twice(int),
+      public.pt_pick(), public.pt_pick(int) to authenticated, service_role;
     grant execute on function public.pt_add(int, int), public.pt_books_of(int), public.pt_echo(jsonb), public.pt_norm(public.pt_point),
       public.pt_over(int), public.pt_over(text), public.pt_rename(int, text), public.pt_nothing() to authenticated, service_role;
   `)
@@ -108,6 +121,38 @@ describe('embedding over foreign keys', () => {
     expect(withBooks.data!.map((a) => a.name)).toEqual(['Mariem', 'Ahmedou'])
     const notSelected = await as(reader).from('pt_authors').select('name').eq('pt_books.title', 'x')
     expect(notSelected).toMatchObject({ status: 400, error: { code: 'PGRST108', message: "'pt_books' is not an embedded resource in this request" } })
+  })
+})
+
+describe('relationships as PostgREST reads them', () => {
+  it('reads one-to-one as an object, a table\'s children through its own key, and an embed named by a key\'s column or name', async () => {
+    const one = await as(reader).from('pt_authors').select('name, pt_author_details(bio)').order('id').limit(2)
+    expect(one.data).toEqual([{ name: 'Mariem', pt_author_details: { bio: 'Poétesse de Nouakchott' } }, { name: 'Ahmedou', pt_author_details: null }])
+    const children = await as(reader).from('pt_topics').select('name, pt_topics(name)').eq('id', 1).single()
+    expect(children.data).toEqual({ name: 'Sciences', pt_topics: [{ name: 'Physique' }, { name: 'Chimie' }] })
+    const parent = await as(reader).from('pt_topics').select('name, parent_id(name)').eq('id', 2).single()
+    expect(parent.data).toEqual({ name: 'Physique', parent_id: { name: 'Sciences' } })
+    const byKey = await as(reader).from('pt_authors').select('name, edited:pt_books_editor_id_fkey(title)').eq('id', 1).single()
+    expect(byKey.data).toEqual({ name: 'Mariem', edited: [{ title: 'Le fleuve' }] })
+  })
+
+  it('reads computed fields and computed relationships (functions of the row), and an empty embed only filters', async () => {
+    const rows = await as(reader).from('pt_authors').select('name, pt_initial, pt_long_books(title)').order('id')
+    expect(rows.data).toEqual([
+      { name: 'Mariem', pt_initial: 'M', pt_long_books: [{ title: 'Les dunes' }] },
+      { name: 'Ahmedou', pt_initial: 'A', pt_long_books: [{ title: 'Le fleuve' }] },
+      { name: 'Khadija', pt_initial: 'K', pt_long_books: [] },
+    ])
+    const filtered = await as(reader).from('pt_books').select('title, pt_authors!author_id!inner()').eq('pt_authors.name', 'Ahmedou')
+    expect(filtered.data).toEqual([{ title: 'Le fleuve' }])
+    const aggregate = await as(reader).from('pt_authors').select('name, pt_books!author_id(count)')
+    expect(aggregate).toMatchObject({ status: 400, error: { code: 'PGRST123', message: 'Use of aggregate functions is not allowed' } })
+  })
+
+  it('calls a function of an unnamed parameter with {"": value}, and tells overloads apart by the arguments given', async () => {
+    expect((await as(reader).rpc('pt_twice', { '': 21 })).data).toBe(42)
+    expect((await as(reader).rpc('pt_pick')).data).toBe(0)
+    expect((await as(reader).rpc('pt_pick', { n: 3 })).data).toBe(3)
   })
 })
 

@@ -210,21 +210,21 @@ describe('anon, errors and the edges of the subset', () => {
     expect(await otherSchema.json()).toMatchObject({ code: 'PGRST106', message: 'Invalid schema: private', hint: 'Only the following schemas are exposed: public' })
   })
 
-  it('refuses a select that names a column twice (400): a row is never sent more than once per request', async () => {
+  it('reads a column named twice once, as PostgREST\'s row has one key of a name: a query string of repeats never makes a row its length times as large', async () => {
     const [{ rows }] = await db.sql<[{ rows: number }]>`select count(*)::int as rows from public.reservations where user_id = ${me.id}`
     expect(rows).toBeGreaterThan(0)
     const get = (select: string) => fetch(`${gateway.url}/rest/v1/reservations?select=${select}`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
-    // each mention was a copy of the column in every row the database built and the service parsed
-    for (const select of [Array(1600).fill('status').join(','), 'id,status,id', '*,*', Array(1000).fill('*').join(',')]) {
+    // each mention was once a copy of the column in every row the database built and the service parsed
+    const one = await (await get('status')).text()
+    for (const select of [Array(1600).fill('status').join(','), 'status,status']) {
       const res = await get(select)
-      expect(res.status, select.slice(0, 30)).toBe(400)
-      expect(await res.json()).toMatchObject({ code: 'PGRST100', message: expect.stringMatching(/^select names "(status|id|\*)" more than once$/) })
+      expect(res.status, select.slice(0, 30)).toBe(200)
+      expect(await res.text()).toBe(one)
     }
-    // each column once, with or without *, as supabase-js sends it
-    expect((await as(me).from('reservations').select('id, status')).status).toBe(200)
-    expect((await as(me).from('reservations').select('*, id')).status).toBe(200)
+    const star = await (await get('*')).text()
+    for (const select of ['*,*', Array(1000).fill('*').join(','), '*,id']) expect(await (await get(select)).text(), select.slice(0, 20)).toBe(star)
     const written = await as(me).from('profiles').update({ full_name: 'Aïcha Mint Ahmed' }).eq('id', me.id).select('id, id')
-    expect(written.status).toBe(400)
+    expect(written).toMatchObject({ status: 200, data: [{ id: me.id }] })
   })
 
   it('filters with like and ilike only columns of text, as PostgREST: never a jsonb column read as text, whose matching cost the query string times the row', async () => {

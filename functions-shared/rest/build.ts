@@ -83,9 +83,16 @@ export class Builder {
 
   /** A column (through its JSON path) of `rel` under `alias`, and the type of what it gives. */
   field(rel: Relation, alias: string, f: FieldRef): { sql: string; type: string } {
-    const type = rel.columns.get(f.name)
-    if (type === undefined) throw new RestError(400, '42703', `column ${rel.name}.${f.name} does not exist`)
+    let type = rel.columns.get(f.name)
     let sql = `${alias}.${ident(f.name)}`
+    // a computed field: a function of the row, read as a column
+    const computed = type === undefined ? rel.computed?.get(f.name) : undefined
+    if (computed && !computed.table && !computed.set) {
+      type = computed.type
+      sql = `${ident(rel.schema)}.${ident(f.name)}(${alias})`
+    }
+    if (type === undefined && f.name === 'count' && f.path.length === 0) throw new RestError(400, 'PGRST123', 'Use of aggregate functions is not allowed')
+    if (type === undefined) throw new RestError(400, '42703', `column ${rel.name}.${f.name} does not exist`)
     let out = type
     for (const step of f.path) {
       const key = /^-?\d+$/.test(step.key) ? step.key : `'${step.key.replaceAll("'", "''")}'`
@@ -170,8 +177,10 @@ export class Builder {
     const names = new Set<string>()
     const embeds = new Set<string>()
     for (const item of items) {
+      // a name given twice is read once: the row has one key of that name either way (and a query string
+      // of repeats cannot make each row its length times as large)
       if (item.kind === 'star') {
-        if (names.has('*')) throw badRequest('select names "*" more than once')
+        if (names.has('*')) continue
         names.add('*')
         out.push(`${alias}.*`)
         continue
@@ -179,7 +188,7 @@ export class Builder {
       if (item.kind === 'field') {
         const { sql } = this.field(rel, alias, item.field)
         const name = item.alias ?? (item.field.path.length > 0 ? item.field.path[item.field.path.length - 1]!.key : item.field.name)
-        if (names.has(name)) throw badRequest(`select names "${name}" more than once`)
+        if (names.has(name) || (names.has('*') && rel.columns.has(name) && item.field.path.length === 0 && !item.cast && !item.alias)) continue
         names.add(name)
         out.push(`${item.cast ? `(${sql})::${item.cast}` : sql} as ${ident(name)}`)
         continue
@@ -189,27 +198,28 @@ export class Builder {
       names.add(name)
       embeds.add(name)
       const childPath = path === '' ? name : `${path}.${name}`
-      const child = await this.catalog.find(this.schema, item.name)
-      if (!child) {
-        throw new RestError(400, 'PGRST200', `Could not find a relationship between '${rel.name}' and '${item.name}' in the schema cache`,
-          `Searched for a foreign key relationship between '${rel.name}' and '${item.name}' in the schema '${this.schema}', but no matches were found.`)
-      }
-      const rs = await relationshipBetween(this.catalog, this.schema, rel.name, item.name, item.hint)
+      const rs = await relationshipBetween(this.catalog, this.schema, rel, item.name, item.hint)
+      const child = rs.child
       const a = this.alias()
-      const join = rs.pairs.map(([p, c]) => `${a}.${ident(c)} = ${alias}.${ident(p)}`)
-      const inner = await this.list(child, a, item.items, childPath)
-      const where = this.where(child, a, childPath, [...join, ...inner.conditions], embedNames(item.items))
-      const page = this.shape.pages.get(childPath)
-      const order = this.order(child, a, this.shape.orders.get(childPath))
-      const limits = `${page?.limit != null ? ` limit ${page.limit}` : ''}${page?.offset ? ` offset ${page.offset}` : ''}`
-      const from = `from ${relationSql(child)} ${a}${where}`
-      out.push(
-        rs.toOne
-          ? `(select row_to_json(_s) from (select ${inner.sql} ${from} limit 1) _s) as ${ident(name)}`
-          : `coalesce((select json_agg(_s) from (select ${inner.sql} ${from}${order}${limits}) _s), '[]'::json) as ${ident(name)}`,
-      )
+      const join = rs.kind === 'fk' ? rs.pairs.map(([p, c]) => `${a}.${ident(c)} = ${alias}.${ident(p)}`) : []
+      // a computed relationship's rows come from its function of the parent's row
+      const source = rs.kind === 'fk' ? `${relationSql(child)} ${a}` : `${ident(this.schema)}.${ident(rs.fn)}(${alias}) ${a}`
+      const inner = await this.list(child, a, item.items.length === 0 ? [{ kind: 'star' }] : item.items, childPath)
+      // an embed with an empty select (`users()`) filters its parent and is not in the rows
+      if (item.items.length > 0) {
+        const where = this.where(child, a, childPath, [...join, ...inner.conditions], embedNames(item.items))
+        const page = this.shape.pages.get(childPath)
+        const order = this.order(child, a, this.shape.orders.get(childPath))
+        const limits = `${page?.limit != null ? ` limit ${page.limit}` : ''}${page?.offset ? ` offset ${page.offset}` : ''}`
+        const from = `from ${source}${where}`
+        out.push(
+          rs.toOne
+            ? `(select row_to_json(_s) from (select ${inner.sql} ${from} limit 1) _s) as ${ident(name)}`
+            : `coalesce((select json_agg(_s) from (select ${inner.sql} ${from}${order}${limits}) _s), '[]'::json) as ${ident(name)}`,
+        )
+      }
       // !inner: only rows whose embed is not empty; a filter `name=not.is.null` (or `is.null`) on the parent does the same (or the opposite)
-      const again = () => `exists (select 1 from ${relationSql(child)} ${a}${this.where(child, a, childPath, [...join, ...inner.conditions], embedNames(item.items))})`
+      const again = () => `exists (select 1 from ${source}${this.where(child, a, childPath, [...join, ...inner.conditions], embedNames(item.items))})`
       if (item.inner) conditions.push(again())
       for (const c of this.shape.filters.get(path) ?? []) {
         if (c.kind !== 'op' || c.field.name !== name || c.field.path.length > 0 || rel.columns.has(name)) continue

@@ -96,16 +96,16 @@ function parseItem(raw: string, whole: string): SelectItem {
   if (raw === '*') return { kind: 'star' }
   if (raw === '') throw parseError(`"failed to parse select parameter (${whole})"`, 'an empty item')
   if (raw.startsWith('...')) throw outsideSubset(`A spread embedding ("${raw}")`)
+  // aggregates (`count()`, `id.sum()`, a bare `count` column of an embed): hosted projects keep
+  // db-aggregates-enabled off, and PostgREST then refuses them (a bare `count` that is no column: build.ts)
+  const aggregate = () => new RestError(400, 'PGRST123', 'Use of aggregate functions is not allowed')
+  if (/^(?:[^:(]+:)?(?:[^(]+\.)?(count|sum|avg|min|max)\(\)(::\w+)?$/i.test(raw)) throw aggregate()
   const open = raw.indexOf('(')
   if (open !== -1) {
     if (!raw.endsWith(')')) throw parseError(`"failed to parse select parameter (${whole})"`, `"${raw}"`)
     const head = raw.slice(0, open)
     const body = raw.slice(open + 1, -1)
     const [aliasPart, target] = head.includes(':') ? [head.slice(0, head.indexOf(':')), head.slice(head.indexOf(':') + 1)] : [null, head]
-    // an aggregate (count(), sum()...), as hosted projects keep db-aggregates-enabled off
-    if (/^(count|sum|avg|min|max)$/i.test(target!.trim()) && !/!/.test(target!)) {
-      throw new RestError(400, 'PGRST123', 'Use of aggregate functions is not allowed')
-    }
     const [name, ...marks] = target!.split('!')
     let hint: string | null = null
     let inner = false
@@ -115,7 +115,8 @@ function parseItem(raw: string, whole: string): SelectItem {
       else if (hint === null) hint = checkName(unquote(mark), 'relationship hint')
       else throw parseError(`"failed to parse select parameter (${whole})"`, `"${raw}" has more than one hint`)
     }
-    return { kind: 'embed', name: checkName(unquote(name!), 'table'), alias: aliasPart === null ? null : checkName(unquote(aliasPart), 'alias'), hint, inner, items: parseSelect(body === '' ? '*' : body) }
+    // an empty select (`users()`) is kept empty: the embed filters its parent and is left out of the rows
+    return { kind: 'embed', name: checkName(unquote(name!), 'table'), alias: aliasPart === null ? null : checkName(unquote(aliasPart), 'alias'), hint, inner, items: body.trim() === '' ? [] : parseSelect(body) }
   }
   let rest = raw
   let alias: string | null = null

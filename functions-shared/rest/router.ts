@@ -193,7 +193,7 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
       callFunction(catalog, asked.schema, name, args, asked.query, pg, { count: asked.prefs.count !== null, maxAffected: asked.prefs.maxAffected }),
     )
     if (result.void) return respond(c, asked, timezone, 204, null, {})
-    if (result.rows === null) return respond(c, asked, timezone, 200, render(asked.media, { value: result.value }), {})
+    if (result.rows === null) return respond(c, asked, timezone, 200, render(asked.media, { value: result.value }), result.total === null ? {} : { 'Content-Range': result.total === 0 ? '*/0' : `0-${result.total - 1}/${result.total}` })
     const { status, range } = ranged(result.rows.length, result.offset, result.total)
     return respond(c, asked, timezone, status, render(asked.media, result.rows), { 'Content-Range': range })
   }

@@ -39,7 +39,9 @@ async function candidates(catalog: Catalog, schema: string, name: string): Promi
   return rows.map((r) => {
     const modes = r.modes as string[]
     const allNames = r.names as string[]
-    const inputs = modes.length === 0 ? allNames.slice(0, r.nargs as number) : allNames.filter((_, i) => ['i', 'b', 'v'].includes(modes[i]!))
+    // an unnamed parameter is named '' (PostgREST takes it from a body `{"": value}`)
+    const named = (i: number) => allNames[i] ?? ''
+    const inputs = modes.length === 0 ? Array.from({ length: r.nargs as number }, (_, i) => named(i)) : modes.flatMap((m, i) => (['i', 'b', 'v'].includes(m) ? [named(i)] : []))
     const outputs = modes.flatMap((m, i) => (m === 'o' || m === 't' || m === 'b' ? [[allNames[i]!, (r.all_types as string[])[i]!] as [string, string]] : []))
     const rowNames = r.row_names as string[]
     const columns = outputs.length > 0 ? new Map(outputs) : rowNames.length > 0 ? new Map(rowNames.map((n, i) => [n, (r.row_types as string[])[i]!])) : null
@@ -81,7 +83,9 @@ export async function callFunction(
   // a function of one unnamed json or jsonb parameter takes the whole body
   const single = 'body' in args ? found.filter((f) => f.types.length === 1 && f.names.length <= 1 && (f.names[0] ?? '') === '' && /^jsonb?$/.test(f.types[0]!)) : []
   const fits = found.filter((f) => keys.every((k) => f.names.includes(k)) && f.names.slice(0, f.required).every((n) => keys.includes(n)))
-  const chosen = fits.length > 0 ? fits : single
+  // of several that fit, the one that takes exactly the arguments given (no default filled in)
+  const exact = fits.filter((f) => f.names.length === keys.length)
+  const chosen = fits.length > 1 && exact.length === 1 ? exact : fits.length > 0 ? fits : single
   if (chosen.length === 0) {
     throw new RestError(404, 'PGRST202', `Could not find the function ${schema}.${name}${keys.length === 0 ? ' without parameters' : `(${keys.join(', ')})`} in the schema cache`,
       `Searched for the function ${schema}.${name}${keys.length === 0 ? ' without parameters' : ` with parameter${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`}, but no matches were found in the schema cache.`)
@@ -100,11 +104,14 @@ export async function callFunction(
   let args1 = ''
   if (fn === single[0] && fits.length === 0) call = `${ident(schema)}.${ident(name)}(${b.param(JSON.stringify((args as { body: unknown }).body), fn.types[0]!)})`
   else if ('body' in args) {
-    const named = keys.map((k) => `${fn.modes[fn.names.indexOf(k)] === 'v' ? 'variadic ' : ''}${ident(k)} => _a.${ident(k)}`)
+    // an unnamed parameter is passed by position; json_to_record names its column _1
+    const column = (k: string) => (k === '' ? '_1' : k)
+    const named = keys.map((k) => `${fn.modes[fn.names.indexOf(k)] === 'v' ? 'variadic ' : ''}${k === '' ? '' : `${ident(k)} => `}_a.${ident(column(k))}`)
     call = `${ident(schema)}.${ident(name)}(${named.join(', ')})`
-    if (keys.length > 0) args1 = `json_to_record(${b.param(JSON.stringify(args.body), 'json')}) as _a(${keys.map((k) => `${ident(k)} ${fn.types[fn.names.indexOf(k)]}`).join(', ')})`
+    const body = Object.fromEntries(Object.entries(args.body).map(([k, v]) => [column(k), v]))
+    if (keys.length > 0) args1 = `json_to_record(${b.param(JSON.stringify(body), 'json')}) as _a(${keys.map((k) => `${ident(column(k))} ${fn.types[fn.names.indexOf(k)]}`).join(', ')})`
   } else {
-    const named = keys.map((k) => `${fn.modes[fn.names.indexOf(k)] === 'v' ? 'variadic ' : ''}${ident(k)} => ${b.param(query.getAll(k).length > 1 ? `{${query.getAll(k).join(',')}}` : query.get(k), fn.types[fn.names.indexOf(k)]!)}`)
+    const named = keys.map((k) => `${fn.modes[fn.names.indexOf(k)] === 'v' ? 'variadic ' : ''}${k === '' ? '' : `${ident(k)} => `}${b.param(query.getAll(k).length > 1 ? `{${query.getAll(k).join(',')}}` : query.get(k), fn.types[fn.names.indexOf(k)]!)}`)
     call = `${ident(schema)}.${ident(name)}(${named.join(', ')})`
   }
   const source = (alias: string) => (args1 ? `${args1} cross join lateral ${call} ${alias}` : `${call} ${alias}`)
@@ -120,12 +127,12 @@ export async function callFunction(
     if (query.has('select') || shape.filters.size > 0 || shape.orders.size > 0) throw badRequest(`${schema}.${name} returns ${fn.set ? 'a set of values' : 'a value'}, not rows: select=, filters and order apply to rows`)
     if (!fn.set) {
       const [row] = await run(`select to_json(${call}) as v${args1 ? ` from ${args1}` : ''}`)
-      return { rows: null, value: row!.v, void: false, total: null, offset: 0 }
+      return { rows: null, value: row!.v, void: false, total: options.count ? 1 : null, offset: 0 }
     }
     const [row] = await run(`select coalesce(json_agg(_f.v), '[]') as v from ${source('_f(v)')}`)
     const values = row!.v as unknown[]
     if (options.maxAffected !== null && values.length > options.maxAffected) throw maxAffected(values.length)
-    return { rows: values, void: false, total: null, offset: 0 }
+    return { rows: values, void: false, total: options.count ? values.length : null, offset: 0 }
   }
   const rel: Relation = fn.table ? await catalog.relation(fn.table.schema, fn.table.name) : { schema, name, columns: fn.columns, primaryKey: [] }
   const fromSql = `(select _f.* from ${source('_f')}) t0`
@@ -138,7 +145,7 @@ export async function callFunction(
   if (options.maxAffected !== null && rows.length > options.maxAffected) throw maxAffected(rows.length)
   const total = options.count ? Number((await run(`select count(*) as n from ${fromSql}${where}`))[0]!.n) : null
   // a function that returns one row (not a set) answers with it, or null
-  if (!fn.set) return { rows: null, value: rows[0] ?? null, void: false, total: null, offset: 0 }
+  if (!fn.set) return { rows: null, value: rows[0] ?? null, void: false, total: options.count ? rows.length : null, offset: 0 }
   return { rows, void: false, total, offset: page.offset }
 }
 
