@@ -127,6 +127,18 @@ describe('error bodies', () => {
     expect(body).toMatchObject({ error: 'not_found', request_id: expect.any(String) })
   })
 
+  it('gives 405 with Allow for a route that takes other methods, saying how supabase-js asks for a GET', async () => {
+    const student = await createUser(db.sql)
+    const auth = { authorization: `Bearer ${student.token}` }
+    const res = await t.request('/wallet/balance', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{}' })
+    expect(res.status).toBe(405)
+    expect(res.headers.get('allow')).toBe('GET')
+    expect(await json(res)).toMatchObject({ error: 'method_not_allowed', message: "/wallet/balance takes GET, not POST; with supabase-js: functions.invoke('wallet/balance', { method: 'GET' })", request_id: expect.any(String) })
+    const turn = await t.request('/chat/turns/0b9e1c52-3f7a-4a7e-9a55-6d1b0c8f1f00', { method: 'DELETE', headers: auth })
+    expect(turn.status).toBe(405)
+    expect(turn.headers.get('allow')).toContain('GET')
+  })
+
   it('has a status for every error code', () => {
     for (const code of Object.values(ErrorCode)) expect(statusOf(code)).toBeGreaterThanOrEqual(400)
   })

@@ -157,6 +157,22 @@ function isDataException(err: Error): err is Error & { code: string } {
   return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code) && code !== '22000' && err.name === 'PostgresError'
 }
 
-export function notFound(c: Context): Response {
-  return c.json(errorBody(c, ErrorCode.NOT_FOUND, `No route for ${c.req.method} ${new URL(c.req.url).pathname}`), 404)
+/** A route's path as a pattern: `:param` (with or without its own pattern) one segment, `*` anything. */
+const routePattern = (path: string) =>
+  new RegExp(`^${path.replace(/[.+?^${}()|[\]\\]/g, (ch) => (ch === '{' || ch === '}' ? ch : `\\${ch}`)).replace(/:[A-Za-z_][A-Za-z0-9_]*(\{[^}]*\})?\\?\??/g, '[^/]+').replace(/\*/g, '.*')}/?$`)
+
+/**
+ * No route for this method and path: 404, or 405 with Allow when the path has routes for other methods
+ * (supabase-js's functions.invoke POSTs unless told `{ method: 'GET' }`, which then says so).
+ */
+export function notFound(c: Context, routes: readonly { method: string; path: string }[] = []): Response {
+  const path = new URL(c.req.url).pathname
+  const allowed = [...new Set(routes.filter((r) => r.method !== 'ALL' && routePattern(r.path).test(path)).map((r) => r.method))]
+  if (allowed.length > 0 && !allowed.includes(c.req.method)) {
+    c.header('Allow', allowed.join(', '))
+    const name = path.replace(/^.*?\/functions\/v1\//, '').replace(/^\//, '')
+    const hint = allowed.includes('GET') ? `; with supabase-js: functions.invoke('${name}', { method: 'GET' })` : ''
+    return c.json(errorBody(c, ErrorCode.METHOD_NOT_ALLOWED, `${path} takes ${allowed.join(', ')}, not ${c.req.method}${hint}`, { allowed }), 405)
+  }
+  return c.json(errorBody(c, ErrorCode.NOT_FOUND, `No route for ${c.req.method} ${path}`), 404)
 }

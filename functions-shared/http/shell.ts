@@ -73,7 +73,7 @@ export function withCommonMiddleware(app: OpenAPIHono, deps: Deps, mount: (app: 
   app.use('*', bodyLimits(deps))
   app.use('*', utf8Bodies())
   mount(app)
-  app.notFound(notFound)
+  app.notFound((c) => notFound(c, app.routes))
   app.onError(handleError)
   return app
 }
