@@ -57,6 +57,7 @@ const status = await stackStatus(stack.gateway.deps.config, { base: stack.gatewa
 const extra: [string, string][] = [
   ['Health', `${status.functions_url}/health`],
   ['API reference', `${status.functions_url}/docs`],
+  ...(config.LOCAL_AUTH ? ([['Mail', `${stack.gateway.url}/mail`]] as [string, string][]) : []),
 ]
 if (demo) extra.push(['Demo portal', `${stack.gateway.url}${DEMO_PORTAL_BASE}/programmes/page1.html`])
 process.stdout.write(`

@@ -81,18 +81,20 @@ describe('POST /signup', () => {
     expect(await gotrue('POST', '/signup', { email: 'nope', password: 'secret-123' })).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
   })
 
-  it('takes one address however it is written (full-width letters, a decomposed accent, capitals: one account, 422) and refuses one holding an unseen character or an empty domain label (400)', async () => {
+  it('validates an address as GoTrue does (ASCII, no unseen character or empty domain label: 400) and takes one written in capitals as the same account (422)', async () => {
     // an app of its own: these requests would use up the burst of sign-ups the other tests share
     const own = createTestApp({ sql: db.sql, env: { AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000' } })
     const call = async (method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
       const res = await own.auth.request(`/auth/v1${path}`, { method, headers: { 'content-type': 'application/json', ...V, ...headers }, body: JSON.stringify(body) })
       return { status: res.status, body: (await res.json()) as Record<string, any> }
     }
-    const email = `é-${crypto.randomUUID().slice(0, 8)}@example.mr`
+    const email = `e-${crypto.randomUUID().slice(0, 8)}@example.mr`
     expect((await call('POST', '/signup', { email, password: 'secret-123' })).status).toBe(200)
-    for (const same of [email.normalize('NFD'), email.replace('example', 'ｅｘａｍｐｌｅ'), email.toUpperCase()]) {
-      expect(await call('POST', '/signup', { email: same, password: 'secret-123' }), same).toMatchObject({ status: 422, body: { code: 'user_already_exists' } })
-      expect((await call('POST', '/token?grant_type=password', { email: same, password: 'secret-123' })).status, same).toBe(200)
+    expect(await call('POST', '/signup', { email: email.toUpperCase(), password: 'secret-123' })).toMatchObject({ status: 422, body: { code: 'user_already_exists' } })
+    expect((await call('POST', '/token?grant_type=password', { email: email.toUpperCase(), password: 'secret-123' })).status).toBe(200)
+    // GoTrue's format check (checkmail): what it refuses is refused here too, never stored as another account
+    for (const refused of [`é${email}`, `e\u0301${email}`, email.replace('example', 'ｅｘａｍｐｌｅ'), 'xx:;x@x.x', 'a b@example.mr', 'a@exa_mple.mr']) {
+      expect(await call('POST', '/signup', { email: refused, password: 'secret-123' }), refused).toMatchObject({ status: 400, body: { code: 'validation_failed', message: 'Unable to validate email address: invalid format' } })
     }
     // the same domain with a dot at its end or a label left empty is no address: refused
     for (const dotted of [`${email}.`, email.replace('.mr', '..mr'), email.replace('@', '@.')]) {
@@ -105,7 +107,7 @@ describe('POST /signup', () => {
     const other = await call('POST', '/signup', { email: newEmail(), password: 'secret-123' })
     const token = { authorization: `Bearer ${other.body.access_token}` }
     expect(await call('PUT', '/user', { email: `a\u200b${email}` }, token)).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
-    expect(await call('PUT', '/user', { email: email.normalize('NFD') }, token)).toMatchObject({ status: 422, body: { code: 'email_exists' } })
+    expect(await call('PUT', '/user', { email: email.toUpperCase() }, token)).toMatchObject({ status: 422, body: { code: 'email_exists' } })
   })
 
   it('refuses an address longer than 255 characters once lower-cased (400), as sign-up, update and admin create, never 500', async () => {

@@ -19,8 +19,15 @@ export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
   })
 
   app.get('/admin/users', async (c) => {
-    const page = Math.max(1, Number.parseInt(c.req.query('page') || '1', 10) || 1)
-    const perPage = Math.min(1000, Math.max(1, Number.parseInt(c.req.query('per_page') || '50', 10) || 50))
+    // as GoTrue: page and per_page are unsigned whole numbers, or 400
+    const whole = (name: string, fallback: number) => {
+      const raw = c.req.query(name)
+      if (raw === undefined || raw === '') return fallback
+      if (!/^\d{1,15}$/.test(raw)) throw errors.validation(`Bad Pagination Parameters: strconv.ParseUint: parsing "${raw}": invalid syntax`)
+      return Number(raw)
+    }
+    const page = Math.max(1, whole('page', 1))
+    const perPage = Math.min(1000, Math.max(1, whole('per_page', 50)))
     // a page whose first row is past what a number holds exactly (or PostgreSQL's bigint) was a 500 from
     // the database; GoTrue answers its own overflow of the page number with a 400 too
     if (!Number.isSafeInteger((page - 1) * perPage)) throw errors.validation('Bad Pagination Parameters: page is out of range')

@@ -21,12 +21,15 @@ export function issuer(deps: Deps): string {
   return `${(deps.config.SUPABASE_URL ?? publicUrl(deps.config)).replace(/\/$/, '')}/auth/v1`
 }
 
+/** How a session began, as the token's amr names it. */
+export type AuthMethod = 'password' | 'token_refresh' | 'recovery' | 'otp' | 'magiclink' | 'invite' | 'anonymous'
+
 export interface SessionContext {
   user: UserRow
   sessionId: string
   /** when the session started: the amr timestamp */
   startedAt: number
-  method: 'password' | 'token_refresh' | 'recovery'
+  method: AuthMethod
   refreshToken: string
 }
 
@@ -95,7 +98,7 @@ export async function sessionResponse(deps: Deps, tx: Tx, ctx: SessionContext): 
 }
 
 /** A new session with its first refresh token. */
-export async function startSession(deps: Deps, tx: Tx, user: UserRow, method: 'password' | 'recovery', meta: { userAgent?: string; ip?: string }) {
+export async function startSession(deps: Deps, tx: Tx, user: UserRow, method: Exclude<AuthMethod, 'token_refresh'>, meta: { userAgent?: string; ip?: string }) {
   const sessionId = crypto.randomUUID()
   const refreshToken = randomToken()
   const ip = meta.ip && /^[0-9a-f:.]+$/i.test(meta.ip) ? meta.ip : null

@@ -1,6 +1,7 @@
 // The local auth server's public and user endpoints: health, settings, JWKS, sign-up, the password and
 // refresh-token grants, get/update user, logout, recover and verify, as GoTrue answers them.
-import type { Hono } from 'hono'
+import type { Context, Hono } from 'hono'
+import type { MailFlows } from './mail-flows.ts'
 import type { Deps } from '../deps.ts'
 import { isPgError } from '../db/tx.ts'
 import { emailTaken, GoTrueError, errors } from './errors.ts'
@@ -24,7 +25,7 @@ interface RefreshRow {
   session_created_at: Date
 }
 
-export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
+export function userRoutes(app: Hono, deps: Deps, kit: AuthKit, flows: MailFlows): void {
   const banned = (user: { banned_until: Date | null }) => user.banned_until !== null && new Date(user.banned_until).getTime() > deps.clock.now()
   const { sql, config, log, limits, redirects, checkPassword, emailOrFail, hash, requireUser, meta } = kit
   // a bcrypt hash of no one's password, at the stored ones' cost, that an unknown email is checked against
@@ -37,7 +38,7 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
   app.get('/health', (c) => c.json({ version: 'local', name: 'GoTrue (curriculum-tutor local auth)', description: 'GoTrue-compatible auth for local development' }))
 
   app.get('/settings', (c) =>
-    c.json({ external: { email: true, phone: false }, disable_signup: false, mailer_autoconfirm: true, phone_autoconfirm: false, sms_provider: '', saml_enabled: false }),
+    c.json({ external: { email: true, phone: false, anonymous_users: config.AUTH_ANONYMOUS_SIGN_INS }, disable_signup: false, mailer_autoconfirm: !config.AUTH_ENABLE_CONFIRMATIONS, phone_autoconfirm: false, sms_provider: '', saml_enabled: false }),
   )
 
   // HMAC keys are never published; asymmetric keys would be listed here.
@@ -46,6 +47,8 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
   app.post('/signup', async (c) => {
     limits.check(c, 'sign_in_sign_ups')
     const body = await readBody(c)
+    // no email and no phone: an anonymous sign-in (supabase-js's signInAnonymously), when enabled
+    if ((body.email === undefined || body.email === '') && (body.phone === undefined || body.phone === '')) return anonymous(c, asObject(body.data, 'data') ?? {})
     const email = emailOrFail(body.email)
     const password = checkPassword(body.password)
     const data = asObject(body.data, 'data') ?? {}
@@ -59,15 +62,23 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
         await tx`insert into auth.users (instance_id, id, aud, role, email, encrypted_password, raw_app_meta_data, raw_user_meta_data, created_at, updated_at, is_anonymous)
                  values ('00000000-0000-0000-0000-000000000000', ${id}, 'authenticated', '', ${email}, ${encrypted},
                          ${tx.json({ provider: 'email', providers: ['email'] })}, ${tx.json(data as never)}, now(), now(), false)`
-        const identityData = { sub: id, email, email_verified: true, phone_verified: false }
-        await tx`update auth.users set role = 'authenticated', email_confirmed_at = now(),
+        // with confirmations on, the address is confirmed by the emailed link or code, and no session yet
+        const confirm = !config.AUTH_ENABLE_CONFIRMATIONS
+        const identityData = { sub: id, email, email_verified: confirm, phone_verified: false }
+        await tx`update auth.users set role = 'authenticated', email_confirmed_at = ${confirm ? new Date() : null},
                    raw_user_meta_data = raw_user_meta_data || ${tx.json(identityData)}::jsonb, updated_at = now() where id = ${id}`
         await tx`insert into auth.identities (provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at)
-                 values (${id}, ${id}, ${tx.json(identityData)}, 'email', now(), now(), now())`
+                 values (${id}, ${id}, ${tx.json(identityData)}, 'email', ${confirm ? new Date() : null}, now(), now())`
+        if (!confirm) {
+          const redirect = redirectTarget(redirects, c.req.query('redirect_to'))
+          await flows.sendConfirmation(c, tx, email, redirect)
+          return { user: await userWithIdentities(tx, id) }
+        }
         const user = (await findUser(tx, id))!
         return startSession(deps, tx, user, 'password', meta(c))
       })
-      return c.json(session)
+      // GoTrue answers a sign-up that waits for its confirmation with the user alone
+      return c.json('access_token' in session ? session : session.user)
     } catch (err) {
       if (isPgError(err, '23505')) throw new GoTrueError(422, 'user_already_exists', 'User already registered')
       if (err instanceof GoTrueError) throw err
@@ -207,41 +218,24 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
     limits.checkAddress(email)
     const user = await findUserByEmail(sql, email)
     if (user) {
-      const token = randomToken(56)
-      await sql`update auth.users set recovery_token = encode(extensions.digest(${token}, 'sha224'), 'hex'), recovery_sent_at = now() where id = ${user.id}`
-      // as GoTrue: a redirect_to that is not the site, loopback or an allowed pattern becomes SITE_URL
+      // as GoTrue: a redirect_to that is not the site, loopback or an allowed pattern becomes SITE_URL.
+      // No mail leaves the local stack: the link and its code go to the local mailbox and the log, never
+      // into the response.
       const redirect = redirectTarget(redirects, c.req.query('redirect_to'))
-      const link = `${issuer(deps)}/verify?token=${token}&type=recovery&redirect_to=${encodeURIComponent(redirect)}`
-      // No mail leaves the local stack: the link goes to the log, never into the response.
-      log(c).info({ recovery_link: link, user_id: user.id }, 'local auth: password recovery link (open it to sign in and set a new password)')
+      await sql.begin((tx) => flows.sendRecovery(c, tx, email, redirect))
     }
     return c.json({})
   })
 
-  app.get('/verify', async (c) => {
-    limits.check(c, 'token_verifications')
-    const token = c.req.query('token') ?? ''
-    if (c.req.query('type') !== 'recovery' || token.length < 12) throw errors.validation('Only recovery links are verified by the local auth server')
-    // checked again here: the link may have been edited, and the tokens go in its fragment
-    const redirect = redirectTarget(redirects, c.req.query('redirect_to'))
+  /** An anonymous user and its session, as GoTrue makes them (no email, no identity, is_anonymous). */
+  async function anonymous(c: Context, data: Record<string, unknown>): Promise<Response> {
+    if (!config.AUTH_ANONYMOUS_SIGN_INS) throw new GoTrueError(422, 'anonymous_provider_disabled', 'Anonymous sign-ins are disabled')
     const session = await sql.begin(async (tx) => {
-      const [row] = await tx<{ id: string }[]>`select id from auth.users where recovery_token = encode(extensions.digest(${token}, 'sha224'), 'hex')
-                               and recovery_sent_at > now() - interval '1 hour' for update`
-      if (!row) throw new GoTrueError(403, 'otp_expired', 'Email link is invalid or has expired')
-      const user = (await findUser(tx, row.id))!
-      // as GoTrue: a recovery link (sent before the ban, or after it) signs no banned user in
-      if (banned(user)) throw new GoTrueError(403, 'user_banned', 'User is banned')
-      await tx`update auth.users set recovery_token = '', updated_at = now() where id = ${row.id}`
-      return startSession(deps, tx, user, 'recovery', meta(c))
+      const id = crypto.randomUUID()
+      await tx`insert into auth.users (instance_id, id, aud, role, email, raw_app_meta_data, raw_user_meta_data, created_at, updated_at, is_anonymous)
+               values ('00000000-0000-0000-0000-000000000000', ${id}, 'authenticated', 'authenticated', null, ${tx.json({})}, ${tx.json(data as never)}, now(), now(), true)`
+      return startSession(deps, tx, (await findUser(tx, id))!, 'anonymous', meta(c))
     })
-    const fragment = new URLSearchParams({
-      access_token: String(session.access_token),
-      expires_at: String(session.expires_at),
-      expires_in: String(session.expires_in),
-      refresh_token: String(session.refresh_token),
-      token_type: 'bearer',
-      type: 'recovery',
-    })
-    return c.redirect(`${redirect}#${fragment}`, 303)
-  })
+    return c.json(session)
+  }
 }

@@ -13,6 +13,7 @@ export interface UserRow {
   phone_confirmed_at: Date | null
   confirmed_at: Date | null
   confirmation_sent_at: Date | null
+  invited_at: Date | null
   recovery_sent_at: Date | null
   last_sign_in_at: Date | null
   banned_until: Date | null
@@ -57,6 +58,7 @@ export function userJson(u: UserRow, identities: IdentityRow[]): Record<string, 
     email_confirmed_at: iso(u.email_confirmed_at),
     phone: u.phone ?? '',
     phone_confirmed_at: iso(u.phone_confirmed_at),
+    invited_at: iso(u.invited_at),
     confirmation_sent_at: iso(u.confirmation_sent_at),
     confirmed_at: iso(u.confirmed_at),
     recovery_sent_at: iso(u.recovery_sent_at),
@@ -83,7 +85,7 @@ export function userJson(u: UserRow, identities: IdentityRow[]): Record<string, 
   })
 }
 
-const USER_COLUMNS = `id, aud, role, email, phone, email_confirmed_at, phone_confirmed_at, confirmed_at, confirmation_sent_at,
+const USER_COLUMNS = `id, aud, role, email, phone, email_confirmed_at, phone_confirmed_at, confirmed_at, confirmation_sent_at, invited_at,
   recovery_sent_at, last_sign_in_at, banned_until, raw_app_meta_data, raw_user_meta_data, created_at, updated_at, is_anonymous`
 
 export async function findUser(db: Db, id: string, options: { lock?: boolean } = {}): Promise<UserRow | null> {
@@ -123,7 +125,9 @@ export function mergeMetadata(current: Record<string, unknown> | null, patch: Re
 
 // the domain's labels are not empty: "a@example.mr." and "a@example..mr" name the domain of "a@example.mr"
 // (the dot that ends a name in DNS), and were each an account of their own, with its own welcome tokens
-const EMAIL = /^[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+$/
+// GoTrue's check (checkmail's format): an ASCII local part of the characters RFC 5322 allows unquoted, a
+// domain of labels of letters, digits and inner hyphens
+const EMAIL = /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/
 /** Control, format (zero-width, bidi) and unassigned characters and every kind of space: unseen in an address. */
 const UNSEEN = /[\p{C}\p{Z}]/u
 

@@ -11,6 +11,7 @@ import type { Sql } from '../../functions-shared/db/client.ts'
 import { createApp, ROUTER_NAMES } from '../../functions-shared/app.ts'
 import { createDeps, type Deps } from '../../functions-shared/deps.ts'
 import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
+import { mailboxOf, mailRouter } from '../../functions-shared/local-auth/mailbox.ts'
 import { TRUSTED_CALLER } from '../../functions-shared/local-auth/rate-limits.ts'
 import { createSupabaseClients } from '../../functions-shared/identity/supabase.ts'
 import { expireReservations } from '../../functions-shared/wallet/service.ts'
@@ -287,7 +288,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     app.route(DEMO_PORTAL_BASE, portal.app)
     deps.logs.get('start').info({ url: `${publicBase}${DEMO_PORTAL_BASE}/programmes/page1.html`, files: portal.files.length }, 'demo portal served')
   }
-  if (config.LOCAL_AUTH) app.route('/auth/v1', localAuthRouter(deps))
+  if (config.LOCAL_AUTH) {
+    app.route('/auth/v1', localAuthRouter(deps))
+    // a path the auth server does not have, answered as GoTrue's router answers it
+    app.all('/auth/v1/*', (c) => c.text('404 page not found', 404))
+    // the mail the local auth server sends, kept and listed (the CLI's Inbucket/Mailpit)
+    app.route('/mail', mailRouter(mailboxOf(deps)))
+  }
   // supabase-js's .from() and .rpc(): a PostgREST subset with the same role-and-claims path (hosted: PostgREST)
   app.route('/rest/v1', restRouter(deps, await restSettings()))
   let functions: DenoFunctions | undefined
