@@ -118,34 +118,6 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     await db?.close()
   })
 
-  it('lets the README\'s first hour be followed literally: the demo, then step 3\'s sign-up, sign-in and question', async () => {
-    const demo = await run('scripts/demo.ts', [], { ...env, DEMO_URL: gw.url }, 110_000)
-    expect(demo.code, `${demo.stdout}\n${demo.stderr}`).toBe(0)
-    // step 3 as the README writes it, against this gateway (the API's /auth takes 5 requests a minute per
-    // address, and the demo spends none of them)
-    const readme = await readFile(join(root, 'README.md'), 'utf8')
-    const snippet = /3\. \*\*Ask a question yourself\*\*:\n {3}```sh\n([\s\S]*?)\n {3}```/.exec(readme)![1]!.replace(/^ {3}/gm, '').replaceAll('http://127.0.0.1:54321', gw.url)
-    const shell = (script: string) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn('bash', ['-c', script], { cwd: root, env: { PATH: `${root}node_modules/.bin:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? '/tmp' } })
-        let stdout = ''
-        let stderr = ''
-        child.stdout.on('data', (d: Buffer) => (stdout += d))
-        child.stderr.on('data', (d: Buffer) => (stderr += d))
-        child.on('close', (code) => resolve({ code, stdout, stderr }))
-      })
-    const step3 = await shell(snippet)
-    expect(step3.code, step3.stderr).toBe(0)
-    // the sign-up's JSON, then the answer's (curl -s adds no line break)
-    const answer = JSON.parse(step3.stdout.slice(step3.stdout.lastIndexOf('}{') + 1)) as Record<string, any>
-    expect(answer).toMatchObject({ path: 'answer', outcome: 'answered' })
-    // and with a wrong password its sign-in line says why in a sentence, and the question is not sent
-    const wrong = await shell(snippet.replaceAll('"password":"secret-123"}\' |', '"password":"not-it"}\' |'))
-    expect(wrong.code).not.toBe(0)
-    expect(wrong.stderr).toMatch(/^sign-in refused: /m)
-    expect(wrong.stdout).not.toContain('"error":"unauthorized"')
-  }, 150_000)
-
   it('serves paginated listings and real PDFs generated from demo/curriculum.json', async () => {
     const page1 = await (await fetch(`${gw.url}/demo-portal/programmes/page1.html`)).text()
     expect(page1).toContain('rel="next" href="page2.html"')
@@ -238,6 +210,51 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     expect(badToken.code).toBe(1)
     expect(badToken.stderr).toContain('401')
   }, 300_000)
+})
+
+describe('the README\'s first hour, followed literally', () => {
+  let db: TestDatabase
+  let gw: Gateway
+  let env: Record<string, string>
+  beforeAll(async () => {
+    db = await createTestDatabase()
+    const config = testConfig({ LOG_LEVEL: 'silent', DEMO_PORTAL: 'on', DATA_DIR: await tempDir(), EXPIRY_INTERVAL_SECONDS: '0', PORT: '0' })
+    gw = await startGateway({ config, sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }) } })
+    env = { CT_URL: gw.url, LOG_LEVEL: 'warn', DATA_DIR: config.DATA_DIR }
+  })
+  afterAll(async () => {
+    await gw?.close()
+    await db?.close()
+  })
+
+  it('lets the README\'s first hour be followed literally: the demo, then step 3\'s sign-up, sign-in and question', async () => {
+    const demo = await run('scripts/demo.ts', [], { ...env, DEMO_URL: gw.url }, 110_000)
+    expect(demo.code, `${demo.stdout}\n${demo.stderr}`).toBe(0)
+    // step 3 as the README writes it, against this gateway (the API's /auth takes 5 requests a minute per
+    // address, and the demo spends none of them)
+    const readme = await readFile(join(root, 'README.md'), 'utf8')
+    const snippet = /3\. \*\*Ask a question yourself\*\*:\n {3}```sh\n([\s\S]*?)\n {3}```/.exec(readme)![1]!.replace(/^ {3}/gm, '').replaceAll('http://127.0.0.1:54321', gw.url)
+    const shell = (script: string) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn('bash', ['-c', script], { cwd: root, env: { PATH: `${root}node_modules/.bin:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? '/tmp' } })
+        let stdout = ''
+        let stderr = ''
+        child.stdout.on('data', (d: Buffer) => (stdout += d))
+        child.stderr.on('data', (d: Buffer) => (stderr += d))
+        child.on('close', (code) => resolve({ code, stdout, stderr }))
+      })
+    const step3 = await shell(snippet)
+    expect(step3.code, step3.stderr).toBe(0)
+    // the sign-up's JSON, then the answer's (curl -s adds no line break)
+    const answer = JSON.parse(step3.stdout.slice(step3.stdout.lastIndexOf('}{') + 1)) as Record<string, any>
+    expect(answer).toMatchObject({ path: 'answer', outcome: 'answered' })
+    // and with a wrong password its sign-in line says why in a sentence, and the question is not sent
+    const wrong = await shell(snippet.replaceAll('"password":"secret-123"}\' |', '"password":"not-it"}\' |'))
+    expect(wrong.code).not.toBe(0)
+    expect(wrong.stderr).toMatch(/^sign-in refused: /m)
+    expect(wrong.stdout).not.toContain('"error":"unauthorized"')
+  }, 150_000)
+
 })
 
 describe('the example sources file', () => {

@@ -273,7 +273,8 @@ describe('Prefer and media types', () => {
     const ignored = await service().from('pt_authors').upsert({ id: 4, name: 'Vatma', rank: 99 }, { ignoreDuplicates: true }).select('id')
     expect(ignored).toMatchObject({ status: 201, data: [] })
     const byName = await service().from('pt_authors').upsert({ id: 4, name: 'Vatma', rank: 6 }, { onConflict: 'name' }).select('rank')
-    expect(byName.data).toEqual([{ rank: 6 }])
+    // only updated: 200, as PostgREST answers an upsert that inserted nothing
+    expect(byName).toMatchObject({ status: 200, data: [{ rank: 6 }] })
     const defaults = await service().from('pt_authors').upsert([{ id: 5, name: 'Oumou' }, { id: 6, name: 'Saad', rank: 1 }], { defaultToNull: false }).select('id, rank, tags').order('id')
     expect(defaults.data).toEqual([{ id: 5, rank: 7, tags: [] }, { id: 6, rank: 1, tags: [] }])
     await db.sql`delete from public.pt_authors where id >= 4`

@@ -243,7 +243,8 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
       return writeRows(b, rel, kind, payload, { items, columns: asked.query.get('columns'), onConflict: asked.query.get('on_conflict'), prefs: asked.prefs })
     })
     const full = asked.prefs.representation === 'full'
-    const created = kind === 'insert'
+    // an upsert that only updated rows is 200, as PostgREST answers it (known where the rows came back)
+    const created = kind === 'insert' && !(asked.prefs.resolution !== null && result.inserted === 0 && result.count > 0)
     const range = { 'Content-Range': `*/${asked.prefs.count ? result.count : '*'}` }
     if (!full) return respond(c, asked, timezone, created ? 201 : 204, null, range)
     return respond(c, asked, timezone, created ? 201 : 200, render(asked.media, result.rows), range)

@@ -115,7 +115,7 @@ function insertSql(b: Builder, rel: Relation, payload: unknown, input: WriteInpu
 }
 
 /** Runs a write; its rows (as select= shapes them, embeds included) when Prefer asks for them, and how many it changed. */
-export async function writeRows(b: Builder, rel: Relation, kind: WriteKind, payload: unknown, input: WriteInput): Promise<{ rows: unknown[]; count: number }> {
+export async function writeRows(b: Builder, rel: Relation, kind: WriteKind, payload: unknown, input: WriteInput): Promise<{ rows: unknown[]; count: number; inserted?: number }> {
   const nested = [...b.shape.filters.keys(), ...b.shape.orders.keys(), ...b.shape.pages.keys()].find((k) => k !== '')
   if (nested !== undefined && input.prefs.representation !== 'full') {
     const own = nested.split('.')[0]!
@@ -141,10 +141,13 @@ export async function writeRows(b: Builder, rel: Relation, kind: WriteKind, payl
   }
   const items = input.items.length === 0 ? parseSelect(null) : input.items
   const list = await b.list(rel, 't0', items, '')
+  // each row as the table's row, and whether the statement inserted it (xmax 0) or an upsert updated it
   const [row] = await b.catalog.tx.unsafe(
-    `with _w as (${statement} returning t0.*) select coalesce((select json_agg(_r) from (select ${list.sql} from _w t0${list.conditions.length ? ` where ${list.conditions.join(' and ')}` : ''}) _r), '[]') as rows, (select count(*) from _w) as n`,
+    `with _w as (${statement} returning t0 as _row, (t0.xmax = 0) as _inserted)
+     select coalesce((select json_agg(_r) from (select ${list.sql} from (select (_w._row).* from _w) t0${list.conditions.length ? ` where ${list.conditions.join(' and ')}` : ''}) _r), '[]') as rows,
+            (select count(*) from _w) as n, (select count(*) from _w where _inserted) as inserted`,
     b.params as never[],
   )
   check(Number(row!.n))
-  return { rows: row!.rows as unknown[], count: Number(row!.n) }
+  return { rows: row!.rows as unknown[], count: Number(row!.n), inserted: Number(row!.inserted) }
 }
