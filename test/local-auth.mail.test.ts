@@ -159,3 +159,34 @@ describe('reauthentication and anonymous users', () => {
     expect(all.messages.length).toBeGreaterThan(3)
   })
 })
+
+describe('what the local auth server does not serve', () => {
+  it('answers as a project with MFA enrollment, passkeys, SSO, manual linking and the OAuth server turned off', async () => {
+    const supabase = client(plain)
+    const email = address()
+    const { data } = await supabase.auth.signUp({ email, password: 'secret-123' })
+    expect((await supabase.auth.mfa.enroll({ factorType: 'totp' })).error).toMatchObject({ status: 422, code: 'mfa_totp_enroll_not_enabled', message: 'MFA enroll is disabled for TOTP' })
+    expect((await supabase.auth.mfa.challenge({ factorId: crypto.randomUUID() })).error).toMatchObject({ status: 404, code: 'mfa_factor_not_found' })
+    expect((await supabase.auth.signInWithSSO({ domain: 'example.mr' })).error).toMatchObject({ status: 404, code: 'saml_provider_disabled', message: 'SAML 2.0 is disabled' })
+    const link = await fetch(`${plain.url}/auth/v1/user/identities/authorize?provider=github`, { headers: { apikey: anonKey, Authorization: `Bearer ${data.session!.access_token}` } })
+    expect(link.status).toBe(404)
+    expect(await link.json()).toMatchObject({ code: 404, error_code: 'manual_linking_disabled', msg: 'Manual linking is disabled' })
+    expect(await admin(plain).mfa.listFactors({ userId: data.user!.id })).toMatchObject({ error: null, data: { factors: [] } })
+    const passkeys = await fetch(`${plain.url}/auth/v1/passkeys/registration/options`, { method: 'POST', headers: { apikey: anonKey } })
+    expect(await passkeys.json()).toMatchObject({ error_code: 'passkey_disabled' })
+    const oauth = await fetch(`${plain.url}/auth/v1/admin/oauth/clients`, { headers: { apikey: serviceKey, Authorization: `Bearer ${serviceKey}` } })
+    expect(await oauth.json()).toMatchObject({ error_code: 'feature_disabled', msg: 'OAuth server is disabled' })
+  })
+
+  it('refuses phone codes and other grants as GoTrue does where those providers are off', async () => {
+    expect((await client(plain).auth.verifyOtp({ phone: '22236123456', token: '123456', type: 'sms' })).error).toMatchObject({ status: 403, code: 'otp_expired' })
+    expect((await client(plain).auth.verifyOtp({ phone: 'not-a-number', token: '123456', type: 'sms' })).error).toMatchObject({ status: 400, message: 'Invalid phone number format (E.164 required)' })
+    expect((await client(plain).auth.signUp({ phone: '22236123456', password: 'secret-123' })).error).toMatchObject({ status: 400, code: 'phone_provider_disabled' })
+    const web3 = await fetch(`${plain.url}/auth/v1/token?grant_type=web3`, { method: 'POST', headers: { apikey: anonKey, 'content-type': 'application/json' }, body: '{"chain":"solana"}' })
+    expect(await web3.json()).toMatchObject({ code: 422, error_code: 'web3_provider_disabled' })
+    const pkce = await fetch(`${plain.url}/auth/v1/token?grant_type=pkce`, { method: 'POST', headers: { apikey: anonKey, 'content-type': 'application/json' }, body: '{"auth_code":"x","code_verifier":"y"}' })
+    expect(pkce.status).toBe(404)
+    expect(await pkce.json()).toMatchObject({ error_code: 'flow_state_not_found' })
+  })
+})
+

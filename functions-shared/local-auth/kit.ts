@@ -105,7 +105,8 @@ export function authKit(deps: Deps) {
 
   async function requireServiceRole(c: Context): Promise<void> {
     const claims = await verifyToken(c)
-    if (claims.role !== 'service_role') throw errors.notAdmin()
+    // GoTrue's admin roles (GOTRUE_JWT_ADMIN_ROLES: service_role and supabase_admin)
+    if (claims.role !== 'service_role' && claims.role !== 'supabase_admin') throw errors.notAdmin()
   }
 
   const meta = (c: Context) => ({ userAgent: c.req.header('user-agent'), ip: clientIp(deps, c) })

@@ -86,6 +86,8 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
 
   const amr: Record<Verification, Exclude<AuthMethod, 'token_refresh'>> = { signup: 'otp', email: 'otp', magiclink: 'magiclink', invite: 'invite', recovery: 'recovery' }
   const typeOf = (raw: unknown): Verification => {
+    // a phone code or an email change: none is ever issued here, so none is valid (GoTrue's answer to a wrong one)
+    if (raw === 'sms' || raw === 'phone_change' || raw === 'email_change') throw expired()
     if (typeof raw !== 'string' || !TYPES.has(raw as Verification)) throw errors.validation(`Unsupported verification type${typeof raw === 'string' ? ` "${raw}"` : ''}`)
     return raw as Verification
   }
@@ -116,6 +118,7 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
   app.post('/verify', async (c) => {
     limits.check(c, 'token_verifications')
     const body = await readBody(c)
+    if (typeof body.phone === 'string' && body.phone !== '' && !/^\+?[1-9]\d{1,14}$/.test(body.phone.replace(/[\s()-]/g, ''))) throw errors.validation('Invalid phone number format (E.164 required)')
     const type = typeOf(body.type)
     const tokenHashGiven = typeof body.token_hash === 'string' && body.token_hash !== ''
     if (!tokenHashGiven && (typeof body.token !== 'string' || body.token === '')) throw errors.validation('Verify requires a token or a token hash')
@@ -148,7 +151,8 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
   app.post('/resend', async (c) => {
     limits.check(c, 'sign_in_sign_ups')
     const body = await readBody(c)
-    if (body.type !== 'signup') throw errors.validation(body.type === 'email_change' || body.type === 'sms' || body.type === 'phone_change' ? `Resending ${String(body.type)} is not served by the local auth server` : 'Missing one of these types: signup, email_change, sms, phone_change')
+    if (body.type === 'sms' || body.type === 'phone_change') throw new GoTrueError(400, 'phone_provider_disabled', 'Unsupported phone provider')
+    if (body.type !== 'signup') throw errors.validation(body.type === 'email_change' ? 'Resending email_change is not served by the local auth server' : 'Missing one of these types: signup, email_change, sms, phone_change')
     const email = emailOrFail(body.email)
     limits.check(c, 'email_sent')
     limits.checkAddress(email)
@@ -163,7 +167,7 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
 
   app.get('/reauthenticate', async (c) => {
     const { user } = await requireUser(c)
-    if (!user.email) throw errors.validation('Reauthentication requires an email address')
+    if (!user.email) throw errors.validation('Reauthentication requires the user to have an email or a phone number')
     limits.check(c, 'email_sent')
     await sql.begin((tx) => issue(c, tx, user.email!, 'reauthentication', 'reauthentication', '', true))
     return c.json({})
@@ -173,7 +177,7 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
     const id = crypto.randomUUID()
     await tx`insert into auth.users (instance_id, id, aud, role, email, encrypted_password, raw_app_meta_data, raw_user_meta_data, created_at, updated_at, invited_at, is_anonymous)
              values ('00000000-0000-0000-0000-000000000000', ${id}, 'authenticated', 'authenticated', ${email}, ${encrypted},
-                     ${tx.json({ provider: 'email', providers: ['email'] })}, ${tx.json({ ...data, sub: id, email, email_verified: false, phone_verified: false } as never)},
+                     ${tx.json({ provider: 'email', providers: ['email'] })}, ${tx.json(data as never)},
                      now(), now(), ${invited ? new Date() : null}, false)`
     await tx`insert into auth.identities (provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at)
              values (${id}, ${id}, ${tx.json({ sub: id, email, email_verified: false, phone_verified: false })}, 'email', null, now(), now())`

@@ -11,6 +11,7 @@ import { authKit, checkText } from './kit.ts'
 import { userRoutes } from './user-routes.ts'
 import { adminRoutes } from './admin-routes.ts'
 import { mailFlows } from './mail-flows.ts'
+import { disabledFeatures } from './disabled-features.ts'
 
 export function localAuthRouter(deps: Deps): Hono {
   const app = new Hono()
@@ -22,6 +23,7 @@ export function localAuthRouter(deps: Deps): Hono {
   const flows = mailFlows(app, deps, kit)
   userRoutes(app, deps, kit, flows)
   adminRoutes(app, deps, kit)
+  disabledFeatures(app, kit)
   // an unknown path, as GoTrue's router answers it
   app.notFound((c) => c.text('404 page not found', 404))
   app.onError(goTrueErrorResponse)

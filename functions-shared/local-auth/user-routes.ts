@@ -2,6 +2,7 @@
 // refresh-token grants, get/update user, logout, recover and verify, as GoTrue answers them.
 import type { Context, Hono } from 'hono'
 import type { MailFlows } from './mail-flows.ts'
+import { unservedGrant } from './disabled-features.ts'
 import type { Deps } from '../deps.ts'
 import { isPgError } from '../db/tx.ts'
 import { emailTaken, GoTrueError, errors } from './errors.ts'
@@ -49,6 +50,7 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit, flows: MailFlows
     const body = await readBody(c)
     // no email and no phone: an anonymous sign-in (supabase-js's signInAnonymously), when enabled
     if ((body.email === undefined || body.email === '') && (body.phone === undefined || body.phone === '')) return anonymous(c, asObject(body.data, 'data') ?? {})
+    if (body.phone !== undefined && body.phone !== '' && (body.email === undefined || body.email === '')) throw new GoTrueError(400, 'phone_provider_disabled', 'Unsupported phone provider')
     const email = emailOrFail(body.email)
     const password = checkPassword(body.password)
     const data = asObject(body.data, 'data') ?? {}
@@ -154,7 +156,7 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit, flows: MailFlows
       if (result.reused) throw new GoTrueError(400, 'refresh_token_already_used', 'Invalid Refresh Token: Already Used')
       return c.json(result.session)
     }
-    throw new GoTrueError(400, 'invalid_credentials', 'unsupported_grant_type')
+    throw unservedGrant(grant, body)
   })
 
   app.get('/user', async (c) => {
