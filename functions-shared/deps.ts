@@ -53,6 +53,11 @@ export interface Deps {
   verifier: TokenVerifier
   /** the socket's peer address, from the runtime adapter */
   remoteAddress: (c: Context) => string | undefined
+  /**
+   * The shell's refusals (a body too large, not UTF-8) on a path another API serves, in that API's shape:
+   * the local gateway answers its auth server's paths as GoTrue does. Null: the service's own shape.
+   */
+  foreignError?: (c: Context, status: number, code: string, message: string) => Response | null
   readAsset: AssetReader
   /** supabase-js clients on SUPABASE_URL (auth sign-up, sign-in and admin calls), when the entry passed them */
   supabase: SupabaseClients

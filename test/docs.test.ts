@@ -59,8 +59,8 @@ describe('what the local /rest/v1 serves, as docs/app-developers.md lists it', (
     return doc.slice(doc.indexOf('### `/rest/v1` locally'), doc.indexOf('**Closed by default.**'))
   })()
   it('names every operator the parser reads, every preference it honours and every media type it answers', async () => {
-    const { OPERATORS } = await import('../functions-shared/rest/parse.ts')
-    const { KNOWN } = await import('../functions-shared/rest/prefs.ts')
+    const { OPERATORS } = await import('../local-platform/rest/parse.ts')
+    const { KNOWN } = await import('../local-platform/rest/prefs.ts')
     const operators = section.slice(section.indexOf('**operators**'), section.indexOf('**logic trees**'))
     for (const op of OPERATORS) expect(operators, op).toMatch(new RegExp(`[\\s\`]${op}[\\s\`]`))
     for (const pref of Object.keys(KNOWN).filter((p) => p !== 'return=headers-only')) {

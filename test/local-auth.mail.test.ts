@@ -11,7 +11,7 @@ import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
-import type { MailMessage } from '../functions-shared/local-auth/mailbox.ts'
+import type { MailMessage } from '../local-platform/auth/mailbox.ts'
 
 let db: TestDatabase
 let plain: Gateway

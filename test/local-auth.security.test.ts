@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
-import { isRedirectAllowed, redirectGlob, redirectPolicy } from '../functions-shared/local-auth/redirects.ts'
+import { isRedirectAllowed, redirectGlob, redirectPolicy } from '../local-platform/auth/redirects.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 

@@ -5,7 +5,7 @@ import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { bearer, studentToken } from './helpers/tokens.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
-import { BCRYPT_CONCURRENCY } from '../functions-shared/local-auth/passwords.ts'
+import { BCRYPT_CONCURRENCY } from '../local-platform/auth/passwords.ts'
 
 let db: TestDatabase
 let t: TestApp

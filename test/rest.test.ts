@@ -10,7 +10,7 @@ import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
-import { page } from '../functions-shared/rest/write.ts'
+import { page } from '../local-platform/rest/write.ts'
 import { request as httpRequest } from 'node:http'
 import { FakeClock } from '../functions-shared/lib/clock.ts'
 

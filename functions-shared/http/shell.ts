@@ -5,7 +5,6 @@ import { OpenAPIHono } from '@hono/zod-openapi'
 import { cors } from 'hono/cors'
 import { bodyLimit } from 'hono/body-limit'
 import type { Context, MiddlewareHandler } from 'hono'
-import { GoTrueError, goTrueErrorResponse } from '../local-auth/errors.ts'
 import type { Deps } from '../deps.ts'
 import { requestContext } from './request-context.ts'
 import { ApiError, ErrorCode, handleError, notFound } from './errors.ts'
@@ -19,8 +18,9 @@ const readBeforeRoute = (c: Context) => c.req.method !== 'GET' && c.req.method !
 
 function bodyLimits(deps: Deps): MiddlewareHandler {
   const onError = (c: Context): Response => {
-    // the local auth server answers in GoTrue's shape
-    if (c.req.path.startsWith('/auth/v1/')) return goTrueErrorResponse(new GoTrueError(413, 'request_too_large', 'Request body is too large'), c)
+    // a path served by another API (the local gateway's auth server) answers in its own shape
+    const own = deps.foreignError?.(c, 413, 'request_too_large', 'Request body is too large')
+    if (own) return own
     throw new ApiError(ErrorCode.PAYLOAD_TOO_LARGE, 'Request body is too large')
   }
   const small = bodyLimit({ maxSize: deps.config.BODY_LIMIT_BYTES, onError })
@@ -35,9 +35,9 @@ function bodyLimits(deps: Deps): MiddlewareHandler {
 
 /**
  * A JSON body must be UTF-8: decoded leniently, its broken bytes would become U+FFFD and be stored and
- * billed as if the student had typed them. Refused instead (400), in GoTrue's shape on its paths.
+ * billed as if the student had typed them. Refused instead (400), in the shape of the API whose path it is.
  */
-function utf8Bodies(): MiddlewareHandler {
+function utf8Bodies(deps: Deps): MiddlewareHandler {
   const decoder = new TextDecoder('utf-8', { fatal: true })
   return async function utf8Bodies(c, next) {
     if (readBeforeRoute(c)) {
@@ -46,7 +46,8 @@ function utf8Bodies(): MiddlewareHandler {
         decoder.decode(body)
       } catch {
         const message = 'The request body is not valid UTF-8'
-        if (c.req.path.startsWith('/auth/v1/')) return goTrueErrorResponse(new GoTrueError(400, 'bad_json', message), c)
+        const own = deps.foreignError?.(c, 400, 'bad_json', message)
+        if (own) return own
         throw new ApiError(ErrorCode.BAD_REQUEST, message)
       }
     }
@@ -71,7 +72,7 @@ export function withCommonMiddleware(app: OpenAPIHono, deps: Deps, mount: (app: 
     }),
   )
   app.use('*', bodyLimits(deps))
-  app.use('*', utf8Bodies())
+  app.use('*', utf8Bodies(deps))
   mount(app)
   app.notFound((c) => notFound(c, app.routes))
   app.onError(handleError)

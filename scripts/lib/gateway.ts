@@ -10,9 +10,10 @@ import type { Config } from '../../functions-shared/config.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
 import { createApp, ROUTER_NAMES } from '../../functions-shared/app.ts'
 import { createDeps, type Deps } from '../../functions-shared/deps.ts'
-import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
-import { mailboxOf, mailRouter } from '../../functions-shared/local-auth/mailbox.ts'
-import { TRUSTED_CALLER } from '../../functions-shared/local-auth/rate-limits.ts'
+import { localAuthRouter } from '../../local-platform/auth/routes.ts'
+import { GoTrueError, goTrueErrorResponse } from '../../local-platform/auth/errors.ts'
+import { mailboxOf, mailRouter } from '../../local-platform/auth/mailbox.ts'
+import { TRUSTED_CALLER } from '../../local-platform/auth/rate-limits.ts'
 import { createSupabaseClients } from '../../functions-shared/identity/supabase.ts'
 import { expireReservations } from '../../functions-shared/wallet/service.ts'
 import { connectGuardNode, readAssetNode, readSourcesNode, remoteAddressNode, resolveHostNode } from './node-adapter.ts'
@@ -20,7 +21,7 @@ import { buildDemoPortal, DEMO_PORTAL_BASE } from './demo-portal.ts'
 import { ocrFromConfig } from './ocr.ts'
 import { createIsolatedExtractor } from './pdf-isolate.ts'
 import { closeRunsLeftRunning } from '../../functions-shared/catalogue/listings.ts'
-import { restRouter, type RestOptions } from '../../functions-shared/rest/router.ts'
+import { restRouter, type RestOptions } from '../../local-platform/rest/router.ts'
 import { clientKey } from '../../functions-shared/net/client.ts'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
@@ -277,6 +278,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ocr: ocrFromConfig(config),
     // pdf.js reads text layers in a worker thread, so that no PDF holds or ends this process
     extractPdf: pdfReader,
+    // the local auth server's paths answer the shell's refusals as GoTrue does
+    foreignError: (c, status, code, message) => (c.req.path.startsWith('/auth/v1/') ? goTrueErrorResponse(new GoTrueError(status, code, message), c) : null),
     ...options.deps,
   })
   const deno = config.FUNCTIONS_RUNTIME === 'deno'

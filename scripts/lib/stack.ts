@@ -12,7 +12,7 @@ import { startEmbedded, type EmbeddedDb } from './embedded-db.ts'
 import { migrateRepository } from './migrations.ts'
 import { startGateway, type Gateway } from './gateway.ts'
 import { portProblem, StartupError, unreachableDatabase } from './startup-error.ts'
-import { isLoopback } from '../../functions-shared/local-auth/redirects.ts'
+import { isLoopback } from '../../local-platform/auth/redirects.ts'
 import { folderJwtSecret } from './jwt-secret.ts'
 
 export interface Stack {

@@ -1,9 +1,10 @@
 // The real app over a real database, with a fake clock and captured logs.
+import { GoTrueError, goTrueErrorResponse } from '../../local-platform/auth/errors.ts'
 import { loadConfig, type Config } from '../../functions-shared/config.ts'
 import { OpenAPIHono } from '@hono/zod-openapi'
 import { createApp, withCommonMiddleware, type AppOptions } from '../../functions-shared/app.ts'
-import { localAuthRouter } from '../../functions-shared/local-auth/routes.ts'
-import { TRUSTED_CALLER } from '../../functions-shared/local-auth/rate-limits.ts'
+import { localAuthRouter } from '../../local-platform/auth/routes.ts'
+import { TRUSTED_CALLER } from '../../local-platform/auth/rate-limits.ts'
 import { createSupabaseClients } from '../../functions-shared/identity/supabase.ts'
 import { createDeps, type Deps } from '../../functions-shared/deps.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
@@ -55,6 +56,8 @@ export function createTestApp(options: { sql: Sql; env?: Record<string, string>;
     logs: createLogRoot({ level: config.LOG_LEVEL, destination: logs }),
     readAsset: readAssetNode,
     remoteAddress: () => '203.0.113.7',
+    // as the gateway: the auth server's paths answer the shell's refusals in GoTrue's shape
+    foreignError: (c, status, code, message) => (c.req.path.startsWith('/auth/v1/') ? goTrueErrorResponse(new GoTrueError(status, code, message), c) : null),
     ...options.deps,
   })
   const app = createApp(deps, options.app)

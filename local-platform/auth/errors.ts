@@ -2,7 +2,7 @@
 // it) the header is echoed and the body is {code, message}; without it, the legacy shape. Client errors
 // are never 5xx, because supabase-js retries 5xx.
 import type { Context } from 'hono'
-import { isPgError } from '../db/tx.ts'
+import { isPgError } from '../../functions-shared/db/tx.ts'
 
 export class GoTrueError extends Error {
   override name = 'GoTrueError'

@@ -5,7 +5,7 @@
 // verify, resend, invite, generate_link, reauthenticate; mailbox.ts keeps the mail); the admin user
 // endpoints (admin-routes.ts).
 import { Hono } from 'hono'
-import type { Deps } from '../deps.ts'
+import type { Deps } from '../../functions-shared/deps.ts'
 import { goTrueErrorResponse } from './errors.ts'
 import { authKit, checkText } from './kit.ts'
 import { userRoutes } from './user-routes.ts'

@@ -5,7 +5,7 @@
 import { badRequest, RestError } from './errors.ts'
 import { OPERATORS, parseField, parseList, parseLogic, parseOperation, parseOrder, RESERVED, type Condition, type FieldRef, type OrderTerm, type SelectItem } from './parse.ts'
 import { relationshipBetween, type Catalog, type Relation } from './schema.ts'
-import { MAX_JSON_DEPTH } from '../lib/text.ts'
+import { MAX_JSON_DEPTH } from '../../functions-shared/lib/text.ts'
 
 export const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
 export const relationSql = (r: Relation) => `${ident(r.schema)}.${ident(r.name)}`

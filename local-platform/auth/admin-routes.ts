@@ -1,8 +1,8 @@
 // The local auth server's admin endpoints (service_role only): list, create, get, update and delete users.
 import type { Hono } from 'hono'
-import type { Deps } from '../deps.ts'
-import { isPgError } from '../db/tx.ts'
-import type { TotalRow } from '../db/client.ts'
+import type { Deps } from '../../functions-shared/deps.ts'
+import { isPgError } from '../../functions-shared/db/tx.ts'
+import type { TotalRow } from '../../functions-shared/db/client.ts'
 import { emailTaken, GoTrueError, errors } from './errors.ts'
 import { findUser, findUserByEmail, mergeMetadata, userWithIdentities, UUID } from './users.ts'
 import { randomToken } from './sessions.ts'

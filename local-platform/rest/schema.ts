@@ -1,7 +1,7 @@
 // What /rest/v1 knows of the schema, read from the catalogue within the request's transaction (so a
 // migration is seen at once, with no cache to reload): a relation's columns and primary key, the foreign
 // keys that link two tables (PostgREST's relationships), and the functions of a name.
-import type { Tx } from '../db/client.ts'
+import type { Tx } from '../../functions-shared/db/client.ts'
 import { RestError } from './errors.ts'
 
 export interface Relation {

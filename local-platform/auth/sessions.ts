@@ -2,9 +2,9 @@
 // custom access-token hook called inside the token transaction as supabase_auth_admin, HS256 with
 // JWT_SECRET.
 import { SignJWT } from 'jose'
-import type { Tx } from '../db/client.ts'
-import type { Deps } from '../deps.ts'
-import { publicUrl } from '../config.ts'
+import type { Tx } from '../../functions-shared/db/client.ts'
+import type { Deps } from '../../functions-shared/deps.ts'
+import { publicUrl } from '../../functions-shared/config.ts'
 import { GoTrueError } from './errors.ts'
 import type { UserRow } from './users.ts'
 import { userWithIdentities } from './users.ts'

@@ -6,7 +6,7 @@ import { parseSelect, splitTopLevel, type SelectItem } from './parse.ts'
 import type { Catalog, Relation } from './schema.ts'
 import type { Preferences } from './prefs.ts'
 import { maxAffected } from './rpc.ts'
-import { MAX_JSON_DEPTH } from '../lib/text.ts'
+import { MAX_JSON_DEPTH } from '../../functions-shared/lib/text.ts'
 
 /** The most parameters postgres.js sends with one statement. */
 const MAX_PARAMETERS = 65534

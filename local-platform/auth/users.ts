@@ -1,5 +1,5 @@
 // auth.users rows and their JSON, as GoTrue serializes them (models/user.go).
-import type { Sql, Tx } from '../db/client.ts'
+import type { Sql, Tx } from '../../functions-shared/db/client.ts'
 
 type Db = Sql | Tx
 

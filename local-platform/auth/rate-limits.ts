@@ -11,9 +11,9 @@
 // service's own identity endpoints, which call in process and forward their client's address.
 import type { Context } from 'hono'
 import { LRUCache } from 'lru-cache'
-import type { Deps } from '../deps.ts'
-import { clientIp } from '../deps.ts'
-import { clientKey } from '../net/client.ts'
+import type { Deps } from '../../functions-shared/deps.ts'
+import { clientIp } from '../../functions-shared/deps.ts'
+import { clientKey } from '../../functions-shared/net/client.ts'
 import { GoTrueError } from './errors.ts'
 
 export type AuthLimit = 'sign_in_sign_ups' | 'token_refresh' | 'token_verifications' | 'email_sent'

@@ -2,7 +2,7 @@
 // PGRST1xx for requests it cannot read or that are outside the subset, PGRST2xx for what is not in
 // the schema, PGRST3xx for JWTs; PostgreSQL's SQLSTATE for what the database refused (42501 for
 // privileges: 401 for anon, 403 for a signed-in role).
-import { isPgError } from '../db/tx.ts'
+import { isPgError } from '../../functions-shared/db/tx.ts'
 
 export class RestError extends Error {
   readonly status: number

@@ -7,11 +7,11 @@
 // section; rows capped at its max_rows. What PostgREST understands is honoured, or refused with
 // PostgREST's error; nothing is ignored.
 import { Hono, type Context } from 'hono'
-import type { Deps } from '../deps.ts'
-import { findUnstorable, MAX_JSON_DEPTH, nestedDeeperThan } from '../lib/text.ts'
-import { ApiError, errorBody } from '../http/errors.ts'
-import { guards } from '../http/guards.ts'
-import { roleFromClaims } from '../http/auth.ts'
+import type { Deps } from '../../functions-shared/deps.ts'
+import { findUnstorable, MAX_JSON_DEPTH, nestedDeeperThan } from '../../functions-shared/lib/text.ts'
+import { ApiError, errorBody } from '../../functions-shared/http/errors.ts'
+import { guards } from '../../functions-shared/http/guards.ts'
+import { roleFromClaims } from '../../functions-shared/http/auth.ts'
 import { fromDatabase, outsideSubset, RestError } from './errors.ts'
 import { appliedHeader, preferences, type Preferences } from './prefs.ts'
 import { negotiate, render, type Media } from './media.ts'

@@ -3,7 +3,7 @@
 // nonces) is kept here, newest first, and listed at /mail (a page) and /mail/api/messages (JSON,
 // `?to=` filters by address). In memory, the last MAILBOX_SIZE messages; nothing leaves the machine.
 import { Hono } from 'hono'
-import type { Deps } from '../deps.ts'
+import type { Deps } from '../../functions-shared/deps.ts'
 
 export interface MailMessage {
   id: string
