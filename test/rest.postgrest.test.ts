@@ -156,6 +156,25 @@ describe('relationships as PostgREST reads them', () => {
   })
 })
 
+describe('bounds on what one query string may ask', () => {
+  it('nests embeds at most 10 levels and 40 in all, logic trees at most 10 levels and 200 conditions (400 each), and answers on', async () => {
+    const nest = (levels: number) => Array.from({ length: levels }, () => 'pt_topics(name').join(',') + ')'.repeat(levels)
+    expect((await as(reader).from('pt_topics').select(`name,${nest(10)}`).eq('id', 1)).status).toBe(200)
+    const deep = await as(reader).from('pt_topics').select(`name,${nest(11)}`)
+    expect(deep).toMatchObject({ status: 400, error: { code: 'PGRST100', details: 'embedded resources nest at most 10 levels deep' } })
+    // a self-reference nested two hundred levels (the gateway's request line holds a few hundred more)
+    expect((await as(reader).from('pt_topics').select(`name,${nest(200)}`)).status).toBe(400)
+    const wide = await as(reader).from('pt_topics').select(['name', ...Array.from({ length: 41 }, (_, i) => `t${i}:pt_topics(name)`)].join(','))
+    expect(wide.error).toMatchObject({ code: 'PGRST100', details: 'a select names at most 40 embedded resources' })
+    const tree = (levels: number): string => (levels === 0 ? 'id.eq.1' : `and(id.gt.0,${tree(levels - 1)})`)
+    expect((await as(reader).from('pt_topics').select('name').or(tree(9))).status).toBe(200)
+    expect((await as(reader).from('pt_topics').select('name').or(tree(10))).error).toMatchObject({ code: 'PGRST100', details: 'a logic tree nests at most 10 levels deep' })
+    const many = await as(reader).from('pt_topics').select('name').or(Array.from({ length: 201 }, (_, i) => `id.eq.${i}`).join(','))
+    expect(many.error).toMatchObject({ code: 'PGRST100', details: 'a logic tree holds at most 200 conditions' })
+    expect((await as(reader).from('pt_topics').select('name').eq('id', 1)).data).toEqual([{ name: 'Sciences' }])
+  })
+})
+
 describe('filters', () => {
   const names = async (q: PromiseLike<{ data: { name: string }[] | null; error: unknown }>) => {
     const { data, error } = await q

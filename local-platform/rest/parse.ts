@@ -86,13 +86,25 @@ export function parseField(text: string): FieldRef {
   return { name, path }
 }
 
+/**
+ * How deep a select may nest embedded resources, how many it may name in all, how deep a logic tree may
+ * nest and how many conditions it may hold. Each level is parsed from its own text again and becomes a
+ * subquery: a self-referencing table let one query string nest a thousand levels, a query PostgreSQL
+ * plans for seconds (and the parsing alone was quadratic in the length). An app's queries stay far below.
+ */
+export const MAX_EMBED_DEPTH = 10
+export const MAX_EMBEDS = 40
+export const MAX_LOGIC_DEPTH = 10
+export const MAX_LOGIC_CONDITIONS = 200
+
 /** select=: the tree of what a request reads. */
-export function parseSelect(text: string | null): SelectItem[] {
+export function parseSelect(text: string | null, depth = 0, count = { embeds: 0 }): SelectItem[] {
   if (text === null || text.trim() === '') return [{ kind: 'star' }]
-  return splitTopLevel(text).map((raw) => parseItem(raw.trim(), text))
+  if (depth > MAX_EMBED_DEPTH) throw parseError(`"failed to parse select parameter"`, `embedded resources nest at most ${MAX_EMBED_DEPTH} levels deep`)
+  return splitTopLevel(text).map((raw) => parseItem(raw.trim(), text, depth, count))
 }
 
-function parseItem(raw: string, whole: string): SelectItem {
+function parseItem(raw: string, whole: string, depth: number, count: { embeds: number }): SelectItem {
   if (raw === '*') return { kind: 'star' }
   if (raw === '') throw parseError(`"failed to parse select parameter (${whole})"`, 'an empty item')
   if (raw.startsWith('...')) throw outsideSubset(`A spread embedding ("${raw}")`)
@@ -116,7 +128,8 @@ function parseItem(raw: string, whole: string): SelectItem {
       else throw parseError(`"failed to parse select parameter (${whole})"`, `"${raw}" has more than one hint`)
     }
     // an empty select (`users()`) is kept empty: the embed filters its parent and is left out of the rows
-    return { kind: 'embed', name: checkName(unquote(name!), 'table'), alias: aliasPart === null ? null : checkName(unquote(aliasPart), 'alias'), hint, inner, items: body.trim() === '' ? [] : parseSelect(body) }
+    if (++count.embeds > MAX_EMBEDS) throw parseError(`"failed to parse select parameter"`, `a select names at most ${MAX_EMBEDS} embedded resources`)
+    return { kind: 'embed', name: checkName(unquote(name!), 'table'), alias: aliasPart === null ? null : checkName(unquote(aliasPart), 'alias'), hint, inner, items: body.trim() === '' ? [] : parseSelect(body, depth + 1, count) }
   }
   let rest = raw
   let alias: string | null = null
@@ -160,13 +173,15 @@ export function parseOperation(field: FieldRef, raw: string): Condition {
 }
 
 /** `or=(a.eq.1,and(b.gt.2,c.is.null))`: the tree, as PostgREST reads a logic parameter. */
-export function parseLogic(op: 'and' | 'or', negate: boolean, raw: string): Condition {
+export function parseLogic(op: 'and' | 'or', negate: boolean, raw: string, depth = 0, count = { conditions: 0 }): Condition {
   const text = raw.trim()
+  if (depth >= MAX_LOGIC_DEPTH) throw parseError(`"failed to parse logic tree"`, `a logic tree nests at most ${MAX_LOGIC_DEPTH} levels deep`)
   if (!text.startsWith('(') || !text.endsWith(')')) throw parseError(`"failed to parse logic tree (${raw})"`, 'a logic tree is a list in parentheses: or=(a.eq.1,b.eq.2)')
   const children = splitTopLevel(text.slice(1, -1)).map((part) => {
     const p = part.trim()
     const nested = /^(not\.)?(and|or)(\([\s\S]*\))$/.exec(p)
-    if (nested) return parseLogic(nested[2] as 'and' | 'or', nested[1] !== undefined, nested[3]!)
+    if (nested) return parseLogic(nested[2] as 'and' | 'or', nested[1] !== undefined, nested[3]!, depth + 1, count)
+    if (++count.conditions > MAX_LOGIC_CONDITIONS) throw parseError(`"failed to parse logic tree"`, `a logic tree holds at most ${MAX_LOGIC_CONDITIONS} conditions`)
     // field.[not.]op.value: the field ends at the dot before the operator
     const m = /^("(?:[^"\\]|\\.)*"|[^.]+?)\.((?:not\.)?[a-z]+(?:\([^)]*\))?\.[\s\S]*)$/.exec(p)
     if (!m) throw parseError(`"failed to parse logic tree (${raw})"`, `"${p}" is not field.operator.value`)
