@@ -22,7 +22,8 @@ let serviceKey: string
 const options = { auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false } }
 const client = (gw: Gateway): SupabaseClient => createClient(gw.url, anonKey, options)
 const admin = (gw: Gateway) => createClient(gw.url, serviceKey, options).auth.admin
-const mail = async (gw: Gateway, to: string): Promise<MailMessage[]> => ((await (await fetch(`${gw.url}/mail/api/messages?to=${encodeURIComponent(to)}`)).json()) as { messages: MailMessage[] }).messages
+const mail = async (gw: Gateway, to: string): Promise<MailMessage[]> =>
+  ((await (await fetch(`${gw.url}/mail/api/messages?to=${encodeURIComponent(to)}`, { headers: { Authorization: `Bearer ${serviceKey}` } })).json()) as { messages: MailMessage[] }).messages
 const address = () => `m-${crypto.randomUUID().slice(0, 8)}@example.mr`
 const limits = { AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000', AUTH_RATE_LIMIT_EMAIL_SENT: '100000', AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS: '100000', AUTH_EMAIL_MAX_FREQUENCY_SECONDS: '0', LOG_LEVEL: 'silent' }
 
@@ -151,11 +152,14 @@ describe('reauthentication and anonymous users', () => {
     expect(decodeJwt(anonymous.data.session!.access_token)).toMatchObject({ role: 'authenticated', is_anonymous: true, amr: [{ method: 'anonymous' }] })
   })
 
-  it('lists the mail on a page and as JSON', async () => {
-    const page = await fetch(`${plain.url}/mail`)
+  it('lists the mail on a page and as JSON, to the service-role key only: the mail holds sign-in links', async () => {
+    for (const headers of [{}, { Authorization: `Bearer ${anonKey}` }, { apikey: anonKey }] as Record<string, string>[]) {
+      expect((await fetch(`${plain.url}/mail/api/messages`, { headers })).status).toBe(401)
+    }
+    const page = await fetch(`${plain.url}/mail?apikey=${serviceKey}`)
     expect(page.headers.get('content-type')).toContain('text/html')
     expect(await page.text()).toContain('Your Magic Link')
-    const all = (await (await fetch(`${plain.url}/mail/api/messages`)).json()) as { messages: MailMessage[] }
+    const all = (await (await fetch(`${plain.url}/mail/api/messages`, { headers: { apikey: serviceKey } })).json()) as { messages: MailMessage[] }
     expect(all.messages.length).toBeGreaterThan(3)
   })
 })

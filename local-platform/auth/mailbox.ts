@@ -1,7 +1,8 @@
 // The local stack's mail catcher, as the Supabase CLI's (Inbucket, later Mailpit): every email the local
 // auth server would send (confirmations, magic links and codes, recoveries, invitations, reauthentication
 // nonces) is kept here, newest first, and listed at /mail (a page) and /mail/api/messages (JSON,
-// `?to=` filters by address). In memory, the last MAILBOX_SIZE messages; nothing leaves the machine.
+// `?to=` filters by address) to the holder of the service-role key. In memory, the last MAILBOX_SIZE
+// messages; nothing leaves the machine.
 import { Hono } from 'hono'
 import type { Deps } from '../../functions-shared/deps.ts'
 
@@ -44,9 +45,20 @@ export function mailboxOf(deps: Deps): Mailbox {
 
 const escape = (s: string) => s.replace(/[&<>"]/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[ch]!)
 
-/** /mail: the messages as a plain page, and as JSON under /mail/api/messages. */
-export function mailRouter(box: Mailbox): Hono {
+/**
+ * /mail: the messages as a plain page, and as JSON under /mail/api/messages, for the service-role key only
+ * (an `Authorization: Bearer`/`apikey` header, or `?apikey=` for a browser): the mail holds sign-in links
+ * and recovery codes, which any other local process could otherwise ask for and follow.
+ */
+export function mailRouter(box: Mailbox, isServiceKey: (token: string) => Promise<boolean>): Hono {
   const app = new Hono()
+  app.use('*', async (c, next) => {
+    const token = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? c.req.header('apikey') ?? c.req.query('apikey')
+    if (!token || !(await isServiceKey(token))) {
+      return c.json({ error: 'unauthorized', message: 'The local mailbox is read with the service_role key (npm run status prints it): Authorization: Bearer <key>, or ?apikey=<key>' }, 401)
+    }
+    await next()
+  })
   app.get('/api/messages', (c) => c.json({ messages: box.list(c.req.query('to')) }))
   app.get('/', (c) => {
     const rows = box.list(c.req.query('to')).map((m) =>

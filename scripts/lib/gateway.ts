@@ -296,7 +296,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // a path the auth server does not have, answered as GoTrue's router answers it
     app.all('/auth/v1/*', (c) => c.text('404 page not found', 404))
     // the mail the local auth server sends, kept and listed (the CLI's Inbucket/Mailpit)
-    app.route('/mail', mailRouter(mailboxOf(deps)))
+    app.route('/mail', mailRouter(mailboxOf(deps), async (token) => (await deps.verifier.claims(token).catch(() => null))?.role === 'service_role'))
   }
   // supabase-js's .from() and .rpc(): a PostgREST subset with the same role-and-claims path (hosted: PostgREST)
   app.route('/rest/v1', restRouter(deps, await restSettings()))

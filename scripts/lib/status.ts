@@ -62,7 +62,7 @@ export async function extraRows(s: StackStatus, demoPortalPath: string): Promise
     ['Health', `${s.functions_url}/health`],
     ['API reference', `${s.functions_url}/docs`],
   ]
-  const mail = await fetch(`${s.api_url}/mail/api/messages`, { signal: AbortSignal.timeout(3000) }).then((r) => r.ok, () => false)
+  const mail = await fetch(`${s.api_url}/mail/api/messages`, { headers: { Authorization: `Bearer ${s.service_role_key}` }, signal: AbortSignal.timeout(3000) }).then((r) => r.ok, () => false)
   if (mail) rows.push(['Mail', `${s.api_url}/mail`])
   const portal = `${s.api_url}${demoPortalPath}/programmes/page1.html`
   const served = await fetch(portal, { method: 'HEAD', signal: AbortSignal.timeout(3000) }).then((r) => r.ok, () => false)
