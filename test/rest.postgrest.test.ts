@@ -64,6 +64,8 @@ beforeAll(async () => {
     insert into public.pt_author_details values (1, 'Poétesse de Nouakchott');
     insert into public.pt_topics values (1, null, 'Sciences'), (2, 1, 'Physique'), (3, 1, 'Chimie');
     grant select on public.pt_author_details, public.pt_topics to authenticated;
+    create table public.pt_odd ("first name" text primary key, "n° de page" int);
+    grant all on public.pt_odd to service_role;
     create function public.pt_initial(public.pt_authors) returns text language sql stable as 'select left($1.name, 1)';
     create function public.pt_long_books(a public.pt_authors) returns setof public.pt_books language sql stable as
       'select * from public.pt_books b where b.author_id = a.id and upper(b.pages) > 100';
@@ -153,6 +155,14 @@ describe('relationships as PostgREST reads them', () => {
     expect((await as(reader).rpc('pt_twice', { '': 21 })).data).toBe(42)
     expect((await as(reader).rpc('pt_pick')).data).toBe(0)
     expect((await as(reader).rpc('pt_pick', { n: 3 })).data).toBe(3)
+  })
+})
+
+describe('names that need quotes', () => {
+  it('reads and writes columns whose names hold a space or other signs, written in double quotes', async () => {
+    const inserted = await service().from('pt_odd').insert([{ 'first name': 'Aly', 'n° de page': 1 }, { 'first name': 'Binta', 'n° de page': 2 }]).select('"first name","n° de page"')
+    expect(inserted).toMatchObject({ status: 201, data: [{ 'first name': 'Aly', 'n° de page': 1 }, { 'first name': 'Binta', 'n° de page': 2 }] })
+    expect((await service().from('pt_odd').select('"first name"').eq('"first name"', 'Binta')).data).toEqual([{ 'first name': 'Binta' }])
   })
 })
 

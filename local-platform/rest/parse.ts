@@ -71,16 +71,24 @@ function unquote(name: string): string {
   return t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1).replaceAll('\\"', '"') : t
 }
 
-export function checkName(name: string, what: string): string {
-  if (!IDENT.test(name)) throw badRequest(`"${name}" is not a plain ${what} name`)
+/** A name written bare must be a plain identifier; one written in double quotes may hold anything printable (it is quoted again in SQL). */
+const QUOTED = /^[^\p{C}]{1,63}$/u
+
+export function checkName(name: string, what: string, quoted = false): string {
+  if (!(quoted ? QUOTED : IDENT).test(name)) throw badRequest(`"${name}" is not a plain ${what} name`)
   return name
+}
+
+const isQuoted = (raw: string) => {
+  const t = raw.trim()
+  return t.length >= 2 && t.startsWith('"') && t.endsWith('"')
 }
 
 /** `name`, `name->a->>b` (a key may be quoted, or a number for an array's element). */
 export function parseField(text: string): FieldRef {
   const m = /^("(?:[^"\\]|\\.)*"|[^-]+?)((?:->>?(?:"(?:[^"\\]|\\.)*"|[^-]+))*)$/u.exec(text.trim())
   if (!m) throw parseError(`"failed to parse" ${text}`, `"${text}" is not a column or a JSON path`)
-  const name = checkName(unquote(m[1]!), 'column')
+  const name = checkName(unquote(m[1]!), 'column', isQuoted(m[1]!))
   const path: JsonStep[] = []
   for (const step of m[2]!.matchAll(/(->>?)("(?:[^"\\]|\\.)*"|[^-]+)/gu)) path.push({ arrow: step[1] as '->' | '->>', key: unquote(step[2]!) })
   return { name, path }
