@@ -13,7 +13,8 @@ export interface StackProcess {
 }
 
 /** Starts the stack with only these settings (and PATH, HOME, PORT=0, DB_PORT=0); rejects if it exits or is not ready in time. */
-export async function startStackProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<StackProcess> {
+// a first start makes the demo portal's 29 PDFs: seconds alone, over a minute beside the rest of the suite
+export async function startStackProcess(env: Record<string, string>, timeoutMs = 150_000): Promise<StackProcess> {
   const child = spawn(node, ['scripts/start.ts'], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', DB_PORT: '0', ...env },
