@@ -176,6 +176,7 @@ describe('what the local auth server does not serve', () => {
     expect(link.status).toBe(404)
     expect(await link.json()).toMatchObject({ code: 404, error_code: 'manual_linking_disabled', msg: 'Manual linking is disabled' })
     expect(await admin(plain).mfa.listFactors({ userId: data.user!.id })).toMatchObject({ error: null, data: { factors: [] } })
+    expect((await admin(plain).mfa.listFactors({ userId: crypto.randomUUID() })).error).toMatchObject({ status: 404, code: 'user_not_found' })
     const passkeys = await fetch(`${plain.url}/auth/v1/passkeys/registration/options`, { method: 'POST', headers: { apikey: anonKey } })
     expect(await passkeys.json()).toMatchObject({ error_code: 'passkey_disabled' })
     const oauth = await fetch(`${plain.url}/auth/v1/admin/oauth/clients`, { headers: { apikey: serviceKey, Authorization: `Bearer ${serviceKey}` } })

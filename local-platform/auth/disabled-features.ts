@@ -6,6 +6,7 @@
 import type { Context, Hono } from 'hono'
 import { GoTrueError } from './errors.ts'
 import { readBody, type AuthKit } from './kit.ts'
+import { findUser } from './users.ts'
 
 const off = (status: number, code: string, message: string) => () => {
   throw new GoTrueError(status, code, message)
@@ -27,7 +28,11 @@ export function disabledFeatures(app: Hono, kit: AuthKit): void {
     throw new GoTrueError(422, kind[0]!, `MFA enroll is disabled for ${kind[1]}`)
   })
   app.all('/factors/*', signedIn, off(404, 'mfa_factor_not_found', 'Factor not found'))
-  app.get('/admin/users/:id/factors', admin, (c) => c.json([]))
+  app.get('/admin/users/:id/factors', admin, async (c) => {
+    // an unknown user is GoTrue's 404; a known one has no factors
+    if (!(await findUser(kit.sql, c.req.param('id') ?? ''))) throw new GoTrueError(404, 'user_not_found', 'User not found')
+    return c.json([])
+  })
   app.all('/admin/users/:id/factors/*', admin, off(404, 'mfa_factor_not_found', 'Factor not found'))
   app.all('/passkeys', off(404, 'passkey_disabled', 'Passkeys are disabled'))
   app.all('/passkeys/*', off(404, 'passkey_disabled', 'Passkeys are disabled'))
