@@ -39,7 +39,7 @@ export async function knownReferences(ctx: ServiceContext, urls: string[]): Prom
 }
 
 /** Records what a download of a reference's file looked like (after its registration, or a check that found it unchanged). */
-export async function recordFetch(ctx: ServiceContext, referenceId: string, file: Pick<SafeResponse, 'etag' | 'lastModified'>, sha256: string | null): Promise<void> {
+export async function recordFetch(ctx: ServiceContext, referenceId: string, file: Pick<SafeResponse, 'etag' | 'lastModified' | 'bytes' | 'status'>, sha256: string | null = file.status === 304 ? null : sha256BytesHex(file.bytes)): Promise<void> {
   await asService(ctx.deps.sql, (tx) => tx`select public.record_reference_fetch(${referenceId}, ${sha256}, ${file.etag}, ${file.lastModified})`)
 }
 

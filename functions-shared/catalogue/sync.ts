@@ -8,7 +8,6 @@ import { FetchError, safeFetch, type SafeFetchOptions } from '../net/safe-fetch.
 import { discoverLinks, MAX_PAGE_BYTES, pdfsOfPage, type DiscoveredLink, type ListingFailure } from './discover.ts'
 import { allowedHosts } from './sources.ts'
 import { knownReferences, recordFetch, refetchKnown } from './refetch.ts'
-import { sha256BytesHex } from '../lib/hash.ts'
 import type { Source } from '../sources-file.ts'
 import { isPdf } from './extract-pdf.ts'
 import { judgeFile } from './judge.ts'
@@ -49,9 +48,7 @@ async function rejectForQuality(ctx: ServiceContext, source: Source, link: Disco
   ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, url: link.url, reason }, 'document rejected by the quality check')
 }
 
-async function touchIfKnown(ctx: ServiceContext, urls: string[]): Promise<boolean> {
-  return (await knownReferences(ctx, urls)).length > 0
-}
+const touchIfKnown = async (ctx: ServiceContext, urls: string[]) => (await knownReferences(ctx, urls)).length > 0
 
 /** Marks checked, and says whether there is, a reference of the source at `url` but for its query, of that fingerprint, grade and subject. */
 async function touchIfSameFile(ctx: ServiceContext, source: string, url: string, fingerprint: string, grade: string | null, subject: string | null): Promise<boolean> {
@@ -141,7 +138,7 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
       ${hasNamespace(meta.grade, meta.subject)}, ${judged.needsOcr}, ${tx.json(details)})`)
   const outcome: Outcome = registered!.outcome
   // what this download looked like: the next check of the file sends its validators back
-  if (outcome !== 'known') await recordFetch(ctx, registered!.reference_id, file, sha256BytesHex(file.bytes))
+  if (outcome !== 'known') await recordFetch(ctx, registered!.reference_id, file)
   if (outcome === 'needs_metadata') {
     ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, url: file.url, grade: meta.grade, subject: meta.subject }, 'reference registered without grade or subject: not queued')
   }
