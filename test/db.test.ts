@@ -67,6 +67,22 @@ describe('migration runner', () => {
     expect(await migrateRepository(db.sql)).toEqual({ shimApplied: false, applied: [] })
   })
 
+  it('gives a local database made before a shim addition what the addition holds, and leaves one that has it alone', async () => {
+    await db.sql`drop table auth.mfa_amr_claims, auth.mfa_challenges, auth.mfa_factors`
+    await db.sql`drop type auth.factor_type, auth.factor_status`
+    expect(await migrateRepository(db.sql)).toEqual({ shimApplied: false, applied: [] })
+    const [after] = await db.sql`select to_regclass('auth.mfa_factors') is not null as factors, to_regclass('auth.mfa_amr_claims') is not null as claims`
+    expect(after).toEqual({ factors: true, claims: true })
+    // a database with GoTrue's own migration table is Supabase's: no addition runs there
+    await db.sql`create table auth.schema_migrations (version text)`
+    await db.sql`drop table auth.mfa_amr_claims`
+    await migrateRepository(db.sql)
+    const [supabase] = await db.sql`select to_regclass('auth.mfa_amr_claims') is null as untouched`
+    expect(supabase!.untouched).toBe(true)
+    await db.sql`drop table auth.schema_migrations`
+    await migrateRepository(db.sql)
+  })
+
   it('rejects a file name that is not <version>_<name>.sql', () => {
     expect(() => parseMigrationFile('init.sql', '')).toThrow(/<version>_<name>\.sql/)
     expect(parseMigrationFile('20261122000100_foundation.sql', 'x')).toEqual({ version: '20261122000100', name: 'foundation', sql: 'x' })
@@ -76,7 +92,7 @@ describe('migration runner', () => {
     const roles = await db.sql`select rolname from pg_roles where rolname in ('anon','authenticated','service_role','authenticator','supabase_auth_admin') order by 1`
     expect(roles.map((r) => r.rolname)).toEqual(['anon', 'authenticated', 'authenticator', 'service_role', 'supabase_auth_admin'])
     const tables = await db.sql`select table_name from information_schema.tables where table_schema = 'auth' order by 1`
-    expect(tables.map((r) => r.table_name)).toEqual(['identities', 'refresh_tokens', 'sessions', 'users'])
+    expect(tables.map((r) => r.table_name)).toEqual(['identities', 'mfa_amr_claims', 'mfa_challenges', 'mfa_factors', 'refresh_tokens', 'sessions', 'users'])
     const [ext] = await db.sql`select extnamespace::regnamespace::text as schema from pg_extension where extname = 'vector'`
     expect(ext!.schema).toBe('extensions')
     const [v] = await db.sql`select '[1,2,2]'::extensions.vector operator(extensions.<=>) '[1,2,2]'::extensions.vector as d`

@@ -71,3 +71,31 @@ describe('what the local /rest/v1 serves, as docs/app-developers.md lists it', (
     for (const media of ['`.single()`', 'nulls=stripped', 'text/csv', 'PGRST107']) expect(section).toContain(media)
   })
 })
+
+describe('what the local /auth/v1 serves, as docs/app-developers.md lists it', () => {
+  const section = (() => {
+    const doc = read('docs/app-developers.md')
+    return doc.slice(doc.indexOf('### `/auth/v1` locally'), doc.indexOf('### `/rest/v1` locally'))
+  })()
+  // every route the local auth server registers (its mailbox, served at /mail, aside)
+  const routes = readdirSync(new URL('../local-platform/auth/', import.meta.url))
+    .filter((f) => f.endsWith('.ts') && f !== 'mailbox.ts')
+    .flatMap((f) => {
+      const source = read(`local-platform/auth/${f}`)
+      const single = [...source.matchAll(/app\.(get|post|put|delete|patch|all)\('([^']+)'/g)].map((m) => [m[1]!, m[2]!] as const)
+      const looped = [...source.matchAll(/for \(const path of \[([^\]]+)\]\) app\.all/g)].flatMap((m) => [...m[1]!.matchAll(/'([^']+)'/g)].map((p) => ['all', p[1]!] as const))
+      return [...single, ...looped]
+    })
+  it('names every route it serves with its method, and every path it answers as turned off', () => {
+    expect(routes.length).toBeGreaterThan(40)
+    const served = section.slice(section.indexOf('- served:'), section.indexOf('- answered as'))
+    const off = section.slice(section.indexOf('- answered as'), section.indexOf('- any other path'))
+    for (const [method, path] of routes) {
+      if (method === 'all') expect(off, path).toContain(`\`${path.replace(/\/\*$/, '')}`)
+      else expect(served, `${method} ${path}`).toContain(`\`${method.toUpperCase()} ${path}\``)
+    }
+    // and nothing served that the code does not register
+    const listed = [...served.matchAll(/`(GET|POST|PUT|DELETE|PATCH) ([^`]+)`/g)].map((m) => `${m[1]!.toLowerCase()} ${m[2]!}`)
+    expect(listed.filter((r) => !routes.some(([m, p]) => `${m} ${p}` === r))).toEqual([])
+  })
+})

@@ -165,11 +165,11 @@ describe('reauthentication and anonymous users', () => {
 })
 
 describe('what the local auth server does not serve', () => {
-  it('answers as a project with MFA enrollment, passkeys, SSO, manual linking and the OAuth server turned off', async () => {
+  it('answers as a project with phone and WebAuthn factors, passkeys, SSO, manual linking and the OAuth server turned off', async () => {
     const supabase = client(plain)
     const email = address()
     const { data } = await supabase.auth.signUp({ email, password: 'secret-123' })
-    expect((await supabase.auth.mfa.enroll({ factorType: 'totp' })).error).toMatchObject({ status: 422, code: 'mfa_totp_enroll_not_enabled', message: 'MFA enroll is disabled for TOTP' })
+    expect((await supabase.auth.mfa.enroll({ factorType: 'webauthn' } as never)).error).toMatchObject({ status: 422, code: 'mfa_webauthn_enroll_not_enabled', message: 'MFA enroll is disabled for WebAuthn' })
     expect((await supabase.auth.mfa.challenge({ factorId: crypto.randomUUID() })).error).toMatchObject({ status: 404, code: 'mfa_factor_not_found' })
     expect((await supabase.auth.signInWithSSO({ domain: 'example.mr' })).error).toMatchObject({ status: 404, code: 'saml_provider_disabled', message: 'SAML 2.0 is disabled' })
     const link = await fetch(`${plain.url}/auth/v1/user/identities/authorize?provider=github`, { headers: { apikey: anonKey, Authorization: `Bearer ${data.session!.access_token}` } })

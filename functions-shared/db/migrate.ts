@@ -1,5 +1,6 @@
-// Applies the platform shim (only where the database has no auth schema, i.e. never on Supabase) and
-// then supabase/migrations/*.sql in order, once each, recorded as the Supabase CLI records them.
+// Applies the platform shim (only where the database has no auth schema, i.e. never on Supabase), its
+// later additions (idempotent, on every local database: one whose auth schema has no GoTrue migration
+// table), then supabase/migrations/*.sql in order, once each, recorded as the Supabase CLI records them.
 import type { Sql } from './client.ts'
 
 export interface Migration {
@@ -22,7 +23,7 @@ export function parseMigrationFile(file: string, sql: string): Migration {
 
 const LOCK_KEY = 7_315_020_261
 
-export async function migrate(sql: Sql, options: { shim: string; migrations: Migration[] }): Promise<MigrateResult> {
+export async function migrate(sql: Sql, options: { shim: string; shimAdditions?: string[]; migrations: Migration[] }): Promise<MigrateResult> {
   const sorted = [...options.migrations].sort((a, b) => a.version.localeCompare(b.version))
   return (await sql.begin(async (tx) => {
     // one migrator at a time, even when several instances start together
@@ -33,6 +34,8 @@ export async function migrate(sql: Sql, options: { shim: string; migrations: Mig
       await tx.unsafe(options.shim)
       shimApplied = true
     }
+    const [{ local }] = await tx<[{ local: boolean }]>`select to_regclass('auth.schema_migrations') is null as local`
+    if (local) for (const addition of options.shimAdditions ?? []) await tx.unsafe(addition)
     await tx.unsafe(`
       create schema if not exists supabase_migrations;
       create table if not exists supabase_migrations.schema_migrations (version text not null primary key, statements text[], name text);

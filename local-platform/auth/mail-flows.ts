@@ -11,7 +11,7 @@ import type { Deps } from '../../functions-shared/deps.ts'
 import type { Tx } from '../../functions-shared/db/client.ts'
 import { GoTrueError, errors } from './errors.ts'
 import { findUser, findUserByEmail, userWithIdentities } from './users.ts'
-import { issuer, startSession, type AuthMethod } from './sessions.ts'
+import { issuer, startSession, type FirstFactor } from './sessions.ts'
 import { redirectTarget } from './redirects.ts'
 import { asObject, readBody, type AuthKit } from './kit.ts'
 import { mailboxOf } from './mailbox.ts'
@@ -84,7 +84,7 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
     throw expired()
   }
 
-  const amr: Record<Verification, Exclude<AuthMethod, 'token_refresh'>> = { signup: 'otp', email: 'otp', magiclink: 'magiclink', invite: 'invite', recovery: 'recovery' }
+  const amr: Record<Verification, FirstFactor> = { signup: 'otp', email: 'otp', magiclink: 'magiclink', invite: 'invite', recovery: 'recovery' }
   const typeOf = (raw: unknown): Verification => {
     // a phone code or an email change: none is ever issued here, so none is valid (GoTrue's answer to a wrong one)
     if (raw === 'sms' || raw === 'phone_change' || raw === 'email_change') throw expired()

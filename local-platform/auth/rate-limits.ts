@@ -1,5 +1,5 @@
 // The local auth server's rate limits, as GoTrue applies them: a token bucket per client IP for each kind
-// of request (sign-in and sign-up, token refresh, verification), refilled at the configured number per
+// of request (sign-in and sign-up, token refresh, verification; MFA challenges and verifications per minute), refilled at the configured number per
 // five minutes with a burst of 30, and the recovery emails per hour. Differences, on purpose: GoTrue
 // counts password sign-ins with token refreshes (150 per 5 minutes); here they count with sign-ups (30),
 // as Supabase documents `sign_in_sign_ups` — the stricter reading against guessing. GoTrue counts the
@@ -16,7 +16,7 @@ import { clientIp } from '../../functions-shared/deps.ts'
 import { clientKey } from '../../functions-shared/net/client.ts'
 import { GoTrueError } from './errors.ts'
 
-export type AuthLimit = 'sign_in_sign_ups' | 'token_refresh' | 'token_verifications' | 'email_sent'
+export type AuthLimit = 'sign_in_sign_ups' | 'token_refresh' | 'token_verifications' | 'email_sent' | 'mfa_challenge' | 'mfa_verify'
 
 /** The Hono env of a request made in process by the service itself (see scripts/lib/gateway.ts). */
 export const TRUSTED_CALLER = 'curriculumTutorTrustedCaller'
@@ -26,6 +26,7 @@ interface Bucket {
   at: number
 }
 
+const MINUTE = 60_000
 const FIVE_MINUTES = 300_000
 const HOUR = 3_600_000
 /** GoTrue's burst for the per-five-minute limiters */
@@ -48,6 +49,9 @@ export function authRateLimits(deps: Deps) {
     sign_in_sign_ups: { perWindow: config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS, windowMs: FIVE_MINUTES, burst: Math.min(BURST, config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS) },
     token_refresh: { perWindow: config.AUTH_RATE_LIMIT_TOKEN_REFRESH, windowMs: FIVE_MINUTES, burst: Math.min(BURST, config.AUTH_RATE_LIMIT_TOKEN_REFRESH) },
     token_verifications: { perWindow: config.AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS, windowMs: FIVE_MINUTES, burst: Math.min(BURST, config.AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS) },
+    // GoTrue's burst of 30; a limit set higher raises the burst with it
+    mfa_challenge: { perWindow: config.AUTH_RATE_LIMIT_MFA, windowMs: MINUTE, burst: Math.max(BURST, config.AUTH_RATE_LIMIT_MFA) },
+    mfa_verify: { perWindow: config.AUTH_RATE_LIMIT_MFA, windowMs: MINUTE, burst: Math.max(BURST, config.AUTH_RATE_LIMIT_MFA) },
     email_sent: { perWindow: config.AUTH_RATE_LIMIT_EMAIL_SENT, windowMs: HOUR, burst: config.AUTH_RATE_LIMIT_EMAIL_SENT },
   }
   // idle buckets are forgotten after an hour (they are full by then), as GoTrue's limiters expire

@@ -22,7 +22,13 @@ export function issuer(deps: Deps): string {
 }
 
 /** How a session began, as the token's amr names it. */
-export type AuthMethod = 'password' | 'token_refresh' | 'recovery' | 'otp' | 'magiclink' | 'invite' | 'anonymous'
+export type AuthMethod = 'password' | 'token_refresh' | 'recovery' | 'otp' | 'magiclink' | 'invite' | 'anonymous' | 'totp'
+
+/** How a session can begin. */
+export type FirstFactor = Exclude<AuthMethod, 'token_refresh' | 'totp'>
+
+/** The methods that make a session aal2 (GoTrue's AAL2 claims). */
+const SECOND_FACTORS = new Set(['totp', 'mfa/phone', 'mfa/webauthn'])
 
 export interface SessionContext {
   user: UserRow
@@ -68,6 +74,13 @@ export async function sessionResponse(deps: Deps, tx: Tx, ctx: SessionContext): 
   const now = Math.floor(deps.clock.now() / 1000)
   const exp = now + deps.config.JWT_EXPIRY_SECONDS
   const u = ctx.user
+  // the session's methods, most recent first, as GoTrue reads them from mfa_amr_claims
+  const claimed = await tx<{ method: string; at: Date }[]>`select authentication_method as method, updated_at as at
+    from auth.mfa_amr_claims where session_id = ${ctx.sessionId}
+    order by updated_at desc, authentication_method in ('totp', 'mfa/phone', 'mfa/webauthn') desc`
+  const amr = claimed.length
+    ? claimed.map((c) => ({ method: c.method, timestamp: Math.floor(c.at.getTime() / 1000) }))
+    : [{ method: ctx.method === 'token_refresh' ? 'password' : ctx.method, timestamp: Math.floor(ctx.startedAt / 1000) }]
   const baseClaims: Record<string, unknown> = {
     iss: issuer(deps),
     sub: u.id,
@@ -79,8 +92,8 @@ export async function sessionResponse(deps: Deps, tx: Tx, ctx: SessionContext): 
     app_metadata: u.raw_app_meta_data ?? {},
     user_metadata: u.raw_user_meta_data ?? {},
     role: u.role || 'authenticated',
-    aal: 'aal1',
-    amr: [{ method: ctx.method === 'token_refresh' ? 'password' : ctx.method, timestamp: Math.floor(ctx.startedAt / 1000) }],
+    aal: amr.some((a) => SECOND_FACTORS.has(a.method)) ? 'aal2' : 'aal1',
+    amr,
     session_id: ctx.sessionId,
     is_anonymous: u.is_anonymous,
   }
@@ -98,7 +111,7 @@ export async function sessionResponse(deps: Deps, tx: Tx, ctx: SessionContext): 
 }
 
 /** A new session with its first refresh token. */
-export async function startSession(deps: Deps, tx: Tx, user: UserRow, method: Exclude<AuthMethod, 'token_refresh'>, meta: { userAgent?: string; ip?: string }) {
+export async function startSession(deps: Deps, tx: Tx, user: UserRow, method: FirstFactor, meta: { userAgent?: string; ip?: string }) {
   const sessionId = crypto.randomUUID()
   const refreshToken = randomToken()
   const ip = meta.ip && /^[0-9a-f:.]+$/i.test(meta.ip) ? meta.ip : null
@@ -106,8 +119,17 @@ export async function startSession(deps: Deps, tx: Tx, user: UserRow, method: Ex
            values (${sessionId}, ${user.id}, now(), now(), 'aal1', ${meta.userAgent ?? null}, ${ip}::inet)`
   await tx`insert into auth.refresh_tokens (token, user_id, revoked, session_id, created_at, updated_at)
            values (${refreshToken}, ${user.id}, false, ${sessionId}, now(), now())`
+  await addSessionMethod(deps, tx, sessionId, method)
   await tx`update auth.users set last_sign_in_at = now(), updated_at = now() where id = ${user.id}`
   await tx`update auth.identities set last_sign_in_at = now() where user_id = ${user.id}`
   const fresh = { ...user, last_sign_in_at: new Date() }
   return sessionResponse(deps, tx, { user: fresh, sessionId, startedAt: deps.clock.now(), method, refreshToken })
+}
+
+/** Records that the session was authenticated by `method` now (GoTrue's AddClaimToSession). */
+export async function addSessionMethod(deps: Deps, tx: Tx, sessionId: string, method: string): Promise<void> {
+  const at = new Date(deps.clock.now())
+  await tx`insert into auth.mfa_amr_claims (id, session_id, created_at, updated_at, authentication_method)
+           values (${crypto.randomUUID()}, ${sessionId}, ${at}, ${at}, ${method})
+           on conflict on constraint mfa_amr_claims_session_id_authentication_method_pkey do update set updated_at = excluded.updated_at`
 }

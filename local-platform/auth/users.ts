@@ -49,7 +49,7 @@ function compact<T extends Record<string, unknown>>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T
 }
 
-export function userJson(u: UserRow, identities: IdentityRow[]): Record<string, unknown> {
+export function userJson(u: UserRow, identities: IdentityRow[], factors: Record<string, unknown>[] = []): Record<string, unknown> {
   return compact({
     id: u.id,
     aud: u.aud ?? 'authenticated',
@@ -80,6 +80,8 @@ export function userJson(u: UserRow, identities: IdentityRow[]): Record<string, 
     ),
     created_at: iso(u.created_at),
     updated_at: iso(u.updated_at),
+    // as GoTrue's omitempty: no key for a user without factors
+    factors: factors.length ? factors : undefined,
     banned_until: iso(u.banned_until),
     is_anonymous: u.is_anonymous,
   })
@@ -110,7 +112,38 @@ export async function userWithIdentities(db: Db, id: string): Promise<Record<str
   if (!user) return null
   const identities = await db<IdentityRow[]>`select id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at, email
     from auth.identities where user_id = ${id} order by created_at`
-  return userJson(user, identities)
+  return userJson(user, identities, await factorsOf(db, id))
+}
+
+export interface FactorRow {
+  id: string
+  friendly_name: string | null
+  factor_type: string
+  status: string
+  created_at: Date
+  updated_at: Date
+  last_challenged_at: Date | null
+  phone: string | null
+}
+
+/** A factor as GoTrue's JSON gives it (never its secret). */
+export function factorJson(f: FactorRow): Record<string, unknown> {
+  return compact({
+    id: f.id,
+    friendly_name: f.friendly_name || undefined,
+    factor_type: f.factor_type,
+    status: f.status,
+    created_at: iso(f.created_at),
+    updated_at: iso(f.updated_at),
+    last_challenged_at: f.last_challenged_at ? iso(f.last_challenged_at) : null,
+    phone: f.phone ?? '',
+  })
+}
+
+export async function factorsOf(db: Db, userId: string): Promise<Record<string, unknown>[]> {
+  const rows = await db<FactorRow[]>`select id, friendly_name, factor_type::text, status::text, created_at, updated_at, last_challenged_at, phone
+    from auth.mfa_factors where user_id = ${userId} order by created_at`
+  return rows.map(factorJson)
 }
 
 /** GoTrue's metadata update: a shallow merge in which a key set to null is removed. */
