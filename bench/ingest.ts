@@ -17,11 +17,11 @@ import { scratchDatabase } from './lib/scratch-db.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
-import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
+import { extractPdf } from '../functions-shared/pdf/extract.ts'
 import { FR_LESSON, PHYSICS_LESSON, AR_LESSON } from '../test/helpers/portal.ts'
 import { md5 } from '@noble/hashes/legacy.js'
-import { simhash, tokens, tokenWeight } from '../functions-shared/catalogue/simhash.ts'
-import { MAX_TEXT_CHARS } from '../functions-shared/catalogue/extract-pdf.ts'
+import { simhash, tokens, tokenWeight } from '../functions-shared/text/simhash.ts'
+import { MAX_TEXT_CHARS } from '../functions-shared/pdf/extract.ts'
 
 const PAGES = Number(process.env.BENCH_PAGES ?? 200)
 const db = await scratchDatabase('ingest', { max: 2 })

@@ -4,7 +4,7 @@
 // - demo/*: the demo curriculum's born-digital lessons (pdfkit), each page's sentences;
 // - science/*: lessons typeset by pdfTeX (OT1 and T1 fonts), LuaLaTeX, LibreOffice Writer and XeLaTeX
 //   (Arabic with formulas), test/fixtures/science/expected.json: every sentence as the page shows it,
-//   formulas in the documented forms (functions-shared/catalogue/formulas.ts), and each formula alone
+//   formulas in the documented forms (functions-shared/pdf/formulas.ts), and each formula alone
 //   (compared without spaces);
 // - typeset/*: the French and Arabic pages of test/fixtures/typeset/ (other typesetters' text layers),
 //   whose sources type the apostrophe straight where TeX draws it curly (’ and ' compare equal there);
@@ -17,10 +17,10 @@ import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../functions-shared/config.ts'
-import { readPdf, readPdfSettings, type OcrEngine } from '../functions-shared/ingestion/read-pdf.ts'
-import { canonicalize } from '../functions-shared/catalogue/canonicalize.ts'
-import { joinHyphenatedWords } from '../functions-shared/catalogue/hyphenation.ts'
-import { withoutRunningLines } from '../functions-shared/catalogue/running-lines.ts'
+import { readPdf, readPdfSettings, type OcrEngine } from '../functions-shared/pdf/read.ts'
+import { canonicalize } from '../functions-shared/text/canonicalize.ts'
+import { joinHyphenatedWords } from '../functions-shared/text/hyphenation.ts'
+import { withoutRunningLines } from '../functions-shared/text/running-lines.ts'
 import { CURRICULUM_FILE, lessonPdf, resolveLesson, type Curriculum, type Lesson } from './lib/demo-portal.ts'
 import { createNodeOcr, defaultOcrConcurrency } from './lib/ocr.ts'
 import { characterErrorRate } from '../test/helpers/scans.ts'

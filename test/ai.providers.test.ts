@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
-import { createOfflineProvider, keyCoverage, PASSAGE_SENTENCES, passageCoverage, passageKeys, SEARCH_RANK_WEIGHT, TOPIC_WEIGHT } from '../functions-shared/ai/offline.ts'
+import { createOfflineProvider, SEARCH_RANK_WEIGHT, TOPIC_WEIGHT } from '../functions-shared/ai/offline.ts'
+import { keyCoverage, PASSAGE_SENTENCES, passageCoverage, passageKeys } from '../functions-shared/text/keys.ts'
 import { ProviderError, type AiProvider } from '../functions-shared/ai/provider.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 

@@ -2,7 +2,7 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
-import { toSigned } from '../functions-shared/catalogue/simhash.ts'
+import { toSigned } from '../functions-shared/text/simhash.ts'
 
 let db: TestDatabase
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 // The chat's pure parts: language detection, subject inference, the estimate and the fake clock's timers.
 import { describe, expect, it } from 'vitest'
 import { detectLanguage } from '../functions-shared/chat/language.ts'
-import { inferSubject } from '../functions-shared/chat/subjects.ts'
+import { inferSubject } from '../functions-shared/text/subjects.ts'
 import { actualFor, estimateFor } from '../functions-shared/chat/settle.ts'
 import { buildMessages, HINT_LADDER } from '../functions-shared/chat/prompt.ts'
 import { rerankScope } from '../functions-shared/chat/rerank.ts'

@@ -10,8 +10,8 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
 import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
-import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
-import { canonicalize } from '../functions-shared/catalogue/canonicalize.ts'
+import { extractPdf } from '../functions-shared/pdf/extract.ts'
+import { canonicalize } from '../functions-shared/text/canonicalize.ts'
 import { CURRICULUM_FILE } from '../scripts/lib/demo-portal.ts'
 
 const root = new URL('..', import.meta.url).pathname

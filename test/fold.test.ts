@@ -1,9 +1,9 @@
-// The folding used for matching (lib/fold.ts): what the offline embedder, the offline rerank and the
+// The folding used for matching (text/fold.ts): what the offline embedder, the offline rerank and the
 // subject names compare, never what students read.
 import { describe, expect, it } from 'vitest'
-import { foldText, foldedWords } from '../functions-shared/lib/fold.ts'
+import { foldText, foldedWords } from '../functions-shared/text/fold.ts'
 import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
-import { keyCoverage, matchKey } from '../functions-shared/ai/offline.ts'
+import { keyCoverage, matchKey } from '../functions-shared/text/keys.ts'
 
 describe('folding for matching', () => {
   it('keeps a vowelled Arabic word whole: its marks go, it is not cut at them', () => {

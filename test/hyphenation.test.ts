@@ -1,6 +1,6 @@
-// Words a typesetter broke at a line's end, put back whole (functions-shared/catalogue/hyphenation.ts).
+// Words a typesetter broke at a line's end, put back whole (functions-shared/text/hyphenation.ts).
 import { describe, expect, it } from 'vitest'
-import { joinHyphenatedWords } from '../functions-shared/catalogue/hyphenation.ts'
+import { joinHyphenatedWords } from '../functions-shared/text/hyphenation.ts'
 
 const join = (...texts: string[]) => joinHyphenatedWords(texts.map((text, i) => ({ number: i + 1, text }))).map((p) => p.text)
 

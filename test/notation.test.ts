@@ -1,15 +1,15 @@
 // Maths and science read right: accents placed by position (placed-accents.ts), formulas from the glyphs'
 // size, baseline and rules (formulas.ts), notation kept in the display text and folded in the match forms
-// only (canonicalize.ts, lib/fold.ts). The PDFs of test/fixtures/science were made by pdfTeX (OT1 and T1
+// only (canonicalize.ts, text/fold.ts). The PDFs of test/fixtures/science were made by pdfTeX (OT1 and T1
 // fonts), LuaLaTeX, LibreOffice Writer and XeLaTeX; their README says how.
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { extractPdf, joinItems, type TextRun } from '../functions-shared/catalogue/extract-pdf.ts'
-import { canonicalize, matchingForm } from '../functions-shared/catalogue/canonicalize.ts'
-import { horizontalRules, readFormulas, scriptForm } from '../functions-shared/catalogue/formulas.ts'
-import { placedAccents } from '../functions-shared/catalogue/placed-accents.ts'
-import { foldText } from '../functions-shared/lib/fold.ts'
+import { extractPdf, joinItems, type TextRun } from '../functions-shared/pdf/extract.ts'
+import { canonicalize, matchingForm } from '../functions-shared/text/canonicalize.ts'
+import { horizontalRules, readFormulas, scriptForm } from '../functions-shared/pdf/formulas.ts'
+import { placedAccents } from '../functions-shared/pdf/placed-accents.ts'
+import { foldText } from '../functions-shared/text/fold.ts'
 import { excerpt } from '../functions-shared/chat/excerpt.ts'
 import { CURRICULUM_FILE, lessonPdf, resolveLesson, type Curriculum, type Lesson } from '../scripts/lib/demo-portal.ts'
 

@@ -2,8 +2,8 @@
 // is counted, whatever the dictionary says or hides, and only images that are what they say are left out.
 import { describe, expect, it } from 'vitest'
 import { brotliCompressSync, deflateRawSync, deflateSync } from 'node:zlib'
-import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
-import { inflatedSize } from '../functions-shared/catalogue/pdf-streams.ts'
+import { extractPdf } from '../functions-shared/pdf/extract.ts'
+import { inflatedSize } from '../functions-shared/pdf/stream-check.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { readdirSync, readFileSync } from 'node:fs'
 import PDFDocument from 'pdfkit'

@@ -6,7 +6,8 @@
 // whole page's share alone (within 1 %), and at least as often, and more often, on the long pages. RERANK_PAGES_PRINT=1 prints the figures (docs/teacher.md quotes them).
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { createOfflineProvider, keyCoverage } from '../functions-shared/ai/offline.ts'
+import { createOfflineProvider } from '../functions-shared/ai/offline.ts'
+import { keyCoverage } from '../functions-shared/text/keys.ts'
 import { featureCosine, offlineFeatures } from '../functions-shared/ai/offline-embedder.ts'
 
 interface Lesson { id: string; language: string; pages: string[]; near_duplicate_of?: string }

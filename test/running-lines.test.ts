@@ -1,6 +1,6 @@
 // Running heads and feet are read off a document's pages before they are chunked.
 import { describe, expect, it } from 'vitest'
-import { withoutRunningLines } from '../functions-shared/catalogue/running-lines.ts'
+import { withoutRunningLines } from '../functions-shared/text/running-lines.ts'
 
 const HEAD = 'République Islamique de Mauritanie — Ministère de l\'Éducation nationale'
 const BODY = [

@@ -3,7 +3,7 @@
 // standard font data. Without it the page rendered as empty boxes, so a French scan made from it (the
 // demo's, the tests') carried no words, and the recognizer read "0000 M00".
 import { afterAll, expect, it } from 'vitest'
-import { canonicalize } from '../functions-shared/catalogue/canonicalize.ts'
+import { canonicalize } from '../functions-shared/text/canonicalize.ts'
 import { createNodeOcr } from '../scripts/lib/ocr.ts'
 import { makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { characterErrorRate, SCAN_FR } from './helpers/scans.ts'

@@ -3,11 +3,11 @@
 // whose layer is repaired is stored as written; a page beyond repair goes to the recognizer.
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { extractPdf } from '../functions-shared/catalogue/extract-pdf.ts'
-import { canonicalize, kashidaCodes, repairArabicLayer, repairSwappedLigatures, repairTexLigatures } from '../functions-shared/catalogue/canonicalize.ts'
-import { readability } from '../functions-shared/catalogue/readability.ts'
-import { orderAgreement, repairLamAlef, turnedNameOfGod } from '../functions-shared/catalogue/lam-alef.ts'
-import { joinHyphenatedWords } from '../functions-shared/catalogue/hyphenation.ts'
+import { extractPdf } from '../functions-shared/pdf/extract.ts'
+import { canonicalize, kashidaCodes, repairArabicLayer, repairSwappedLigatures, repairTexLigatures } from '../functions-shared/text/canonicalize.ts'
+import { readability } from '../functions-shared/text/readability.ts'
+import { orderAgreement, repairLamAlef, turnedNameOfGod } from '../functions-shared/text/lam-alef.ts'
+import { joinHyphenatedWords } from '../functions-shared/text/hyphenation.ts'
 
 const fixture = (name: string) => new URL(`./fixtures/typeset/${name}`, import.meta.url)
 const source = { ar: readFileSync(fixture('ar.txt'), 'utf8'), fr: readFileSync(fixture('fr.txt'), 'utf8') }

@@ -1,9 +1,9 @@
 // The offline embedder: deterministic, no network. Hashed lexical features (words folded as the search
-// index folds them, lib/fold.ts, and character trigrams of each word) into 1536 dimensions, log-weighted and
+// index folds them, text/fold.ts, and character trigrams of each word) into 1536 dimensions, log-weighted and
 // L2-normalized, so texts that share words are near in cosine distance. It makes the embedded mode
 // useful and the tests hermetic; it is not a semantic model.
 import type { Embedder } from './provider.ts'
-import { foldedWords } from '../lib/fold.ts'
+import { foldedWords } from '../text/fold.ts'
 
 /** FNV-1a, 32 bits, over text[start, end), continued from the state h (0x811c9dc5 to begin). */
 function fnv(h: number, text: string, start = 0, end = text.length): number {

@@ -5,12 +5,13 @@ import type { ServiceContext } from '../deps.ts'
 import type { Source } from '../sources-file.ts'
 import type { DiscoveredLink } from './discover.ts'
 import { linkMetadata, type LinkMetadata } from './sources.ts'
-import { arabicShare, contentPages, matchingForm } from './canonicalize.ts'
+import { arabicShare, contentPages, matchingForm } from '../text/canonicalize.ts'
 import { checkQuality } from './quality.ts'
-import { PdfError } from './extract-pdf.ts'
-import { readPdf, readPdfSettings } from '../ingestion/read-pdf.ts'
+import { PdfError } from '../pdf/extract.ts'
+import { readPdf, readPdfSettings } from '../pdf/read.ts'
+import { cleanPages } from '../pdf/clean-pages.ts'
 import { countOcr } from '../ingestion/metrics.ts'
-import { simhash, toSigned } from './simhash.ts'
+import { simhash, toSigned } from '../text/simhash.ts'
 
 export type Judgement =
   | { rejected: string }
@@ -50,9 +51,9 @@ export async function judgeFile(ctx: ServiceContext, source: Source, link: Disco
   }
   countOcr(ctx.deps.metrics.ingestion, extracted.ocr)
   const options = { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers }
-  const pages = contentPages(extracted.pages.map((p) => p.text), config.QUALITY_MIN_PAGE_CHARS, options)
+  const pages = cleanPages(extracted.pages, config.QUALITY_MIN_PAGE_CHARS, options).map((p) => p.text)
   const text = pages.join('\n')
-  const ocrText = contentPages(extracted.pages.filter((p) => p.source === 'ocr').map((p) => p.text), config.QUALITY_MIN_PAGE_CHARS, options).join('\n')
+  const ocrText = cleanPages(extracted.pages.filter((p) => p.source === 'ocr'), config.QUALITY_MIN_PAGE_CHARS, options).map((p) => p.text).join('\n')
   // pages that need the recognizer where this process has none (Edge Functions): the document is
   // registered and its job waits for a Node worker, which reads and judges the pages
   const waitsForOcr = extracted.needsOcr.length > 0

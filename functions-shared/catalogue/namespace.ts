@@ -1,6 +1,6 @@
 // A reference's namespace (spec §2.2): the grade and subject of its vectors, as chat filters on them.
 // Kept apart from the pipeline so that the chat function loads no PDF code.
-import { catalogueSubject } from '../chat/subjects.ts'
+import { catalogueSubject } from '../text/subjects.ts'
 
 /** A grade or subject as a namespace writes it: accents off, lower case, runs of anything else one dash. */
 export function namespaceSlug(s: string): string {

@@ -9,7 +9,7 @@ import { discoverLinks, MAX_PAGE_BYTES, pdfsOfPage, type DiscoveredLink, type Li
 import { allowedHosts } from './sources.ts'
 import { knownReferences, recordFetch, refetchKnown } from './refetch.ts'
 import type { Source } from '../sources-file.ts'
-import { isPdf } from './extract-pdf.ts'
+import { isPdf } from '../pdf/extract.ts'
 import { judgeFile } from './judge.ts'
 import { hasNamespace } from './namespace.ts'
 import { closeAbandonedRuns } from './listings.ts'

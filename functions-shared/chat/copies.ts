@@ -5,7 +5,7 @@
 // is left out of the turn's retrieval: of two candidates of different documents whose words are nearly
 // the same, the one of the document ingested first stays (the first discovered is the canonical one),
 // and the turn's sources are the lesson's pages once.
-import { sentencesOf } from '../ai/offline.ts'
+import { sentencesOf } from '../text/keys.ts'
 
 /**
  * The share of the smaller passage's distinct content keys that the other holds at which two passages of

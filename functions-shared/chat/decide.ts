@@ -9,7 +9,7 @@ import { prepareQuery, translationUseful, type PreparedQuery, type QuestionLangu
 import { type ChatInput, type TurnContext, type Decision, timed } from './turn.ts'
 import { DomainError } from '../domain/errors.ts'
 import { cataloguePlaces, storedFilters } from '../catalogue/filters.ts'
-import { namedSubjects } from './subjects.ts'
+import { namedSubjects } from '../text/subjects.ts'
 
 /**
  * Step 1. Answer, or ask. A subject given, or implied by a textbook, is used as is; otherwise the

@@ -1,7 +1,7 @@
 // A source's excerpt: the sentences of its chunk that hold most of the question's words, as written, at
 // most EXCERPT_CHARS characters, with an ellipsis where text was left out before or after. A chunk is a
 // page or more; its first sentences are often a heading and an introduction, not what answers.
-import { questionKeys, sentencesOf } from '../ai/offline.ts'
+import { questionKeys, sentencesOf } from '../text/keys.ts'
 
 export const EXCERPT_CHARS = 280
 

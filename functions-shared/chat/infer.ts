@@ -23,7 +23,7 @@ import { chunkTexts } from './retrieve.ts'
 import { withoutCopies } from './copies.ts'
 import { rerankByPage } from './pages.ts'
 import type { RetrievalCaches } from './runtime.ts'
-import { namedSubjects, subjectKey, subjectScores } from './subjects.ts'
+import { namedSubjects, subjectKey, subjectScores } from '../text/subjects.ts'
 
 interface Evidence {
   hits: number

@@ -3,7 +3,7 @@
 // provider places them (the openai provider as a system message before the question).
 import type { ChatMessage } from '../ai/provider.ts'
 import type { ChatLanguage } from './language.ts'
-import { subjectKey } from './subjects.ts'
+import { subjectKey } from '../text/subjects.ts'
 
 export type HintLevel = 1 | 2 | 3 | 4 | 5
 

@@ -4,7 +4,7 @@
 // recognized before any search, and the student is asked what they need (a clarification, 2 tokens).
 // Greetings are a closed class, so a list is the right tool here; one content word ("Bonjour, c'est quoi
 // un référentiel ?") makes the message a question.
-import { normalizeWords } from './subjects.ts'
+import { normalizeWords } from '../text/subjects.ts'
 
 const FRENCH = `
   bonjour bonsoir salut coucou hello hi hey bonne bon journee soiree nuit matinee weekend merci mercii beaucoup

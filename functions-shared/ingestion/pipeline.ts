@@ -7,12 +7,11 @@
 import type { Deps } from '../deps.ts'
 import { asService, isPgError } from '../db/tx.ts'
 import { FetchError, safeFetch } from '../net/safe-fetch.ts'
-import { PdfError } from '../catalogue/extract-pdf.ts'
-import { arabicShare, canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
-import { withoutRunningLines } from '../catalogue/running-lines.ts'
-import { joinHyphenatedWords } from '../catalogue/hyphenation.ts'
+import { PdfError } from '../pdf/extract.ts'
+import { arabicShare } from '../text/canonicalize.ts'
+import { cleanPages } from '../pdf/clean-pages.ts'
 import { checkQuality } from '../catalogue/quality.ts'
-import { readPdf, readPdfSettings, type ReadPdf } from './read-pdf.ts'
+import { readPdf, readPdfSettings, type ReadPdf } from '../pdf/read.ts'
 import { allowedHosts, globalAllowlist } from '../catalogue/sources.ts'
 import { retry } from '../lib/retry.ts'
 import { chunkId, chunkPages, tokenWindows, type TextChunk } from './chunk.ts'
@@ -151,9 +150,7 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     // the text as written (chunks are quoted to students) but for its running heads and feet and the
     // hyphens of words the layout broke at a line's end; the folded form only measures content
     const options = source ? { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers } : {}
-    const pages = joinHyphenatedWords(withoutRunningLines(extracted.pages))
-      .map((p) => ({ number: p.number, text: canonicalize(p.text, options), source: p.source, confidence: p.confidence }))
-      .filter((p) => matchingForm(p.text, options).length >= config.QUALITY_MIN_PAGE_CHARS)
+    const pages = cleanPages(extracted.pages, config.QUALITY_MIN_PAGE_CHARS, options)
     if (pages.length === 0) {
       throw new PipelineError(extracted.ocr.attempted > 0 || config.OCR_MODE === 'never' ? `no page with text (${ocrSummary(extracted, config.OCR_MODE)})` : 'no page with text')
     }

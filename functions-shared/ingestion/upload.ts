@@ -4,13 +4,11 @@
 import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
-import { isPdf, PdfError } from '../catalogue/extract-pdf.ts'
-import { PdfReadersBusy } from '../catalogue/pdf-types.ts'
-import { readPdf, readPdfSettings } from './read-pdf.ts'
+import { isPdf, PdfError } from '../pdf/extract.ts'
+import { PdfReadersBusy } from '../pdf/types.ts'
+import { readPdf, readPdfSettings } from '../pdf/read.ts'
 import { countOcr } from './metrics.ts'
-import { canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
-import { withoutRunningLines } from '../catalogue/running-lines.ts'
-import { joinHyphenatedWords } from '../catalogue/hyphenation.ts'
+import { cleanPages } from '../pdf/clean-pages.ts'
 import { charWindows, chunkId, chunkPages } from './chunk.ts'
 import { filterForms, MAX_GRADE_CHARS, namespaceFor } from '../catalogue/namespace.ts'
 
@@ -58,9 +56,7 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
     throw err
   }
   countOcr(deps.metrics.ingestion, extracted.ocr)
-  const pages = joinHyphenatedWords(withoutRunningLines(extracted.pages))
-    .map((p) => ({ number: p.number, text: canonicalize(p.text), source: p.source, confidence: p.confidence }))
-    .filter((p) => matchingForm(p.text).length >= config.QUALITY_MIN_PAGE_CHARS)
+  const pages = cleanPages(extracted.pages, config.QUALITY_MIN_PAGE_CHARS)
   if (pages.length === 0) {
     const why =
       extracted.needsOcr.length > 0

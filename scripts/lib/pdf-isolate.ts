@@ -5,8 +5,8 @@
 // the page text is read in a worker thread of bounded heap, in a child process of its own
 // (process-worker.ts), stopped at the extraction's deadline: the PDF fails, the server goes on.
 import { ProcessWorker as Worker } from './process-worker.ts'
-import { PdfError, type ExtractedPdf, type PdfExtractor } from '../../functions-shared/catalogue/extract-pdf.ts'
-import { PdfReadersBusy } from '../../functions-shared/catalogue/pdf-types.ts'
+import { PdfError, type ExtractedPdf, type PdfExtractor } from '../../functions-shared/pdf/extract.ts'
+import { PdfReadersBusy } from '../../functions-shared/pdf/types.ts'
 
 /** The heap of a reading thread: a 100 MB PDF of text reads in well under it. */
 export const PDF_WORKER_HEAP_MB = 1024

@@ -5,7 +5,7 @@
 // the same page can tell: it has no ligature to misread. Each word of the layer holding alef then lam is
 // replaced by the one of its forms, with some of those pairs turned round, that the recognizer read on
 // the page. The letters, marks and punctuation stay the layer's, which the recognizer may misread.
-import { foldText } from '../lib/fold.ts'
+import { foldText } from './fold.ts'
 import { AR_LETTER, AR_MARK } from './canonicalize.ts'
 
 const ALEF = /^[\u0627\u0623\u0625\u0622]$/

@@ -1,4 +1,4 @@
-// The standard security handler of an encrypted PDF, for the decompression check (pdf-streams.ts). pdf.js
+// The standard security handler of an encrypted PDF, for the decompression check (stream-check.ts). pdf.js
 // opens a PDF encrypted with an empty user password (a "protected" document: no copying or printing)
 // without asking, and decrypts each stream before its filters, so a compressed stream is measured only
 // once decrypted as pdf.js decrypts it: RC4 or AES-128 with a key for each object (revisions 2 to 4),

@@ -1,4 +1,4 @@
-// The shapes of a PDF's extraction, apart from the code that makes it (extract-pdf.ts): what imports
+// The shapes of a PDF's extraction, apart from the code that makes it (extract.ts): what imports
 // only them (Deps) does not bring the PDF reader and its ciphers into every function's module graph.
 
 export interface ExtractedPdf {

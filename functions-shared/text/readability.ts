@@ -2,7 +2,7 @@
 // layers). A PDF's text layer is only as good as its fonts' character maps: Arabic comes out split
 // inside words ("كة حر" for "حركة"), with lam-alef reversed ("اإلسالم" for "الإسلام"), or with glyphs
 // that map to nothing; French comes out as encoding garbage ("Ã©" for "é"). Such a page is recognized
-// from its image too, and the better reading kept (ingestion/read-pdf.ts).
+// from its image too, and the better reading kept (pdf/read.ts).
 import { AR_LETTER, AR_MARK, arabicShare, canonicalize, kashidaCodes, repairTexLigatures } from './canonicalize.ts'
 import { turnedNameOfGod } from './lam-alef.ts'
 

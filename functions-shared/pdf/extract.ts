@@ -2,10 +2,10 @@
 // errors, no font faces or system fonts, a deadline, and the document destroyed whatever happens.
 // (pdf.js 6 no longer compiles fonts with eval at all, the vector of CVE-2024-4367, so the old
 // isEvalSupported switch is gone.)
-import type { ExtractedPdf, ExtractOptions } from './pdf-types.ts'
-export type { ExtractedPdf, ExtractOptions, PdfExtractor } from './pdf-types.ts'
-import { AR_LETTER, AR_MARK } from './canonicalize.ts'
-import { MAX_IMAGE_PIXELS, MAX_INFLATED_BYTES, streamCheck, StreamCheckError, StreamCheckLate } from './pdf-streams.ts'
+import type { ExtractedPdf, ExtractOptions } from './types.ts'
+export type { ExtractedPdf, ExtractOptions, PdfExtractor } from './types.ts'
+import { AR_LETTER, AR_MARK } from '../text/canonicalize.ts'
+import { MAX_IMAGE_PIXELS, MAX_INFLATED_BYTES, streamCheck, StreamCheckError, StreamCheckLate } from './stream-check.ts'
 
 // pdf.js is loaded on the first PDF read: a function that never reads one (the docs, or the admin
 // routes that list) does not pay for it at cold start.

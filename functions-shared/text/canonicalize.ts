@@ -10,7 +10,7 @@
 //   superscripts taken off (E_(c) as Ec), alef forms to bare alef, tatweel removed, and, as a source asks, taa marbuta to ha and the hamza
 //   carriers to their letters. Full-text search folds in SQL (private.search_vector).
 
-import { withoutScriptMarkup } from '../lib/fold.ts'
+import { withoutScriptMarkup } from './fold.ts'
 
 export interface CanonicalizeOptions {
   /** per-source boilerplate, as regular-expression sources (matched case-insensitively, Unicode) */

@@ -1,5 +1,5 @@
 // What pdf.js says of a run of text, and the geometry that the readings of a page's runs share
-// (extract-pdf.ts, placed-accents.ts, formulas.ts).
+// (extract.ts, placed-accents.ts, formulas.ts).
 
 /** A run of text: its string, direction, position (transform e, f), width and height. */
 export interface TextRun {

@@ -4,7 +4,7 @@
 // of each subject's vocabulary in French and Arabic, matched on accent- and diacritic-free words. The
 // keys are common subject slugs; a catalogue whose sources use other slugs is matched to them through
 // SLUG_ALIASES and the words of the slug itself.
-import { foldedWords } from '../lib/fold.ts'
+import { foldedWords } from './fold.ts'
 
 const LEXICON: Record<string, { fr: string[]; ar: string[] }> = {
   mathematiques: {
@@ -103,7 +103,7 @@ export function catalogueSubject(subject: string): string | null {
   return null
 }
 
-/** The words of a text folded for matching (lib/fold.ts), joined by single spaces. */
+/** The words of a text folded for matching (text/fold.ts), joined by single spaces. */
 export function normalizeWords(text: string): string {
   return foldedWords(text).join(' ')
 }

@@ -3,10 +3,10 @@
 // (OCR_MODE auto), of every page (always), or never. The recognizer is a port: Node gives one
 // (tesseract.js on pages rendered by pdf.js, scripts/lib/ocr.ts); Edge Functions have none, and then
 // the pages that need it are reported so the job can wait for a Node worker.
-import { extractPdf, PdfError, type PdfExtractor } from '../catalogue/extract-pdf.ts'
-import { arabicShare, canonicalize, matchingForm } from '../catalogue/canonicalize.ts'
-import { readability } from '../catalogue/readability.ts'
-import { orderAgreement, repairLamAlef } from '../catalogue/lam-alef.ts'
+import { extractPdf, PdfError, type PdfExtractor } from './extract.ts'
+import { arabicShare, canonicalize, matchingForm } from '../text/canonicalize.ts'
+import { readability } from '../text/readability.ts'
+import { orderAgreement, repairLamAlef } from '../text/lam-alef.ts'
 
 import type { Config } from '../config.ts'
 import { OCR_BUDGET_SPENT, type OcrEngine, type OcrLanguage, type OcrMode } from './ocr-port.ts'
