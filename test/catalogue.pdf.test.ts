@@ -1,7 +1,8 @@
 // Real PDFs, generated here, through pdf.js: French and Arabic text, broken and non-PDF files.
 import { describe, expect, it } from 'vitest'
 import { makePdf } from '../scripts/lib/pdf.ts'
-import { extractPdf, isPdf, joinItems, MAX_PAGE_CHARS, PdfError, type TextRun } from '../functions-shared/pdf/extract.ts'
+import { extractPdf, isPdf, MAX_PAGE_CHARS, PdfError, type TextRun } from '../functions-shared/pdf/extract.ts'
+import { joinItems } from '../functions-shared/pdf/lines.ts'
 import { inflatedSize, MAX_INFLATED_BYTES } from '../functions-shared/pdf/stream-check.ts'
 import { deflateSync } from 'node:zlib'
 import { canonicalize, arabicShare } from '../functions-shared/text/canonicalize.ts'
