@@ -2,7 +2,7 @@
 // canonicalize, check quality, fingerprint, compare, insert. Per-document failures are counted and
 // logged; they never abort the run.
 import type { ServiceContext } from '../deps.ts'
-import { asService, isPgError } from '../db/tx.ts'
+import { asService } from '../db/tx.ts'
 import { DomainError } from '../domain/errors.ts'
 import { FetchError, safeFetch, type SafeFetchOptions } from '../net/safe-fetch.ts'
 import { discoverLinks, MAX_PAGE_BYTES, pdfsOfPage, type DiscoveredLink, type ListingFailure } from './discover.ts'
@@ -153,23 +153,18 @@ export const SYNC_HOST_TIMEOUTS = 3
  * time (scrape_runs_one_running_idx): a second sync would download, read and register the same links.
  */
 async function startRun(ctx: ServiceContext, source: string, at: Date, again = true): Promise<string> {
-  try {
-    const [run] = await asService(ctx.deps.sql, (tx) => tx<{ id: string }[]>`insert into public.scrape_runs (source, heartbeat_at) values (${source}, ${at}) returning id`)
-    return run!.id
-  } catch (err) {
-    if (!isPgError(err, '23505')) throw err
-    const [running] = await asService(ctx.deps.sql, (tx) => tx<{ id: string; started_at: Date; heartbeat_at: Date }[]>`
-      select id, started_at, heartbeat_at from public.scrape_runs where source = ${source} and status = 'running'`)
-    // the run ended between the insert and this look: the source is free again
-    if (!running && again) return startRun(ctx, source, at, false)
-    throw new DomainError(
-      'conflict',
-      running
-        ? `A sync of ${source} is already running (run ${running.id}, started ${running.started_at.toISOString()}, last progress ${running.heartbeat_at.toISOString()}): wait for it to end (GET /scraping/${source}/runs)`
-        : `A sync of ${source} is already running: wait for it to end (GET /scraping/${source}/runs)`,
-      running ? { run_id: running.id } : {},
-    )
-  }
+  const [row] = await asService(ctx.deps.sql, (tx) => tx<{ run_id: string | null; running_id: string | null; running_started_at: Date | null; running_heartbeat_at: Date | null }[]>`
+    select * from public.start_scrape_run(${source}, ${at})`)
+  if (row?.run_id) return row.run_id
+  // the run ended between the insert and the look at it: the source is free again
+  if (!row && again) return startRun(ctx, source, at, false)
+  throw new DomainError(
+    'conflict',
+    row?.running_id
+      ? `A sync of ${source} is already running (run ${row.running_id}, started ${row.running_started_at!.toISOString()}, last progress ${row.running_heartbeat_at!.toISOString()}): wait for it to end (GET /scraping/${source}/runs)`
+      : `A sync of ${source} is already running: wait for it to end (GET /scraping/${source}/runs)`,
+    row?.running_id ? { run_id: row.running_id } : {},
+  )
 }
 
 export async function syncSource({ ctx, source }: { ctx: ServiceContext; source: Source }): Promise<SyncResult> {
@@ -189,10 +184,8 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   const heartbeat = async () => {
     try {
       await asService(ctx.deps.sql, (tx) => tx`
-        update public.scrape_runs set heartbeat_at = ${now()}, found_count = ${links.length}, new_count = ${counts.new + counts.needs_metadata},
-               duplicate_count = ${counts.duplicate}, quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + unread.length},
-               changed_count = ${counts.changed}
-         where id = ${runId} and status = 'running'`)
+        select public.heartbeat_scrape_run(${runId}, ${now()}, ${links.length}, ${counts.new + counts.needs_metadata}, ${counts.duplicate},
+                                           ${counts.quality_failed}, ${counts.error + unread.length}, ${counts.changed})`)
     } catch (err) {
       log.warn({ source: source.name, run_id: runId, err: { message: (err as Error).message } }, 'scrape run heartbeat not written')
     }
@@ -279,9 +272,8 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   // written whatever the run's status: a run closed as abandoned while it was alive after all gets the
   // outcome it reached
   await asService(ctx.deps.sql, (tx) => tx`
-    update public.scrape_runs set status = ${status}, found_count = ${links.length}, new_count = ${counts.new + counts.needs_metadata}, duplicate_count = ${counts.duplicate},
-           quality_failed_count = ${counts.quality_failed}, error_count = ${counts.error + listingErrors}, changed_count = ${counts.changed}, error_message = ${failure}, finished_at = now(), heartbeat_at = ${now()}
-     where id = ${runId}`)
+    select public.finish_scrape_run(${runId}, ${status}, ${now()}, ${links.length}, ${counts.new + counts.needs_metadata}, ${counts.duplicate},
+                                    ${counts.quality_failed}, ${counts.error + listingErrors}, ${counts.changed}, ${failure})`)
   log.info({ source: source.name, run_id: runId, found: links.length, ...counts, new: counts.new + counts.needs_metadata }, 'scrape run finished')
   return {
     run_id: runId,

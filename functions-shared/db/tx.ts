@@ -36,7 +36,10 @@ export function isPgError(err: unknown, code?: string): err is Error & { code: s
   return err instanceof Error && typeof (err as { code?: unknown }).code === 'string' && (code === undefined || (err as unknown as { code: string }).code === code)
 }
 
-/** Maps the stable SQLSTATEs our RPCs raise (PT400, PT402, PT404, PT409, PT422) to domain errors. */
+/**
+ * Maps the stable SQLSTATEs our RPCs raise (PT400, PT402, PT404, PT409, PT422) to domain errors; a JSON
+ * object in the error's DETAIL becomes the error's details.
+ */
 export function fromRpcError(err: unknown): unknown {
   if (!isPgError(err)) return err
   const code = ({
@@ -46,5 +49,16 @@ export function fromRpcError(err: unknown): unknown {
     PT409: 'conflict',
     PT422: 'idempotency_key_reused',
   } as Record<string, DomainErrorCode>)[err.code]
-  return code ? new DomainError(code, err.message, {}, { cause: err }) : err
+  if (!code) return err
+  return new DomainError(code, err.message, detailsOf((err as { detail?: unknown }).detail), { cause: err })
+}
+
+function detailsOf(detail: unknown): Record<string, unknown> {
+  if (typeof detail !== 'string' || !detail.startsWith('{')) return {}
+  try {
+    const parsed = JSON.parse(detail) as unknown
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {}
+  } catch {
+    return {}
+  }
 }

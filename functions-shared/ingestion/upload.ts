@@ -74,29 +74,30 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
   const documentId = crypto.randomUUID()
   const ids = await Promise.all(chunks.map((c) => chunkId(documentId, c.page_number, c.chunk_index)))
   const ingestionTs = new Date(deps.clock.now()).toISOString()
+  // one transaction: the document is processing (no student sees it) until every chunk and its vector
+  // are stored, then ready (public.begin_upload, stage_upload_chunks, publish_upload)
   await asService(deps.sql, async (tx) => {
-    await tx`insert into public.documents (id, grade, subject, language, status, origin, vectordb_index, vectordb_namespace, vectordb_vector_count, page_count, chunk_count, ingestion_ts)
-             values (${documentId}, ${grade}, ${subject}, ${input.language}, 'ready', 'upload', ${config.VECTOR_INDEX_NAME}, ${namespace}, ${chunks.length},
-                     ${extracted.pageCount}, ${chunks.length}, now())`
+    await tx`select public.begin_upload(${documentId}, ${grade}, ${subject}, ${input.language}, ${config.VECTOR_INDEX_NAME}, ${namespace}, ${extracted.pageCount})`
     for (let i = 0; i < chunks.length; i += config.VECTOR_UPSERT_BATCH_SIZE) {
-      const slice = chunks.slice(i, i + config.VECTOR_UPSERT_BATCH_SIZE)
-      await tx`insert into public.document_chunks ${tx(slice.map((c, k) => ({ id: ids[i + k]!, file_id: documentId, page_number: c.page_number, chunk_index: c.chunk_index, content: c.text })))}`
-      await tx`insert into public.vectors ${tx(
-        slice.map((c, k) => ({
-          index_name: config.VECTOR_INDEX_NAME,
-          namespace,
+      const slice = chunks.slice(i, i + config.VECTOR_UPSERT_BATCH_SIZE).map((c, k) => {
+        const page = sourceOf.get(c.page_number)
+        return {
           id: ids[i + k]!,
-          file_id: documentId,
+          page_number: c.page_number,
+          chunk_index: c.chunk_index,
+          content: c.text,
           embedding: vectorLiteral(vectors[i + k]!),
           metadata: {
             chunk_id: ids[i + k], file_id: documentId, language: input.language, grade, subject,
             source_url: input.pdf_source ?? null, page_number: c.page_number, ingestion_ts: ingestionTs, text: c.text,
-            text_source: sourceOf.get(c.page_number)?.source ?? 'pdf',
-            ...(sourceOf.get(c.page_number)?.source === 'ocr' ? { ocr_confidence: Math.round(sourceOf.get(c.page_number)!.confidence! * 1000) / 1000 } : {}),
+            text_source: page?.source ?? 'pdf',
+            ...(page?.source === 'ocr' ? { ocr_confidence: Math.round(page.confidence! * 1000) / 1000 } : {}),
           },
-        })) as never[],
-      )}`
+        }
+      })
+      await tx`select public.stage_upload_chunks(${documentId}, ${tx.json(slice as never)})`
     }
+    await tx`select public.publish_upload(${documentId})`
   })
   return {
     status: 'ready' as const, document_id: documentId, namespace, pages: extracted.pageCount, content_pages: pages.length, chunks: chunks.length, vectors: chunks.length,
