@@ -22,6 +22,7 @@ import { FR_LESSON, PHYSICS_LESSON, AR_LESSON } from '../test/helpers/portal.ts'
 import { md5 } from '@noble/hashes/legacy.js'
 import { simhash, tokens, tokenWeight } from '../functions-shared/text/simhash.ts'
 import { MAX_TEXT_CHARS } from '../functions-shared/pdf/extract.ts'
+import { createAiProvider } from '../functions-shared/ai/select.ts'
 
 const PAGES = Number(process.env.BENCH_PAGES ?? 200)
 const db = await scratchDatabase('ingest', { max: 2 })
@@ -36,7 +37,8 @@ await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
 const pdfUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/manuel.pdf`
 
 // the reference's source is not configured: its download may reach only FETCH_ALLOWED_HOSTS
-const deps = createDeps(loadConfig({ LOG_LEVEL: 'silent', FETCH_ALLOW_LOOPBACK: 'true', FETCH_ALLOWED_HOSTS: new URL(pdfUrl).host }), { sql, logs: createLogRoot({ level: 'silent' }), resolveHost: resolveHostNode })
+const benchConfig = loadConfig({ LOG_LEVEL: 'silent', FETCH_ALLOW_LOOPBACK: 'true', FETCH_ALLOWED_HOSTS: new URL(pdfUrl).host })
+const deps = createDeps(benchConfig, { sql, ai: createAiProvider(benchConfig), logs: createLogRoot({ level: 'silent' }), resolveHost: resolveHostNode })
 const [ref] = await sql`insert into public.curriculum_references (source, pdf_source, source_url, title, grade, subject, language)
   values ('bench', ${pdfUrl}, ${pdfUrl}, 'Manuel', '4AS', 'mathematiques', 'fr') returning id`
 await sql`select id from public.request_ingestion(${ref!.id})`

@@ -6,20 +6,13 @@ import type { Config } from './config.ts'
 import type { Sql } from './db/client.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
 import { createLogRoot, type LogRoot } from './lib/logger.ts'
-import { createMetrics, type Metrics } from './http/metrics.ts'
-import { createChatRuntime, type ChatRuntime } from './chat/runtime.ts'
-import { createTokenVerifier, type TokenVerifier } from './http/auth.ts'
-import type { RateLimitStore } from './http/rate-limit/store.ts'
-import { MemoryRateLimitStore } from './http/rate-limit/memory-store.ts'
-import { PostgresRateLimitStore } from './http/rate-limit/postgres-store.ts'
+import { createMetrics, type Metrics } from './lib/metrics.ts'
 import type { SupabaseClient } from '@supabase/supabase-js'
 import type { ConnectGuard, Resolver } from './net/safe-fetch.ts'
 import type { Source } from './sources-file.ts'
 import type { AiProvider, Embedder } from './ai/provider.ts'
 import type { OcrEngine } from './pdf/ocr-port.ts'
 import type { PdfExtractor } from './pdf/types.ts'
-import { createAiProvider } from './ai/select.ts'
-import { realSleep } from './lib/retry.ts'
 import { BackgroundTasks } from './lib/background.ts'
 
 /**
@@ -47,10 +40,6 @@ export interface Deps {
   clock: Clock
   logs: LogRoot
   metrics: Metrics
-  /** what the chat keeps between turns: caches, the model's circuit breaker, its series */
-  chat: ChatRuntime
-  rateLimits: RateLimitStore
-  verifier: TokenVerifier
   /** the socket's peer address, from the runtime adapter */
   remoteAddress: (c: Context) => string | undefined
   /**
@@ -67,7 +56,10 @@ export interface Deps {
   connectGuard?: ConnectGuard
   /** the scraper sources (SCRAPER_SOURCES_FILE, read by the runtime adapter) */
   sources: Source[]
-  /** the AI provider (offline unless OPENAI_API_KEY or AI_PROVIDER says otherwise) */
+  /**
+   * the AI provider (ai/select.ts: offline unless OPENAI_API_KEY or AI_PROVIDER says otherwise), passed by
+   * the entries whose routes call a model (chat, admin, the Node processes); elsewhere never loaded
+   */
   ai: AiProvider
   /** embeddings for ingestion: the provider's, unless a test swaps them */
   embedder: Embedder
@@ -98,14 +90,16 @@ export interface ServiceContext {
   clientKey?: string | undefined
 }
 
+/** What a process that was not given an AI provider answers if a route calls a model: a wiring error, said plainly. */
+const unwiredAi: AiProvider = new Proxy({} as AiProvider, {
+  get: (_target, key) => (key === 'then' ? undefined : () => Promise.reject(new Error(`this process was started without an AI provider (pass ai: createAiProvider(config) at its entry); ${String(key)} called`))),
+})
+
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {
   const clock = parts.clock ?? systemClock
-  const ai = parts.ai ?? createAiProvider(config)
+  const ai = parts.ai ?? unwiredAi
   const logs = parts.logs ?? createLogRoot({ level: config.LOG_LEVEL })
-  // the circuit gauge reads the chat's breaker, made next with the metrics' chat series
-  let chat: ChatRuntime | undefined
-  const metrics = parts.metrics ?? createMetrics({ sql: parts.sql, circuitState: () => chat?.breaker.state ?? 'closed' })
-  chat = parts.chat ?? createChatRuntime(config, clock, metrics.chat, logs.get('chat'))
+  const metrics = parts.metrics ?? createMetrics({ sql: parts.sql })
   return {
     ai,
     embedder: ai,
@@ -113,14 +107,6 @@ export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<De
     clock,
     logs,
     metrics,
-    chat,
-    rateLimits: config.RATE_LIMIT_STORE === 'postgres' ? new PostgresRateLimitStore(parts.sql) : new MemoryRateLimitStore(),
-    verifier: createTokenVerifier({
-      secret: config.JWT_SECRET,
-      jwksUrl: config.JWT_JWKS_URL,
-      clockToleranceSeconds: config.JWT_CLOCK_TOLERANCE_SECONDS,
-      clock,
-    }),
     remoteAddress: () => undefined,
     readAsset: async () => null,
     supabase: noSupabaseClients,
@@ -128,7 +114,7 @@ export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<De
       throw new Error('no DNS resolver in this runtime')
     },
     sources: [],
-    sleep: realSleep,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     background: new BackgroundTasks(),
     ...parts,
   }

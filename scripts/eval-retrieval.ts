@@ -9,6 +9,7 @@
 // (a new conversation), the elliptical follow-up in that conversation (`conversation_id`), and the same
 // follow-up alone, as the baseline that tells what the conversation adds. With --check, it exits 1 when a
 // figure falls below its floor in eval/floors.json. `--json` prints the figures as JSON.
+// The labelled sets are read in scripts/lib/eval-retrieval-sets.ts, an answer scored in scripts/lib/eval-retrieval-scoring.ts.
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,78 +23,15 @@ import { migrateRepository } from './lib/migrations.ts'
 import { startGateway, type Gateway } from './lib/gateway.ts'
 import { ApiClient } from './lib/api-client.ts'
 import { syncAndIngest } from './lib/ingest-source.ts'
+import { answers, APART, apartSet, DIALOGUE_PARTS, loadEvalSets, turns, type Dialogue, type Turn } from './lib/eval-retrieval-sets.ts'
+import { pct, score, type Sources, type Tally } from './lib/eval-retrieval-scoring.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const args = new Set(process.argv.slice(2))
 const out = (line = '') => process.stdout.write(`${line}\n`)
 
-interface Question {
-  id: string
-  question: string
-  language: 'fr' | 'ar' | 'hassaniya'
-  lesson: string | null
-  page?: number
-  expect?: 'clarify'
-  cross_lingual?: boolean
-  /** other pages that answer it as well ("lesson:page"): a page of a neighbouring lesson that says the same */
-  also?: string[]
-  /** the set it comes from: '' for eval/retrieval-questions.json, else one of APART */
-  set?: string
-}
-
-/** one turn of a dialogue of eval/retrieval-dialogues.json: the question and where its answer is */
-interface Turn {
-  question: string
-  lesson: string
-  page: number
-  also?: string[]
-}
-
-/** two turns: an ordinary question, then an elliptical follow-up that names no subject and is read in its light */
-interface Dialogue {
-  id: string
-  language: 'fr' | 'ar' | 'hassaniya'
-  first: Turn
-  second: Turn
-}
-
-/** the three readings of the dialogues, by their tallies' key (`dialogues/hybrid/<part>`) and their label in the table */
-const DIALOGUE_PARTS = [
-  { part: 'first', label: 'dialogues, first question' },
-  { part: 'conversation', label: 'dialogues, follow-up in its conversation' },
-  { part: 'alone', label: 'dialogues, follow-up alone' },
-] as const
-
-interface Lesson {
-  id: string
-  path: string
-  grade: string
-  subject: string
-}
-
 type Mode = 'dense' | 'hybrid'
 type Filters = 'with' | 'without'
-
-interface Tally {
-  n: number
-  page1: number
-  doc1: number
-  doc3: number
-  rr: number
-  clarified: number
-}
-
-// the sets written apart from the first (each without reading the others or the code), by their tallies'
-// prefix and their label in the table; a sealed set's misses and evidence are never printed, so that nobody tunes on its
-// questions one by one and its figures stay those of questions retrieval was not made for
-const APART = [
-  { set: 'fresh', file: 'retrieval-questions-fresh.json', label: 'second set', sealed: false },
-  { set: 'third', file: 'retrieval-questions-third.json', label: 'third set', sealed: false },
-  { set: 'fourth', file: 'retrieval-questions-fourth.json', label: 'fourth set', sealed: true },
-] as const
-const apartSet = (set: string | undefined) => APART.find((a) => a.set === set)
-
-const pct = (x: number, n: number) => (n === 0 ? '  -  ' : `${((100 * x) / n).toFixed(1).padStart(5)}%`)
 
 /** EVAL_SETTINGS: a JSON object of settings (docs/configuration.md) and their values, as strings or numbers. */
 function evalSettings(text: string | undefined): Record<string, string> {
@@ -115,34 +53,7 @@ function evalSettings(text: string | undefined): Record<string, string> {
 
 async function main(): Promise<void> {
   const started = Date.now()
-  // the questions retrieval was tuned on, and the sets written apart from them (APART), whose figures tell
-  // how retrieval does on questions it was not made for; their tallies are kept apart (`<set>/<mode>/<filters>`)
-  const read = async (file: string, set: string) =>
-    (JSON.parse(await readFile(`${root}eval/${file}`, 'utf8')) as { questions: Question[] }).questions.map((q) => ({ ...q, set }))
-  const questions = [
-    ...(await read('retrieval-questions.json', '')),
-    ...(await Promise.all(APART.map((a) => read(a.file, a.set)))).flat(),
-  ]
-  const curriculum = JSON.parse(await readFile(`${root}demo/curriculum.json`, 'utf8')) as { lessons: { id: string; path: string }[] }
-  const lessons = new Map<string, Lesson>(
-    curriculum.lessons.map((l) => {
-      const [, grade = '', subject = ''] = /^fichiers\/([^/]+)\/([^/]+)\//.exec(l.path) ?? []
-      return [l.id, { id: l.id, path: l.path, grade, subject }]
-    }),
-  )
-  const answers = (q: { lesson: string | null; page?: number; also?: string[] }) => [`${q.lesson}:${q.page}`, ...(q.also ?? [])].map((a) => {
-    const [lesson = '', page = ''] = a.split(':')
-    return { lesson, page: Number(page) }
-  })
-  for (const q of questions) for (const a of q.lesson ? answers(q) : []) if (!lessons.has(a.lesson)) throw new Error(`question ${q.id}: unknown lesson ${a.lesson}`)
-  const dialogues = (JSON.parse(await readFile(`${root}eval/retrieval-dialogues.json`, 'utf8')) as { dialogues: Dialogue[] }).dialogues
-  const turns = (d: Dialogue) => [['first', d.first], ['second', d.second]] as const
-  for (const d of dialogues) {
-    for (const [which, t] of turns(d)) {
-      if (!t || typeof t.question !== 'string' || !t.lesson || !Number.isInteger(t.page)) throw new Error(`dialogue ${d.id}: its ${which} turn needs a question, a lesson and a page`)
-      for (const a of answers(t)) if (!lessons.has(a.lesson)) throw new Error(`dialogue ${d.id}: unknown lesson ${a.lesson}`)
-    }
-  }
+  const { questions, lessons, dialogues } = await loadEvalSets(root)
 
   // EVAL_MODES=hybrid runs one retrieval mode only (a quicker loop while tuning)
   const modes = (process.env.EVAL_MODES ?? 'dense,hybrid').split(',').filter((m): m is Mode => m === 'dense' || m === 'hybrid')
@@ -203,20 +114,6 @@ async function main(): Promise<void> {
     }
     const token = await newStudent('eval')
     const sourceLabel = (s: { document_id: string; page_number: number }) => `${[...docOf].find(([, d]) => d === s.document_id)?.[0] ?? '?'}:${s.page_number}`
-    type Sources = { document_id: string; page_number: number }[]
-    /** counts one answer in a tally: its path, and the rank of the right page and lesson among its sources; the rank of the right page (0: not among them) */
-    const score = (t: Tally, res: Record<string, unknown>, right: { doc: string; page: number }[]): number => {
-      const sources = (res.sources ?? []) as Sources
-      t.n++
-      if (res.path === 'clarify') t.clarified++
-      const rank = sources.findIndex((s) => right.some((r) => s.document_id === r.doc && s.page_number === r.page)) + 1
-      const rightDoc = (s: { document_id: string } | undefined) => right.some((r) => s?.document_id === r.doc)
-      if (rank === 1) t.page1++
-      if (rank > 0) t.rr += 1 / rank
-      if (rightDoc(sources[0])) t.doc1++
-      if (sources.slice(0, 3).some(rightDoc)) t.doc3++
-      return rank
-    }
 
     const tallies = new Map<string, Tally>()
     const clarifyItems = new Map<string, { n: number; clarified: number }>()

@@ -11,6 +11,7 @@ import { exitWithStartupError, unreachableDatabase } from './lib/startup-error.t
 import { ocrFromConfig } from './lib/ocr.ts'
 import { embeddedDatabaseUrl } from './lib/embedded-db.ts'
 import { createIsolatedExtractor } from './lib/pdf-isolate.ts'
+import { createAiProvider } from '../functions-shared/ai/select.ts'
 
 const config = loadConfigOrExit('curriculum-tutor worker')
 const once = process.argv.includes('--once')
@@ -19,6 +20,7 @@ const sql = createDb(url, { max: 2, prepare: config.DB_PREPARE, statementTimeout
 const pdfReader = createIsolatedExtractor({ size: config.PDF_READERS, maxQueue: config.PDF_READER_QUEUE })
 const deps = createDeps(config, {
   sql,
+  ai: createAiProvider(config),
   resolveHost: resolveHostNode,
   connectGuard: connectGuardNode,
   sources: existsSync(config.SCRAPER_SOURCES_FILE) ? await readSourcesNode(config.SCRAPER_SOURCES_FILE) : [],

@@ -5,7 +5,7 @@ import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { bearer, studentToken } from './helpers/tokens.ts'
 import { withCommonMiddleware } from '../functions-shared/app.ts'
 import { createRouter } from '../functions-shared/http/router.ts'
-import { guards } from '../functions-shared/http/guards.ts'
+import { guards, useRateLimitStore } from '../functions-shared/http/guards.ts'
 import { MemoryRateLimitStore } from '../functions-shared/http/rate-limit/memory-store.ts'
 import { PostgresRateLimitStore } from '../functions-shared/http/rate-limit/postgres-store.ts'
 import type { RateLimitStore } from '../functions-shared/http/rate-limit/store.ts'
@@ -18,7 +18,8 @@ afterAll(async () => db?.close())
 
 /** An app with a chat-like route (per user) and an auth-like route (per IP) behind the real guards. */
 function limitedApp(store: RateLimitStore): { t: TestApp; app: OpenAPIHono } {
-  const t = createTestApp({ sql: db.sql, deps: { rateLimits: store, remoteAddress: (c) => c.req.header('x-test-peer') ?? '198.51.100.1' } })
+  const t = createTestApp({ sql: db.sql, deps: { remoteAddress: (c) => c.req.header('x-test-peer') ?? '198.51.100.1' } })
+  useRateLimitStore(t.deps, store)
   const g = guards(t.deps)
   const router = createRouter()
   router.post('/chat', g.user, g.limit('chat'), (c) => c.json({ ok: true }))

@@ -11,7 +11,7 @@ import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts
 import { reingest, seedDocument, vectorLiteral } from './helpers/corpus.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
 import { retrieveAndRerank } from '../functions-shared/chat/rerank.ts'
-import type { RetrievalCaches } from '../functions-shared/chat/runtime.ts'
+import type { RetrievalCaches } from '../functions-shared/chat/retrieve.ts'
 import { withoutCopies } from '../functions-shared/chat/copies.ts'
 import { readFileSync } from 'node:fs'
 

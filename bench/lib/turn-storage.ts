@@ -5,6 +5,7 @@ import { loadConfig } from '../../functions-shared/config.ts'
 import { createLogRoot } from '../../functions-shared/lib/logger.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
 import { memoryTurnWrites } from '../../functions-shared/chat/turn-recorder.ts'
+import { chatRuntime } from '../../functions-shared/chat/runtime.ts'
 import { createOfflineProvider } from '../../functions-shared/ai/offline.ts'
 import type { AiProvider } from '../../functions-shared/ai/provider.ts'
 import { startGateway, type Gateway } from '../../scripts/lib/gateway.ts'
@@ -17,7 +18,7 @@ const fmt = (ms: number) => `${ms.toFixed(2)} ms`
 export async function turnStorage(gw: Gateway, config: ReturnType<typeof loadConfig>, sql: Sql, load: Load, students: { token: string }[], questions: { message: string; subject: string; grade: string }[]): Promise<void> {
   const chatUrl = `${gw.url}/functions/v1/chat`
   const unstored = await startGateway({ config, sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }), sources: [] } })
-  unstored.deps.chat.writes = memoryTurnWrites()
+  chatRuntime(unstored.deps).writes = memoryTurnWrites()
   const unstoredUrl = `${unstored.url}/functions/v1/chat`
   await load(unstoredUrl, 4, 300)
   const writes = (g: typeof gw) => turnWrites(g.deps.metrics.registry)

@@ -22,7 +22,7 @@ import { searchQuestion, type PreparedQuery } from './query.ts'
 import { chunkTexts } from './retrieve.ts'
 import { withoutCopies } from './copies.ts'
 import { rerankByPage } from './pages.ts'
-import type { RetrievalCaches } from './runtime.ts'
+import type { RetrievalCaches } from './retrieve.ts'
 import { namedSubjects, subjectKey, subjectScores } from '../text/subjects.ts'
 
 interface Evidence {

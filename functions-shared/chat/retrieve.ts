@@ -11,6 +11,17 @@ import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import type { TtlCache } from '../lib/ttl-cache.ts'
 import { namespaceFor } from '../catalogue/namespace.ts'
+import type { CataloguePlace } from '../catalogue/filters.ts'
+
+/**
+ * chunk text by chunk id and ingestion timestamp; a ranking (chunk ids) by question, scope and tier; the
+ * catalogue's grades and subjects (catalogue/filters.ts), read at most once every PLACES_TTL_MS
+ */
+export interface RetrievalCaches {
+  chunks: TtlCache<ChunkText>
+  rerank: TtlCache<string[]>
+  places: TtlCache<Promise<CataloguePlace[]>>
+}
 
 export interface RetrievalFilters {
   grade?: string | null

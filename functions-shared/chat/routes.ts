@@ -4,6 +4,7 @@
 // its events after a Last-Event-ID and follows it to its end, from any process; POST
 // /chat/turns/{id}/cancel stops it. A client that leaves does not stop its answer. An Idempotency-Key
 // makes a retried POST the same turn.
+import { chatRuntime } from './runtime.ts'
 import { createRoute, z } from '@hono/zod-openapi'
 import { rateLimitClient, type Deps } from '../deps.ts'
 import { bearerSecurity, createRouter } from '../http/router.ts'
@@ -66,7 +67,7 @@ export function chatRouter(deps: Deps) {
     const streaming = input.stream ?? wantsStream(c)
     const key = c.req.valid('header')['idempotency-key']
     let turnId: string = crypto.randomUUID()
-    const live = deps.chat.live
+    const live = chatRuntime(deps).live
     if (key) {
       const hash = sha256Hex(canonicalJson(input))
       const waitUntil = Date.now() + KEY_WAIT_MS
@@ -95,7 +96,7 @@ export function chatRouter(deps: Deps) {
         await live.wait(claim!.turn_id, deps.config.CHAT_FOLLOW_POLL_MS).moved
       }
     }
-    const ctx: TurnContext = { deps, rt: deps.chat, requestId, userId, turnId, clientKey: rateLimitClient(deps, c), log: c.get('log'), timings: {} }
+    const ctx: TurnContext = { deps, rt: chatRuntime(deps), requestId, userId, turnId, clientKey: rateLimitClient(deps, c), log: c.get('log'), timings: {} }
     const releaseKey = async () => {
       if (!key) return
       await deps.sql`select public.release_chat_idempotency(${userId}, ${turnId})`
@@ -116,7 +117,7 @@ export function chatRouter(deps: Deps) {
     }
     let recorder: TurnRecorder
     try {
-      recorder = await TurnRecorder.begin(deps, live, deps.chat.writes ?? databaseTurnWrites(deps), ctx.log, {
+      recorder = await TurnRecorder.begin(deps, live, chatRuntime(deps).writes ?? databaseTurnWrites(deps), ctx.log, {
         turnId, userId, conversationId: conversation?.id ?? null, reservationId: prepared.hold.reservation.id, requestId, question: input.message, meta: turnMeta(ctx, prepared),
         lesson: { grade: prepared.decision.grade ?? prepared.decision.inferredGrade ?? null, subject: prepared.decision.subject },
       })

@@ -1,26 +1,18 @@
-// What the chat keeps between turns, one per process (createDeps makes it): the chunk-text and rerank
-// caches, the circuit breaker around the chat model, and the chat's series (http/metrics.ts).
+// What the chat keeps between turns, one per process (chatRuntime makes it at the first chat request): the chunk-text and rerank
+// caches, the circuit breaker around the chat model, and the chat's series (lib/metrics.ts).
 import type { Config } from '../config.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
-import type { ChatMetrics } from '../http/metrics.ts'
+import type { ChatMetrics } from '../lib/metrics.ts'
 import { TtlCache } from '../lib/ttl-cache.ts'
 import { CircuitBreaker } from '../lib/circuit-breaker.ts'
 import { refusedByModel } from '../ai/provider.ts'
-import type { ChunkText } from './retrieve.ts'
-import type { CataloguePlace } from '../catalogue/filters.ts'
+import type { RetrievalCaches } from './retrieve.ts'
+import type { TurnRuntime } from './turn.ts'
 import { LiveTurns } from './live-turns.ts'
-import type { TurnWrites } from './turn-recorder.ts'
+import type { Deps } from '../deps.ts'
+import type { TurnRecorder, TurnWrites } from './turn-recorder.ts'
 
-/**
- * chunk text by chunk id and ingestion timestamp; a ranking (chunk ids) by question, scope and tier; the
- * catalogue's grades and subjects (catalogue/filters.ts), read at most once every PLACES_TTL_MS
- */
-export interface RetrievalCaches {
-  chunks: TtlCache<ChunkText>
-  rerank: TtlCache<string[]>
-  places: TtlCache<Promise<CataloguePlace[]>>
-}
 
 /**
  * How long the catalogue's grades and subjects are kept between turns. They change only when a document is
@@ -31,12 +23,9 @@ export interface RetrievalCaches {
  */
 export const PLACES_TTL_MS = 10_000
 
-export interface ChatRuntime {
-  caches: RetrievalCaches
-  breaker: CircuitBreaker
-  metrics: ChatMetrics
+export interface ChatRuntime extends TurnRuntime {
   /** the turns this process generates, for the followers and cancels that reach this process */
-  live: LiveTurns
+  live: LiveTurns<TurnRecorder>
   /** where turns are written: the database unless given (bench:chat measures a turn written nowhere beside it) */
   writes?: TurnWrites
 }
@@ -66,4 +55,20 @@ export function createChatRuntime(config: Config, clock: Clock, metrics: ChatMet
     metrics,
     live: new LiveTurns(),
   }
+}
+
+const runtimes = new WeakMap<Deps, ChatRuntime>()
+
+/**
+ * The process's chat runtime, made at the first chat request (only the processes that serve the chat
+ * hold one), its breaker read by the chat_circuit_state gauge.
+ */
+export function chatRuntime(deps: Deps): ChatRuntime {
+  let rt = runtimes.get(deps)
+  if (!rt) {
+    const made = createChatRuntime(deps.config, deps.clock, deps.metrics.chat, deps.logs.get('chat'))
+    deps.metrics.circuit.state = () => made.breaker.state
+    runtimes.set(deps, (rt = made))
+  }
+  return rt
 }

@@ -93,7 +93,7 @@ export class TurnRecorder implements TurnSink {
   /** resolves once the turn's end is written (or could not be) */
   finished: Promise<void> = new Promise(() => {})
   readonly #deps: Deps
-  readonly #live: LiveTurns
+  readonly #live: LiveTurns<TurnRecorder>
   readonly #writes: TurnWrites
   readonly #log: Logger
   #pending = ''
@@ -105,7 +105,7 @@ export class TurnRecorder implements TurnSink {
   #cancelLease = () => {}
   #ended = false
 
-  private constructor(deps: Deps, live: LiveTurns, writes: TurnWrites, log: Logger, userId: string, state: TurnState) {
+  private constructor(deps: Deps, live: LiveTurns<TurnRecorder>, writes: TurnWrites, log: Logger, userId: string, state: TurnState) {
     this.userId = userId
     this.#writes = writes
     this.#deps = deps
@@ -116,7 +116,7 @@ export class TurnRecorder implements TurnSink {
   }
 
   /** The turn's conversation (made from the question when none is given) and its messages, then the recorder. */
-  static async begin(deps: Deps, live: LiveTurns, writes: TurnWrites, log: Logger, b: BeginTurn): Promise<TurnRecorder> {
+  static async begin(deps: Deps, live: LiveTurns<TurnRecorder>, writes: TurnWrites, log: Logger, b: BeginTurn): Promise<TurnRecorder> {
     const meta = storable({ ...b.meta, turn_id: b.turnId })
     const question = storableText(b.question)
     const conversationId = await writes.begin({ ...b, question, title: titleOf(question), meta })
@@ -248,7 +248,7 @@ export class TurnRecorder implements TurnSink {
         }
       }
       this.#live.remove(this.state.turnId, this.#writes.durable ? 0 : 60_000)
-      this.#deps.chat.metrics.turnWrites.observe(this.writes)
+      this.#deps.metrics.chat.turnWrites.observe(this.writes)
     })
   }
 }

@@ -1,6 +1,7 @@
 // GET /chat/turns/{turn_id} and POST /chat/turns/{turn_id}/cancel: a stored turn read, its stream
 // resumed after a Last-Event-ID and followed to its end from any process (turn-store.ts), or stopped; and
 // the ways POST /chat answers with a turn (its stream, or its JSON once it has ended).
+import { chatRuntime } from './runtime.ts'
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import type { Deps } from '../deps.ts'
@@ -35,7 +36,7 @@ export function turnStream(c: Context, deps: Deps, userId: string, turnId: strin
     onCancel: () => left.abort(),
     run: async (send) => {
       try {
-        await followTurn(deps, deps.chat.live, userId, turnId, lastId, (e) => send(e.event, e.data, e.id), left.signal)
+        await followTurn(deps, chatRuntime(deps).live, userId, turnId, lastId, (e) => send(e.event, e.data, e.id), left.signal)
       } catch (err) {
         log.error({ turn_id: turnId, err: { message: (err as Error).message } }, 'following the turn failed')
         send('error', { error: ErrorCode.SERVICE_UNAVAILABLE, message: 'The answer could not be read; resume with GET /chat/turns/{turn_id} and Last-Event-ID', request_id: c.get('requestId') })
@@ -104,7 +105,7 @@ export function addTurnRoutes(router: OpenAPIHono, deps: Deps): void {
     const userId = userOf(c)
     const { turn_id: turnId } = c.req.valid('param')
     const after = lastEventId(c)
-    const state = await readTurn(deps, deps.chat.live, userId, turnId)
+    const state = await readTurn(deps, chatRuntime(deps).live, userId, turnId)
     if (!state) throw new DomainError('not_found', `Turn ${turnId} was not found`)
     if (wantsStream(c)) return turnStream(c, deps, userId, turnId, after, turnHeaders(state)) as never
     return c.json(turnBody(state), 200) as never
@@ -117,8 +118,8 @@ export function addTurnRoutes(router: OpenAPIHono, deps: Deps): void {
     const status = row?.status ?? null
     if (status === null) throw new DomainError('not_found', `Turn ${turnId} was not found`)
     if (status !== 'streaming' && status !== 'cancelled') throw new DomainError('conflict', `The turn has already ended: ${status}`, { status })
-    deps.chat.live.get(turnId)?.cancel.abort()
-    const state = await settledTurn(deps, deps.chat.live, userId, turnId, AbortSignal.timeout(10_000))
+    chatRuntime(deps).live.get(turnId)?.cancel.abort()
+    const state = await settledTurn(deps, chatRuntime(deps).live, userId, turnId, AbortSignal.timeout(10_000))
     if (!state) throw new DomainError('not_found', `Turn ${turnId} was not found`)
     return c.json(turnBody(state), state.terminal ? 200 : 202) as never
   })

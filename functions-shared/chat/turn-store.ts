@@ -4,6 +4,7 @@
 import type { Deps } from '../deps.ts'
 import { eventsAfter, type Terminal, type TurnEvent, type TurnState, type TurnStatus } from './turn-state.ts'
 import type { LiveTurns } from './live-turns.ts'
+import type { TurnRecorder } from './turn-recorder.ts'
 
 interface TurnRow {
   id: string
@@ -23,7 +24,7 @@ interface TurnRow {
  * database (a turn past its lease is interrupted first). Null when it is not the user's, or its
  * conversation was deleted.
  */
-export async function readTurn(deps: Deps, live: LiveTurns, userId: string, turnId: string): Promise<TurnState | null> {
+export async function readTurn(deps: Deps, live: LiveTurns<TurnRecorder>, userId: string, turnId: string): Promise<TurnState | null> {
   const here = live.get(turnId)
   if (here) return here.userId === userId ? here.state : null
   // one statement, not a transaction with a role: a follower reads it every CHAT_FOLLOW_POLL_MS, and the
@@ -59,7 +60,7 @@ export async function readTurn(deps: Deps, live: LiveTurns, userId: string, turn
  * Sends the turn's events after `lastId`, then follows it to its terminal event: from memory when this
  * process generates it, else from the database every CHAT_FOLLOW_POLL_MS. Stops when `signal` aborts.
  */
-export async function followTurn(deps: Deps, live: LiveTurns, userId: string, turnId: string, lastId: number, send: (e: TurnEvent) => void, signal: AbortSignal): Promise<void> {
+export async function followTurn(deps: Deps, live: LiveTurns<TurnRecorder>, userId: string, turnId: string, lastId: number, send: (e: TurnEvent) => void, signal: AbortSignal): Promise<void> {
   let last = lastId
   while (!signal.aborted) {
     // listening before reading: a move while it reads wakes the next read at once
@@ -83,7 +84,7 @@ export async function followTurn(deps: Deps, live: LiveTurns, userId: string, tu
 }
 
 /** Waits for the turn's end and returns it (null when it is not found). */
-export async function settledTurn(deps: Deps, live: LiveTurns, userId: string, turnId: string, signal?: AbortSignal): Promise<TurnState | null> {
+export async function settledTurn(deps: Deps, live: LiveTurns<TurnRecorder>, userId: string, turnId: string, signal?: AbortSignal): Promise<TurnState | null> {
   for (;;) {
     const { moved, stop } = live.wait(turnId, deps.config.CHAT_FOLLOW_POLL_MS, signal)
     const state = await readTurn(deps, live, userId, turnId).catch((err: unknown) => {

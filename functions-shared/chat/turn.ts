@@ -6,7 +6,16 @@ import type { Tier } from '../config.ts'
 import type { ChatLanguage } from './language.ts'
 import type { HintLevel } from './prompt.ts'
 import type { PreparedQuery } from './query.ts'
-import type { ChatRuntime } from './runtime.ts'
+import type { RetrievalCaches } from './retrieve.ts'
+import type { CircuitBreaker } from '../lib/circuit-breaker.ts'
+import type { ChatMetrics } from '../lib/metrics.ts'
+
+/** What a turn uses of the process's chat runtime (runtime.ts): the caches, the model's breaker, the series. */
+export interface TurnRuntime {
+  caches: RetrievalCaches
+  breaker: CircuitBreaker
+  metrics: ChatMetrics
+}
 
 export const UNAVAILABLE_MESSAGE = 'Service temporarily unavailable, please retry'
 /** What a student reads when the model refused the message for what it holds: retrying the same will not help. */
@@ -26,7 +35,7 @@ export interface ChatInput {
 
 export interface TurnContext {
   deps: Deps
-  rt: ChatRuntime
+  rt: TurnRuntime
   requestId: string
   userId: string
   /** the turn's id (chat_turns, chat_messages), named in its usage row */

@@ -5,15 +5,12 @@ import type { MiddlewareHandler } from 'hono'
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import { ApiError, ErrorCode } from './errors.ts'
 import type { Clock } from '../lib/clock.ts'
-import './context.ts'
+import type { Principal, Role } from './context.ts'
 import { ROLES } from '../domain/enums.ts'
 
-export type Role = (typeof ROLES)[number]
+export type { Role } from './context.ts'
 
-export type Principal =
-  | { kind: 'user'; userId: string; role: Role; email: string | null; claims: JWTPayload; token: string }
-  | { kind: 'service'; token: string }
-  | { kind: 'admin_key' }
+export type { Principal } from './context.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 

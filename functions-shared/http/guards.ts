@@ -1,9 +1,39 @@
-// The guards and limits routers put in front of their routes, bound to the deps.
+// The guards and limits routers put in front of their routes, bound to the deps, with the token verifier
+// and the rate-limit store they share in a process (made by the first router that asks).
 import type { Deps } from '../deps.ts'
 import { rateLimitClient } from '../deps.ts'
-import { requireAdmin, requireUser } from './auth.ts'
+import { createTokenVerifier, requireAdmin, requireUser, type TokenVerifier } from './auth.ts'
 import { asService } from '../db/tx.ts'
 import { rateLimit, type RateLimitScope } from './rate-limit/middleware.ts'
+import type { RateLimitStore } from './rate-limit/store.ts'
+import { MemoryRateLimitStore } from './rate-limit/memory-store.ts'
+import { PostgresRateLimitStore } from './rate-limit/postgres-store.ts'
+
+const verifiers = new WeakMap<Deps, TokenVerifier>()
+const stores = new WeakMap<Deps, RateLimitStore>()
+
+/** Makes `store` the one the process's rate limits count in (tests compare the stores). */
+export function useRateLimitStore(deps: Deps, store: RateLimitStore): void {
+  stores.set(deps, store)
+}
+
+/** The process's token verifier (JWT_SECRET, or the keys of JWT_JWKS_URL), made at its first use. */
+export function tokenVerifier(deps: Deps): TokenVerifier {
+  let verifier = verifiers.get(deps)
+  if (!verifier) {
+    const { config } = deps
+    verifier = createTokenVerifier({ secret: config.JWT_SECRET, jwksUrl: config.JWT_JWKS_URL, clockToleranceSeconds: config.JWT_CLOCK_TOLERANCE_SECONDS, clock: deps.clock })
+    verifiers.set(deps, verifier)
+  }
+  return verifier
+}
+
+/** Where the process's rate limits count: RATE_LIMIT_STORE's store, made at its first use, unless one was given. */
+export function rateLimitStore(deps: Deps): RateLimitStore {
+  let store = stores.get(deps)
+  if (!store) stores.set(deps, (store = deps.config.RATE_LIMIT_STORE === 'postgres' ? new PostgresRateLimitStore(deps.sql) : new MemoryRateLimitStore()))
+  return store
+}
 
 const LIMIT_SETTING = {
   chat: 'RATE_LIMIT_CHAT_PER_MINUTE',
@@ -23,9 +53,9 @@ const BY_IP: ReadonlySet<RateLimitScope> = new Set(['auth', 'public'])
 export function guards(deps: Deps) {
   const { config } = deps
   return {
-    user: requireUser({ verifier: deps.verifier }),
+    user: requireUser({ verifier: tokenVerifier(deps) }),
     admin: requireAdmin({
-      verifier: deps.verifier,
+      verifier: tokenVerifier(deps),
       adminApiKey: config.ADMIN_API_KEY,
       // the role in profiles and the session in auth.sessions, not the token's word for them
       stillAdmin: async (userId, sessionId) => {
@@ -39,7 +69,7 @@ export function guards(deps: Deps) {
         scope,
         limit: config[LIMIT_SETTING[scope]],
         windowMs: config.RATE_LIMIT_WINDOW_SECONDS * 1000,
-        store: deps.rateLimits,
+        store: rateLimitStore(deps),
         clock: deps.clock,
         by: by ?? (BY_IP.has(scope) ? 'ip' : 'principal'),
         clientIp: (c) => rateLimitClient(deps, c),

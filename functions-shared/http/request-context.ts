@@ -2,7 +2,7 @@
 import type { MiddlewareHandler } from 'hono'
 import type { LogRoot } from '../lib/logger.ts'
 import type { Clock } from '../lib/clock.ts'
-import type { Metrics } from './metrics.ts'
+import type { Metrics } from '../lib/metrics.ts'
 import './context.ts'
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/

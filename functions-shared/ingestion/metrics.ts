@@ -1,5 +1,5 @@
-// What ingestion counts, on the series of http/metrics.ts (ingestion_*).
-import type { IngestionMetrics } from '../http/metrics.ts'
+// What ingestion counts, on the series of lib/metrics.ts (ingestion_*).
+import type { IngestionMetrics } from '../lib/metrics.ts'
 
 /** Counts what the recognizer did for one document (pipeline, scraper and upload alike). */
 export function countOcr(m: IngestionMetrics, ocr: { pages: number; attempted: number; failed: number; seconds: number }) {

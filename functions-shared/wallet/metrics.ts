@@ -1,5 +1,5 @@
-// What the wallet counts, on the series of http/metrics.ts (wallet_tokens_total, wallet_reservations_total).
-import type { WalletMetrics } from '../http/metrics.ts'
+// What the wallet counts, on the series of lib/metrics.ts (wallet_tokens_total, wallet_reservations_total).
+import type { WalletMetrics } from '../lib/metrics.ts'
 
 /** A reservation made (with the tokens it holds) or refused for want of balance. */
 export function countReservation(m: WalletMetrics, outcome: 'reserved' | 'insufficient', tokens = 0): void {

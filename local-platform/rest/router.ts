@@ -20,6 +20,7 @@ import { Builder, embedNames, readShape, relationSql } from './build.ts'
 import { Catalog, type Relation } from './schema.ts'
 import { callFunction } from './rpc.ts'
 import { countRows, page, writeRows, type WriteKind } from './write.ts'
+import { tokenVerifier } from '../../functions-shared/http/guards.ts'
 
 export interface RestOptions {
   /** config.toml [api] schemas */
@@ -43,7 +44,7 @@ async function caller(deps: Deps, c: Context): Promise<Caller> {
   if (!token) throw new RestError(401, 'PGRST301', 'No API key found in request', null, 'No `apikey` request header or `Authorization: Bearer` token was found.')
   let claims: Record<string, unknown>
   try {
-    claims = (await deps.verifier.claims(token)) as Record<string, unknown>
+    claims = (await tokenVerifier(deps).claims(token)) as Record<string, unknown>
   } catch (err) {
     throw new RestError(401, 'PGRST301', err instanceof ApiError ? err.message : 'JWT cannot be verified')
   }

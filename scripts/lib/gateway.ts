@@ -2,14 +2,15 @@
 // the local auth server under /auth/v1, /rest/v1 and, with DEMO_PORTAL, the demo curriculum portal.
 // With FUNCTIONS_RUNTIME=deno the functions run in Deno processes of their own behind /functions/v1
 // (scripts/lib/deno-functions.ts), and this process keeps auth, /rest/v1, the portal and the jobs that
-// need the page recognizer.
+// need the page recognizer. The server's connection limits are in scripts/lib/gateway-connections.ts.
 import { serve, type ServerType } from '@hono/node-server'
-import type { AddressInfo, Socket } from 'node:net'
-import type { Duplex } from 'node:stream'
+import type { AddressInfo } from 'node:net'
 import type { Config } from '../../functions-shared/config.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
 import { createApp, ROUTER_NAMES } from '../../functions-shared/app.ts'
 import { createDeps, type Deps } from '../../functions-shared/deps.ts'
+import { createAiProvider } from '../../functions-shared/ai/select.ts'
+import { tokenVerifier } from '../../functions-shared/http/guards.ts'
 import { localAuthRouter } from '../../local-platform/auth/routes.ts'
 import { GoTrueError, goTrueErrorResponse } from '../../local-platform/auth/errors.ts'
 import { mailboxOf, mailRouter } from '../../local-platform/auth/mailbox.ts'
@@ -22,14 +23,14 @@ import { ocrFromConfig } from './ocr.ts'
 import { createIsolatedExtractor } from './pdf-isolate.ts'
 import { closeRunsLeftRunning } from '../../functions-shared/catalogue/listings.ts'
 import { restRouter, type RestOptions } from '../../local-platform/rest/router.ts'
-import { clientKey } from '../../functions-shared/net/client.ts'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { parse as parseToml } from 'smol-toml'
-import { createServer as createHttpServer, type IncomingMessage, type RequestListener, type ServerOptions } from 'node:http'
+import { createServer as createHttpServer, type IncomingMessage } from 'node:http'
 import { configEnv, startDenoFunctions, type DenoFunctions } from './deno-functions.ts'
 import { startJobLoop } from './job-loop.ts'
 import { startAppFunctions } from './app-functions.ts'
+import { answerClientErrors, closeAfterRefusedBody, closeStalledReaders, createGatewayServer, limitConnections, limitPipelining } from './gateway-connections.ts'
 
 const CONFIG_TOML = fileURLToPath(new URL('../../supabase/config.toml', import.meta.url))
 
@@ -69,133 +70,6 @@ function clientAddress(config: Config, request: Request, env: unknown): string |
   return forwarded || (env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress
 }
 
-/**
- * A body refused before it was read (413) is still on its way in, so Node closes the connection after
- * the answer: the answer says so (Connection: close) rather than keep-alive, and the client opens another.
- */
-function closeAfterRefusedBody(response: Response): Response {
-  if (response.status !== 413) return response
-  const headers = new Headers(response.headers)
-  headers.set('Connection', 'close')
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
-}
-
-/** Whose connection it is, for CONNECTION_LIMIT_PER_CLIENT: the client the per-IP rate limits count too. */
-export const connectionClient = clientKey
-
-/**
- * The raw answer to a connection past its client's limit, then the connection ends: a 429 in the rate
- * limit's shape (spec §7.1), the limit being on connections open at once (`window: "concurrent"`).
- */
-function refuseConnection(socket: Socket, limit: number): void {
-  const requestId = crypto.randomUUID()
-  const body = JSON.stringify({ error: 'rate_limited', message: `Too many open connections from this client (${limit} at most): close some and retry`, request_id: requestId, retry_after: 1, limit, window: 'concurrent' })
-  socket.on('error', () => {})
-  socket.end(`HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy())
-}
-
-/**
- * Counts each client's open connections (connectionClient) and refuses those past the limit, so that one
- * client holding connections open (slow headers or bodies, idle keep-alive) cannot take the file
- * descriptors every other client and the database need. A refused connection's requests never reach the app.
- */
-function limitConnections(server: ServerType, limit: number): WeakSet<object> {
-  const refused = new WeakSet<object>()
-  const open = new Map<string, number>()
-  server.on('connection', (socket: Socket) => {
-    const client = connectionClient(socket.remoteAddress)
-    const count = (open.get(client) ?? 0) + 1
-    if (count > limit) {
-      refused.add(socket)
-      return refuseConnection(socket, limit)
-    }
-    open.set(client, count)
-    socket.once('close', () => {
-      const left = (open.get(client) ?? 1) - 1
-      if (left > 0) open.set(client, left)
-      else open.delete(client)
-    })
-  })
-  return refused
-}
-
-/**
- * Closes a connection whose client reads nothing of what it was sent for `timeoutMs`: an answer the client
- * does not read waits in this process's memory (a pipelined request for the API reference's 1.7 MB script
- * on each of 250 connections held 680 MB), and Node puts no deadline on sending it. Progress is a byte
- * leaving for the network, the part of a chunk the socket has written included (libuv's write queue), so
- * a slow client that reads is never cut; a connection with nothing waiting is not concerned (idle
- * keep-alive connections have their own timeout).
- */
-function closeStalledReaders(server: ServerType, timeoutMs: number): () => void {
-  const watched = new Map<Socket, { sent: number; queued: number; since: number }>()
-  const progress = (socket: Socket) => ({
-    sent: socket.bytesWritten - socket.writableLength,
-    queued: (socket as unknown as { _handle?: { writeQueueSize?: number } })._handle?.writeQueueSize ?? 0,
-  })
-  server.on('connection', (socket: Socket) => {
-    watched.set(socket, { ...progress(socket), since: Date.now() })
-    socket.once('close', () => watched.delete(socket))
-  })
-  const timer = setInterval(() => {
-    const now = Date.now()
-    for (const [socket, last] of watched) {
-      const p = progress(socket)
-      if (socket.writableLength === 0 || p.sent !== last.sent || p.queued !== last.queued) watched.set(socket, { ...p, since: now })
-      else if (now - last.since >= timeoutMs) socket.destroy()
-    }
-  }, Math.max(50, Math.min(5000, Math.ceil(timeoutMs / 4))))
-  timer.unref()
-  return () => clearInterval(timer)
-}
-
-/**
- * The server, with the requests whose target is no path answered here: `OPTIONS *` (asking what the
- * server allows) with 204 and Allow, any other target that is neither a path nor an absolute URL with
- * 400 in JSON with a request id. The adapter answered both with a bare 400 and no body.
- */
-export function createGatewayServer(options: ServerOptions, listener: RequestListener) {
-  return createHttpServer(options, (incoming, outgoing) => {
-    const target = incoming.url ?? ''
-    if (target.startsWith('/') || /^https?:\/\//i.test(target)) return listener(incoming, outgoing)
-    const requestId = crypto.randomUUID()
-    if (target === '*' && incoming.method === 'OPTIONS') {
-      outgoing.writeHead(204, { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS', 'X-Request-ID': requestId })
-      return outgoing.end()
-    }
-    const body = JSON.stringify({ error: 'bad_request', message: `The request target must be a path such as /functions/v1/health, not ${JSON.stringify(target.slice(0, 100))}`, request_id: requestId })
-    outgoing.writeHead(400, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Request-ID': requestId })
-    outgoing.end(body)
-  })
-}
-
-/**
- * The most requests one connection may have waiting for their answers (HTTP/1.1 pipelining). Node reads
- * every request a packet holds and serves them all at once, keeping each answer until the ones before it
- * are read: 100 requests for the API reference's script, 7 KB sent on each of 10 connections that read
- * nothing, made it hold 1.85 GB within 8 s. A connection past the limit is closed; clients that pipeline
- * send a few requests ahead, browsers and fetch none.
- */
-export const MAX_PIPELINED_REQUESTS = 4
-
-/** Closes a connection past MAX_PIPELINED_REQUESTS; the requests it still holds are not served. */
-function limitPipelining(server: ServerType): WeakSet<object> {
-  const waiting = new WeakMap<object, number>()
-  const closed = new WeakSet<object>()
-  // before the app's listener, so that a request past the limit is known as such when the app is asked
-  server.prependListener('request', (req: IncomingMessage, res: { once(event: 'close', fn: () => void): unknown }) => {
-    const socket = req.socket
-    const n = (waiting.get(socket) ?? 0) + 1
-    waiting.set(socket, n)
-    res.once('close', () => waiting.set(socket, Math.max(0, (waiting.get(socket) ?? 1) - 1)))
-    if (n > MAX_PIPELINED_REQUESTS) {
-      closed.add(socket)
-      socket.destroy()
-    }
-  })
-  return closed
-}
-
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // Listen first: with PORT=0 the URL (which supabase-js calls for auth) is known only then.
   let handle: (request: Request, env: unknown) => Response | Promise<Response> = () => new Response('starting', { status: 503 })
@@ -230,21 +104,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (options.config.SEND_TIMEOUT_MS > 0) stopWatchingReaders = closeStalledReaders(s, options.config.SEND_TIMEOUT_MS)
     // what Node's parser refuses before the app sees it (headers or a query string past 16 KB, a
     // malformed request line) is still answered in JSON with a request id, not with a bare status
-    s.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
-      if (!socket.writable) return socket.destroy()
-      const tooLarge = err.code === 'HPE_HEADER_OVERFLOW'
-      const tooSlow = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      const requestId = crypto.randomUUID()
-      const body = JSON.stringify(
-        tooLarge
-          ? { error: 'request_header_fields_too_large', message: 'The request line or headers are too large (16 KB at most)', request_id: requestId }
-          : tooSlow
-            ? { error: 'request_timeout', message: 'The request did not arrive in time', request_id: requestId }
-            : { error: 'bad_request', message: 'Malformed HTTP request', request_id: requestId },
-      )
-      const status = tooLarge ? '431 Request Header Fields Too Large' : tooSlow ? '408 Request Timeout' : '400 Bad Request'
-      socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`)
-    })
+    answerClientErrors(s)
   })
   const { port } = server.address() as AddressInfo
   const url = `http://${options.config.HOST}:${port}`
@@ -269,6 +129,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const deps = createDeps(config, {
     supabase: createSupabaseClients(config, authFetch),
     sql: options.sql,
+    ai: createAiProvider(config),
     remoteAddress: remoteAddressNode,
     readAsset: readAssetNode,
     resolveHost: resolveHostNode,
@@ -296,7 +157,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // a path the auth server does not have, answered as GoTrue's router answers it
     app.all('/auth/v1/*', (c) => c.text('404 page not found', 404))
     // the mail the local auth server sends, kept and listed (the CLI's Inbucket/Mailpit)
-    app.route('/mail', mailRouter(mailboxOf(deps), async (token) => (await deps.verifier.claims(token).catch(() => null))?.role === 'service_role'))
+    app.route('/mail', mailRouter(mailboxOf(deps), async (token) => (await tokenVerifier(deps).claims(token).catch(() => null))?.role === 'service_role'))
   }
   // supabase-js's .from() and .rpc(): a PostgREST subset with the same role-and-claims path (hosted: PostgREST)
   app.route('/rest/v1', restRouter(deps, await restSettings()))
@@ -350,7 +211,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const appFunctions = await startAppFunctions({
     root: fileURLToPath(new URL('../../', import.meta.url)),
     config,
-    verifier: deps.verifier,
+    verifier: tokenVerifier(deps),
     exclude: ROUTER_NAMES,
     basePath: FUNCTIONS_BASE,
     publicUrl: publicBase,

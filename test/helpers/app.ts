@@ -11,6 +11,7 @@ import type { Sql } from '../../functions-shared/db/client.ts'
 import { FakeClock } from '../../functions-shared/lib/clock.ts'
 import { createLogRoot } from '../../functions-shared/lib/logger.ts'
 import { readAssetNode } from '../../scripts/lib/node-adapter.ts'
+import { createAiProvider } from '../../functions-shared/ai/select.ts'
 
 /** Settings as the service would parse them from this environment only (the shell's is ignored). */
 export function testConfig(env: Record<string, string> = {}): Config {
@@ -52,6 +53,7 @@ export function createTestApp(options: { sql: Sql; env?: Record<string, string>;
   const deps = createDeps(config, {
     supabase: createSupabaseClients({ ...config, SUPABASE_URL: 'http://127.0.0.1:54321' }, authFetch),
     sql: options.sql,
+    ai: createAiProvider(config),
     clock,
     logs: createLogRoot({ level: config.LOG_LEVEL, destination: logs }),
     readAsset: readAssetNode,

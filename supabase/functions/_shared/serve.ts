@@ -11,6 +11,7 @@ import { createDb } from '../../../functions-shared/db/client.ts'
 import { createDeps, type AssetReader, type Deps, type SupabaseClients } from '../../../functions-shared/deps.ts'
 import { parseSources } from '../../../functions-shared/sources-file.ts'
 import { BackgroundTasks } from '../../../functions-shared/lib/background.ts'
+import type { AiProvider } from '../../../functions-shared/ai/provider.ts'
 
 const readAsset: AssetReader = async (pkg, file) => {
   if (file.includes('..') || file.startsWith('/')) return null
@@ -23,9 +24,13 @@ const readAsset: AssetReader = async (pkg, file) => {
 
 const publicVars = (base: string | undefined): Record<string, string> => (base ? { PUBLIC_URL: base.replace(/\/$/, ''), PUBLIC_HOST: new URL(base).host } : {})
 
-/** What an entry composes in besides its router: the supabase-js clients, for the functions that call Auth. */
+/**
+ * What an entry composes in besides its router: the supabase-js clients, for the functions that call
+ * Auth; the AI provider, for those whose routes call a model.
+ */
 export interface FunctionParts {
   supabase?: (config: Config) => SupabaseClients
+  ai?: (config: Config) => AiProvider
 }
 
 /** Serves one router at /<name>: each entry passes its own (and its parts), so a function loads only its own code. */
@@ -46,6 +51,7 @@ export async function serveFunction(name: string, router: (deps: Deps) => OpenAP
     sql,
     readAsset,
     ...(parts.supabase ? { supabase: parts.supabase(config) } : {}),
+    ...(parts.ai ? { ai: parts.ai(config) } : {}),
     resolveHost: async (host) => {
       const answers = await Promise.allSettled([Deno.resolveDns(host, 'A'), Deno.resolveDns(host, 'AAAA')])
       return answers.flatMap((a) => (a.status === 'fulfilled' ? a.value : []))

@@ -4,7 +4,8 @@
 // (docs/operations.md), and the jobs by state are read from the database.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Sql } from '../db/client.ts'
-import type { CircuitState } from '../lib/circuit-breaker.ts'
+/** The chat model's breaker's states (lib/circuit-breaker.ts), as the gauge reports them. */
+type CircuitState = 'closed' | 'open' | 'half_open'
 
 export interface WalletMetrics {
   tokens: Counter<'movement'>
@@ -41,6 +42,8 @@ export interface Metrics {
   wallet: WalletMetrics
   ingestion: IngestionMetrics
   chat: ChatMetrics
+  /** where the chat_circuit_state gauge reads the chat model's breaker: set by the process's chat runtime */
+  circuit: { state: () => CircuitState }
 }
 
 export interface MetricSources {
@@ -63,7 +66,8 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers,
   })
-  const { sql, circuitState } = sources
+  const { sql } = sources
+  const circuit = { state: sources.circuitState ?? ((): CircuitState => 'closed') }
   if (sql) {
     new Gauge({
       name: 'ingestion_jobs',
@@ -82,11 +86,12 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
     help: 'Circuit breaker around the chat model: 0 closed, 1 open, 2 half-open',
     registers,
     collect() {
-      this.set(CIRCUIT_VALUE[circuitState?.() ?? 'closed'])
+      this.set(CIRCUIT_VALUE[circuit.state()])
     },
   })
   return {
     registry,
+    circuit,
     observeRequest(method, route, status, seconds) {
       const labels = { method, route, status: String(status) }
       requests.inc(labels)
