@@ -32,12 +32,24 @@ import { runLoad } from './lib/http-load.ts'
 
 // --- a synthetic curriculum: six subjects' vocabularies, seeded randomness ---------------------------
 const VOCAB: Record<string, string[]> = {
-  mathematiques: 'équation inconnue fonction dérivée limite suite intégrale primitive probabilité vecteur matrice triangle cercle polynôme racine logarithme exponentielle théorème démonstration calcul fraction nombre réel complexe géométrie'.split(' '),
-  physique: 'onde célérité force énergie vitesse accélération tension courant circuit résistance lumière mécanique électricité fréquence atome molécule réaction oscillation condensateur bobine gravitation lentille optique masse'.split(' '),
-  'sciences-naturelles': 'cellule ADN gène chromosome photosynthèse plante digestion respiration immunité écosystème neurone protéine enzyme hormone mitose méiose reproduction sang volcan séisme roche fossile évolution espèce'.split(' '),
-  'education-islamique': 'prière zakat jeûne ramadan coran hadith prophète pilier ablutions pèlerinage foi unicité mosquée aumône invocation comportement famille voisin honnêteté science patience justice savoir adoration'.split(' '),
-  arabe: 'grammaire sujet verbe complément phrase nominale verbale poésie rhétorique métaphore comparaison conjugaison déclinaison accord prose texte auteur style rime mètre lexique morphologie syntaxe discours'.split(' '),
-  histoire: 'empire almoravides colonisation indépendance guerre traité siècle royaume dynastie commerce caravane révolution nation frontière constitution état peuple économie société civilisation découverte conquête résistance'.split(' '),
+  mathematiques:
+    'équation inconnue fonction dérivée limite suite intégrale primitive probabilité vecteur matrice triangle cercle polynôme racine logarithme exponentielle théorème démonstration calcul fraction nombre réel complexe géométrie'
+      .split(' '),
+  physique:
+    'onde célérité force énergie vitesse accélération tension courant circuit résistance lumière mécanique électricité fréquence atome molécule réaction oscillation condensateur bobine gravitation lentille optique masse'
+      .split(' '),
+  'sciences-naturelles':
+    'cellule ADN gène chromosome photosynthèse plante digestion respiration immunité écosystème neurone protéine enzyme hormone mitose méiose reproduction sang volcan séisme roche fossile évolution espèce'
+      .split(' '),
+  'education-islamique':
+    'prière zakat jeûne ramadan coran hadith prophète pilier ablutions pèlerinage foi unicité mosquée aumône invocation comportement famille voisin honnêteté science patience justice savoir adoration'
+      .split(' '),
+  arabe:
+    'grammaire sujet verbe complément phrase nominale verbale poésie rhétorique métaphore comparaison conjugaison déclinaison accord prose texte auteur style rime mètre lexique morphologie syntaxe discours'
+      .split(' '),
+  histoire:
+    'empire almoravides colonisation indépendance guerre traité siècle royaume dynastie commerce caravane révolution nation frontière constitution état peuple économie société civilisation découverte conquête résistance'
+      .split(' '),
 }
 const COMMON = 'le la les des une un dans pour avec sur est sont qui que par plus comme leçon exemple exercice chapitre définition propriété méthode'.split(' ')
 const SUBJECTS = Object.keys(VOCAB)
@@ -63,12 +75,15 @@ const ZIPF_WORDS = 3000
 const LEXICON = Object.fromEntries(
   SUBJECTS.map((subject, s) => [
     subject,
-    [...VOCAB[subject]!, ...Array.from({ length: ZIPF_WORDS - VOCAB[subject]!.length }, (_, i) => {
-      let n = i * SUBJECTS.length + s
-      let w = ''
-      for (let k = 0; k < 4; k++, n = Math.floor(n / SYLLABLES.length)) w += SYLLABLES[n % SYLLABLES.length]
-      return `${w}ment`
-    })],
+    [
+      ...VOCAB[subject]!,
+      ...Array.from({ length: ZIPF_WORDS - VOCAB[subject]!.length }, (_, i) => {
+        let n = i * SUBJECTS.length + s
+        let w = ''
+        for (let k = 0; k < 4; k++, n = Math.floor(n / SYLLABLES.length)) w += SYLLABLES[n % SYLLABLES.length]
+        return `${w}ment`
+      }),
+    ],
   ]),
 )
 const ZIPF_CDF = (() => {
@@ -95,12 +110,13 @@ const fmt = (ms: number) => `${ms.toFixed(2)} ms`
 
 async function documentsFor(sql: Sql): Promise<Map<string, string>> {
   const ids = new Map<string, string>()
-  for (const subject of SUBJECTS)
+  for (const subject of SUBJECTS) {
     for (const grade of GRADES) {
       const [d] = await sql`insert into public.documents (title, grade, subject, language, status, ingestion_ts, vectordb_namespace)
         values (${`${subject} ${grade}`}, ${grade}, ${subject}, 'fr', 'ready', now(), ${namespaceFor(grade, subject)}) returning id`
       ids.set(`${subject}/${grade}`, d!.id as string)
     }
+  }
   return ids
 }
 
@@ -113,16 +129,30 @@ async function loadChunks(sql: Sql, docs: Map<string, string>, from: number, n: 
       const subject = SUBJECTS[i % SUBJECTS.length]!
       const grade = GRADES[Math.floor(i / SUBJECTS.length) % GRADES.length]!
       const text = `${sentence(subject, 40)}.`
-      return { id: `c${i}`, index: i, file: docs.get(`${subject}/${grade}`)!, subject, grade, text, page: 1 + (i % 200), vector: `[${offlineVector(text, 1536).map((x) => x.toFixed(6)).join(',')}]` }
+      return {
+        id: `c${i}`,
+        index: i,
+        file: docs.get(`${subject}/${grade}`)!,
+        subject,
+        grade,
+        text,
+        page: 1 + (i % 200),
+        vector: `[${offlineVector(text, 1536).map((x) => x.toFixed(6)).join(',')}]`,
+      }
     })
-    if (withText)
+    if (withText) {
       await sql`insert into public.document_chunks (id, file_id, page_number, chunk_index, content)
-        select * from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.file)}::uuid[], ${rows.map((r) => r.page)}::int[], ${rows.map((r) => r.index)}::int[], ${rows.map((r) => r.text)}::text[])`
+        select * from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.file)}::uuid[], ${rows.map((r) => r.page)}::int[], ${
+        rows.map((r) => r.index)
+      }::int[], ${rows.map((r) => r.text)}::text[])`
+    }
     await sql`insert into public.vectors (index_name, namespace, id, file_id, embedding, metadata)
       select 'curriculum-1536', ns, id, file, emb::extensions.vector,
              jsonb_build_object('chunk_id', id, 'file_id', file, 'language', 'fr', 'grade', grade, 'subject', subject, 'source_url', 'https://portal.example.mr/' || subject || '.pdf', 'page_number', page, 'ingestion_ts', now())
         from unnest(${rows.map((r) => namespaceFor(r.grade, r.subject))}::text[], ${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.file)}::uuid[],
-                    ${rows.map((r) => r.vector)}::text[], ${rows.map((r) => r.grade)}::text[], ${rows.map((r) => r.subject)}::text[], ${rows.map((r) => r.page)}::int[])
+                    ${rows.map((r) => r.vector)}::text[], ${rows.map((r) => r.grade)}::text[], ${rows.map((r) => r.subject)}::text[], ${
+      rows.map((r) => r.page)
+    }::int[])
              as t(ns, id, file, emb, grade, subject, page)`
   }
 }
@@ -153,7 +183,13 @@ async function turnOverhead(): Promise<void> {
   // a steady state: what autovacuum would do after the load (statistics, the GIN index's pending list,
   // the visibility map) is done before the timing, not during it
   await sql`vacuum (analyze) public.vectors, public.document_chunks, private.search_lexemes, public.documents`
-  const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_CHAT_PER_MINUTE: '100000000', EXPIRY_INTERVAL_SECONDS: '0', AI_PROVIDER: 'offline', RETRIEVAL_MODE: process.env.RETRIEVAL_MODE === 'dense' ? 'dense' : 'hybrid' })
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_CHAT_PER_MINUTE: '100000000',
+    EXPIRY_INTERVAL_SECONDS: '0',
+    AI_PROVIDER: 'offline',
+    RETRIEVAL_MODE: process.env.RETRIEVAL_MODE === 'dense' ? 'dense' : 'hybrid',
+  })
   const gw = await startGateway({ config, sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }), sources: [] } })
 
   const students: { id: string; token: string }[] = []
@@ -185,8 +221,12 @@ async function turnOverhead(): Promise<void> {
     return { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), rps: total / r.seconds, stages }
   }
 
-  console.log(`(a) turn overhead: POST /chat (JSON, offline provider, premium tier, 3,000 chunks, ${config.RETRIEVAL_MODE} retrieval), ${db.label}; node ${process.version}`)
-  console.log('    students   chat p50 / p99 (turns/s)          bare Hono p50 / p99 (req/s)     p50 ratio   stage p50s (ms): decide wallet retrieve (search) generate finalize')
+  console.log(
+    `(a) turn overhead: POST /chat (JSON, offline provider, premium tier, 3,000 chunks, ${config.RETRIEVAL_MODE} retrieval), ${db.label}; node ${process.version}`,
+  )
+  console.log(
+    '    students   chat p50 / p99 (turns/s)          bare Hono p50 / p99 (req/s)     p50 ratio   stage p50s (ms): decide wallet retrieve (search) generate finalize',
+  )
   await load(chatUrl, 4, 300) // warm-up: JIT, connections, caches
   await load(bareUrl, 4, 500)
   for (const [c, total] of [[1, 300], [8, 1200], [32, 1600]] as const) {
@@ -194,7 +234,9 @@ async function turnOverhead(): Promise<void> {
     const bareRun = await load(bareUrl, c, total * 3)
     console.log(
       `    ${String(c).padStart(8)}   ${fmt(chatRun.p50).padStart(9)} / ${fmt(chatRun.p99).padStart(9)} (${chatRun.rps.toFixed(0).padStart(5)})   ` +
-        `${fmt(bareRun.p50).padStart(9)} / ${fmt(bareRun.p99).padStart(9)} (${bareRun.rps.toFixed(0).padStart(6)})   ${(chatRun.p50 / bareRun.p50).toFixed(1).padStart(7)}x   ${chatRun.stages}`,
+        `${fmt(bareRun.p50).padStart(9)} / ${fmt(bareRun.p99).padStart(9)} (${bareRun.rps.toFixed(0).padStart(6)})   ${
+          (chatRun.p50 / bareRun.p50).toFixed(1).padStart(7)
+        }x   ${chatRun.stages}`,
     )
   }
   // the same questions without grade and subject: the teacher infers them from the catalogue first
@@ -202,13 +244,22 @@ async function turnOverhead(): Promise<void> {
   console.log('    without grade and subject: the subject inferred from the catalogue first (one more search, in decide)')
   for (const [c, total] of [[1, 300], [8, 1200]] as const) {
     const inferred = await load(chatUrl, c, total, unlabelled)
-    console.log(`    ${String(c).padStart(8)}   ${fmt(inferred.p50).padStart(9)} / ${fmt(inferred.p99).padStart(9)} (${inferred.rps.toFixed(0).padStart(5)})   ${' '.repeat(44)}${inferred.stages}`)
+    console.log(
+      `    ${String(c).padStart(8)}   ${fmt(inferred.p50).padStart(9)} / ${fmt(inferred.p99).padStart(9)} (${inferred.rps.toFixed(0).padStart(5)})   ${
+        ' '.repeat(44)
+      }${inferred.stages}`,
+    )
   }
   // the turn stored (the default) beside the same turn written nowhere: what keeping conversations costs
   await turnStorage(gw, config, sql, load, students, questions)
   const [usage] = await sql`select count(*)::int as turns, sum(charged)::int as charged from public.usage_log`
-  const [ledger] = await sql`select (select sum(token_balance) from public.wallets)::bigint as balances, (select sum(delta) from public.token_ledger)::bigint as ledger`
-  console.log(`    ${usage!.turns} turns billed, ${usage!.charged} tokens charged; Σ balances ${ledger!.balances} = Σ ledger ${ledger!.ledger}: ${ledger!.balances === ledger!.ledger ? 'ok' : 'MISMATCH'}\n`)
+  const [ledger] =
+    await sql`select (select sum(token_balance) from public.wallets)::bigint as balances, (select sum(delta) from public.token_ledger)::bigint as ledger`
+  console.log(
+    `    ${usage!.turns} turns billed, ${usage!.charged} tokens charged; Σ balances ${ledger!.balances} = Σ ledger ${ledger!.ledger}: ${
+      ledger!.balances === ledger!.ledger ? 'ok' : 'MISMATCH'
+    }\n`,
+  )
   bareServer.close()
   await gw.close()
   await db.close()
@@ -257,7 +308,9 @@ async function retrieval(sizes: number[]): Promise<void> {
       await tx`set local enable_seqscan = off`
       await tx`set local enable_sort = off`
       return (await tx`explain select id from public.vectors v where v.index_name = 'curriculum-1536' and v.metadata ->> 'subject' = 'physique'
-                        order by v.embedding operator(extensions.<=>) ${`[${queries[0]!.vector.join(',')}]`}::extensions.vector limit 30`).map((r) => r['QUERY PLAN'] as string)
+                        order by v.embedding operator(extensions.<=>) ${`[${queries[0]!.vector.join(',')}]`}::extensions.vector limit 30`).map((r) =>
+        r['QUERY PLAN'] as string
+      )
     })
     for (const ef of efs) {
       const deps = depsFor(ef)
@@ -273,8 +326,12 @@ async function retrieval(sizes: number[]): Promise<void> {
       }
       latencies.sort((a, b) => a - b)
       console.log(
-        `    ${size.toLocaleString('en').padStart(10)}   ${loadSeconds.toFixed(1).padStart(6)}   ${indexSeconds.toFixed(1).padStart(7)}   ${String(ef).padStart(4)}   ${quantile(latencies, 0.5).toFixed(2).padStart(7)}   ${quantile(latencies, 0.99).toFixed(2).padStart(7)}` +
-          `   ${(recall / queries.length).toFixed(3).padStart(18)}   ${quantile(exactMs, 0.5).toFixed(2).padStart(12)}   ${plan.some((l) => l.includes('vectors_embedding_hnsw_idx')) ? 'HNSW index scan' : 'no index!'}`,
+        `    ${size.toLocaleString('en').padStart(10)}   ${loadSeconds.toFixed(1).padStart(6)}   ${indexSeconds.toFixed(1).padStart(7)}   ${
+          String(ef).padStart(4)
+        }   ${quantile(latencies, 0.5).toFixed(2).padStart(7)}   ${quantile(latencies, 0.99).toFixed(2).padStart(7)}` +
+          `   ${(recall / queries.length).toFixed(3).padStart(18)}   ${quantile(exactMs, 0.5).toFixed(2).padStart(12)}   ${
+            plan.some((l) => l.includes('vectors_embedding_hnsw_idx')) ? 'HNSW index scan' : 'no index!'
+          }`,
       )
     }
     // hybrid at the default ef_search, against dense at the same ef_search, in the same run
@@ -287,7 +344,9 @@ async function retrieval(sizes: number[]): Promise<void> {
     let textHits = 0
     for (const [i, q] of queries.entries()) {
       // the dense branch alone: every row the fusion gets (k = both depths), those it ranks dense 1-10
-      const all = await sql`select id, dense_rank from public.hybrid_search(${config.VECTOR_INDEX_NAME}, ${`[${q.vector.join(',')}]`}::extensions.vector, ${q.text}, 120,
+      const all = await sql`select id, dense_rank from public.hybrid_search(${config.VECTOR_INDEX_NAME}, ${`[${
+        q.vector.join(',')
+      }]`}::extensions.vector, ${q.text}, 120,
                               null, null, ${q.subject}, null, null, 60, 60, ${config.RETRIEVAL_RRF_K}, 1, 1, p_ef_search => ${config.HNSW_EF_SEARCH})`
       const branch = new Set(all.filter((r) => r.dense_rank !== null && Number(r.dense_rank) <= 10).map((r) => r.id as string))
       denseBranchRecall += [...exact[i]!.ids].filter((id) => branch.has(id)).length / Math.max(1, exact[i]!.ids.size)
@@ -303,9 +362,15 @@ async function retrieval(sizes: number[]): Promise<void> {
     }
     for (const l of Object.values(modes)) l.sort((a, b) => a - b)
     console.log(
-      `    ${size.toLocaleString('en').padStart(10)}   hybrid at ef ${config.HNSW_EF_SEARCH}: p50 ${quantile(modes.hybrid, 0.5).toFixed(2)} ms, p99 ${quantile(modes.hybrid, 0.99).toFixed(2)} ms` +
-        ` (dense alone ${quantile(modes.dense, 0.5).toFixed(2)} / ${quantile(modes.dense, 0.99).toFixed(2)} ms, ratio ${(quantile(modes.hybrid, 0.5) / quantile(modes.dense, 0.5)).toFixed(2)});` +
-        ` recall@10 of its dense branch ${(denseBranchRecall / queries.length).toFixed(3)}; exact dense top-10 among its 30 rows ${(branchRecall / queries.length).toFixed(3)}; ${(textHits / queries.length).toFixed(1)} of 30 rows found by the text branch`,
+      `    ${size.toLocaleString('en').padStart(10)}   hybrid at ef ${config.HNSW_EF_SEARCH}: p50 ${quantile(modes.hybrid, 0.5).toFixed(2)} ms, p99 ${
+        quantile(modes.hybrid, 0.99).toFixed(2)
+      } ms` +
+        ` (dense alone ${quantile(modes.dense, 0.5).toFixed(2)} / ${quantile(modes.dense, 0.99).toFixed(2)} ms, ratio ${
+          (quantile(modes.hybrid, 0.5) / quantile(modes.dense, 0.5)).toFixed(2)
+        });` +
+        ` recall@10 of its dense branch ${(denseBranchRecall / queries.length).toFixed(3)}; exact dense top-10 among its 30 rows ${
+          (branchRecall / queries.length).toFixed(3)
+        }; ${(textHits / queries.length).toFixed(1)} of 30 rows found by the text branch`,
     )
   }
   await db.close()

@@ -18,10 +18,14 @@ await sql`insert into public.curriculum_references (source, pdf_source, source_u
           select 'bench', 'http://portal.bench/' || g || '.pdf', 'http://portal.bench/' || g || '.pdf', ('x' || md5(g::text))::bit(64)::bigint
             from generate_series(1, ${N}::int) g`
 await sql`analyze public.curriculum_references`
-console.log(`database: ${db.label}; ${N.toLocaleString('en')} fingerprints loaded in ${((performance.now() - t) / 1000).toFixed(1)} s; node ${process.version}\n`)
+console.log(
+  `database: ${db.label}; ${N.toLocaleString('en')} fingerprints loaded in ${((performance.now() - t) / 1000).toFixed(1)} s; node ${process.version}\n`,
+)
 
 // queries: stored fingerprints with 0-3 bits flipped (hits) and fresh random ones (misses), half each
-const queries = (await sql`select content_fingerprint as fp from public.curriculum_references order by random() limit ${LOOKUPS / 2}`).map((r) => BigInt(r.fp as string))
+const queries = (await sql`select content_fingerprint as fp from public.curriculum_references order by random() limit ${LOOKUPS / 2}`).map((r) =>
+  BigInt(r.fp as string)
+)
 for (let i = 0; i < LOOKUPS / 2; i++) {
   const q = queries[i]!
   const flips = [0, 1, 2].slice(0, i % 4).map((k) => 1n << BigInt(k * 16 + (i % 16)))
@@ -35,10 +39,16 @@ for (const q of queries) hits += (await sql`select id from public.find_near_dupl
 const indexedPerSecond = queries.length / ((performance.now() - t) / 1000)
 
 t = performance.now()
-for (const q of queries.slice(0, SCANS)) await sql`select id from public.curriculum_references where bit_count((content_fingerprint # ${q.toString()}::bigint)::bit(64)) <= 3`
+for (const q of queries.slice(0, SCANS)) {
+  await sql`select id from public.curriculum_references where bit_count((content_fingerprint # ${q.toString()}::bigint)::bit(64)) <= 3`
+}
 const scanPerSecond = SCANS / ((performance.now() - t) / 1000)
 
-console.log(`pigeonhole (block indexes)   ${indexedPerSecond.toFixed(0).padStart(9)} lookups/s   ${(1000 / indexedPerSecond).toFixed(3)} ms each   (${hits} of ${queries.length} found a near-duplicate)`)
+console.log(
+  `pigeonhole (block indexes)   ${indexedPerSecond.toFixed(0).padStart(9)} lookups/s   ${
+    (1000 / indexedPerSecond).toFixed(3)
+  } ms each   (${hits} of ${queries.length} found a near-duplicate)`,
+)
 console.log(`full scan                    ${scanPerSecond.toFixed(2).padStart(9)} lookups/s   ${(1000 / scanPerSecond).toFixed(1)} ms each`)
 console.log(`ratio                        ${(indexedPerSecond / scanPerSecond).toFixed(0)}x`)
 

@@ -18,7 +18,7 @@ import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
 import { extractPdf } from '../functions-shared/pdf/extract.ts'
-import { FR_LESSON, PHYSICS_LESSON, AR_LESSON } from '../test/helpers/portal.ts'
+import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from '../test/helpers/portal.ts'
 import { md5 } from '@noble/hashes/legacy.js'
 import { simhash, tokens, tokenWeight } from '../functions-shared/text/simhash.ts'
 import { MAX_TEXT_CHARS } from '../functions-shared/pdf/extract.ts'
@@ -30,7 +30,10 @@ const sql: Sql = db.sql
 
 // pages of lesson text, each different (the page number and a rotation of the sentences)
 const sentences = `${FR_LESSON} ${PHYSICS_LESSON}`.split(/(?<=\.) /)
-const pages = Array.from({ length: PAGES }, (_, i) => `Page ${i + 1}. ${sentences.slice(i % sentences.length).concat(sentences.slice(0, i % sentences.length)).join(' ')}`)
+const pages = Array.from(
+  { length: PAGES },
+  (_, i) => `Page ${i + 1}. ${sentences.slice(i % sentences.length).concat(sentences.slice(0, i % sentences.length)).join(' ')}`,
+)
 const pdf = await makePdf(pages)
 const server = createServer((_, res) => res.writeHead(200, { 'content-type': 'application/pdf' }).end(Buffer.from(pdf)))
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
@@ -51,7 +54,11 @@ const histogram = await deps.metrics.ingestion.stageSeconds.get()
 const sums = new Map(histogram.values.filter((v) => v.metricName === 'ingestion_stage_seconds_sum').map((v) => [String(v.labels.stage), v.value]))
 console.log(`database: ${db.label}; ${PAGES}-page French PDF (${(pdf.byteLength / 1024).toFixed(0)} KB); offline embedder; node ${process.version}\n`)
 if (outcome.status !== 'ready') console.log(`the job did not finish: ${outcome.error ?? outcome.status}`)
-console.log(`outcome ${outcome.status}: ${outcome.pages} pages, ${outcome.chunks} chunks in ${seconds.toFixed(2)} s = ${(PAGES / seconds).toFixed(1)} pages/s end to end\n`)
+console.log(
+  `outcome ${outcome.status}: ${outcome.pages} pages, ${outcome.chunks} chunks in ${seconds.toFixed(2)} s = ${
+    (PAGES / seconds).toFixed(1)
+  } pages/s end to end\n`,
+)
 for (const [name, s] of sums) console.log(`  ${name.padEnd(9)} ${s.toFixed(3).padStart(8)} s  ${((s / seconds) * 100).toFixed(1).padStart(5)} %`)
 
 // the text layer alone: in this thread, then in a worker thread in a process of its own (its first read starts both)
@@ -70,7 +77,11 @@ for (let i = 0; i < 5; i++) {
   inWorker.push(await time(() => isolated(pdf, { deadlineMs: 60_000 })))
 }
 await isolated.close()
-console.log(`\ntext layer of the ${PAGES} pages, median of 5: in this thread ${median(inThread).toFixed(0)} ms (baseline); in the reading process's worker thread ${median(inWorker).toFixed(0)} ms (${(median(inWorker) / median(inThread)).toFixed(2)}×); its first read, the process's and the thread's start included, ${first.toFixed(0)} ms`)
+console.log(
+  `\ntext layer of the ${PAGES} pages, median of 5: in this thread ${median(inThread).toFixed(0)} ms (baseline); in the reading process's worker thread ${
+    median(inWorker).toFixed(0)
+  } ms (${(median(inWorker) / median(inThread)).toFixed(2)}×); its first read, the process's and the thread's start included, ${first.toFixed(0)} ms`,
+)
 
 // the SimHash: every occurrence hashed (the baseline) against each distinct token hashed once
 function simhashEveryOccurrence(text: string): bigint {
@@ -100,7 +111,11 @@ t0 = performance.now()
 const everyOccurrence = simhashEveryOccurrence(book)
 const everyMs = performance.now() - t0
 if (counted !== everyOccurrence) console.log('the two SimHash ways disagree')
-console.log(`SimHash of ${(MAX_TEXT_CHARS / 1e6).toFixed(0)} million characters (${tokens(book).length.toLocaleString('en')} tokens): every occurrence hashed ${everyMs.toFixed(0)} ms (baseline); each distinct token once ${countedMs.toFixed(0)} ms (${(countedMs / everyMs).toFixed(2)}×)`)
+console.log(
+  `SimHash of ${(MAX_TEXT_CHARS / 1e6).toFixed(0)} million characters (${tokens(book).length.toLocaleString('en')} tokens): every occurrence hashed ${
+    everyMs.toFixed(0)
+  } ms (baseline); each distinct token once ${countedMs.toFixed(0)} ms (${(countedMs / everyMs).toFixed(2)}×)`,
+)
 
 server.close()
 await db.close()

@@ -43,7 +43,11 @@ const mw = await measure('same route behind request id, logs, metrics, CORS, bod
 
 const app = createApp(deps)
 const service = await apiKey(config.JWT_SECRET, 'service_role')
-const metrics = await measure('GET /metrics (JWT verify, admin rate limit, render)', 3_000, () => app.request('/metrics', { headers: { Authorization: `Bearer ${service}` } }))
+const metrics = await measure(
+  'GET /metrics (JWT verify, admin rate limit, render)',
+  3_000,
+  () => app.request('/metrics', { headers: { Authorization: `Bearer ${service}` } }),
+)
 const health = await measure('GET /health (one database round trip)', 3_000, () => app.request('/health'))
 
 console.log('')

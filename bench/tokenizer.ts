@@ -63,6 +63,8 @@ for (const [language, text] of texts) {
   }
   const same = results.every(([, , t]) => t.length === results[0]![2].length && t.every((v, i) => v === results[0]![2][i]))
   const base = results[0]![1]
-  for (const [name, mbs, tokens] of results) console.log(`${language.padEnd(21)} ${name.padEnd(24)} ${mbs.toFixed(2).padStart(6)} MB/s   ${(mbs / base).toFixed(2)}x   ${tokens.length} tokens`)
+  for (const [name, mbs, tokens] of results) {
+    console.log(`${language.padEnd(21)} ${name.padEnd(24)} ${mbs.toFixed(2).padStart(6)} MB/s   ${(mbs / base).toFixed(2)}x   ${tokens.length} tokens`)
+  }
   console.log(`${language.padEnd(21)} identical tokens: ${same}\n`)
 }

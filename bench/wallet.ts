@@ -30,7 +30,8 @@ await setup.unsafe(`
 `)
 const users: string[] = []
 for (let i = 0; i < 32; i++) {
-  const [row] = await setup`insert into auth.users (id, email, created_at, updated_at) values (gen_random_uuid(), ${`bench${i}@example.mr`}, now(), now()) returning id`
+  const [row] =
+    await setup`insert into auth.users (id, email, created_at, updated_at) values (gen_random_uuid(), ${`bench${i}@example.mr`}, now(), now()) returning id`
   users.push(row!.id as string)
 }
 
@@ -52,13 +53,21 @@ async function run(clients: number, body: (sql: Sql, client: number) => Promise<
   return done / SECONDS
 }
 
-console.log(`database: ${serverUrl ? 'PostgreSQL server' : 'embedded PGlite (one connection)'}; median of ${ROUNDS} alternating runs of ${SECONDS} s; node ${process.version}\n`)
+console.log(
+  `database: ${
+    serverUrl ? 'PostgreSQL server' : 'embedded PGlite (one connection)'
+  }; median of ${ROUNDS} alternating runs of ${SECONDS} s; node ${process.version}\n`,
+)
 console.log('clients   baseline 1-stmt/s   baseline 3-stmt/s   wallet cycles/s   ratio 1-stmt   ratio 3-stmt')
 for (const clients of levels) {
   const sql = createDb(url, { max: clients, prepare: true })
   const deps = createDeps(loadConfig({ LOG_LEVEL: 'silent' }), { sql, logs: createLogRoot({ level: 'silent' }) })
   for (let i = 0; i < clients; i++) {
-    await topUp({ ctx: { deps, requestId: 'bench' }, principal: { kind: 'service', token: '' }, input: { user_id: users[i]!, tokens: 10_000_000, amount: 0, currency: 'MRU', payment_method: 'cash' } })
+    await topUp({
+      ctx: { deps, requestId: 'bench' },
+      principal: { kind: 'service', token: '' },
+      input: { user_id: users[i]!, tokens: 10_000_000, amount: 0, currency: 'MRU', payment_method: 'cash' },
+    })
   }
   await sql.end()
   // baseline and wallet alternate, ROUNDS times each; the medians are compared
@@ -94,6 +103,10 @@ for (const clients of levels) {
   }
   const [baseline, txBaseline, cycles] = [median(baselines), median(txBaselines), median(wallets)]
   const col = (n: number, w: number) => n.toFixed(0).padStart(w)
-  console.log(`${String(clients).padStart(7)}   ${col(baseline, 16)}   ${col(txBaseline, 16)}   ${col(cycles, 15)}   ${(cycles / baseline).toFixed(2).padStart(13)}   ${(cycles / txBaseline).toFixed(2).padStart(13)}`)
+  console.log(
+    `${String(clients).padStart(7)}   ${col(baseline, 16)}   ${col(txBaseline, 16)}   ${col(cycles, 15)}   ${(cycles / baseline).toFixed(2).padStart(13)}   ${
+      (cycles / txBaseline).toFixed(2).padStart(13)
+    }`,
+  )
 }
 await db.close()

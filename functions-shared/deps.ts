@@ -4,7 +4,7 @@ import { clientKey } from './net/client.ts'
 import type { Context } from 'hono'
 import type { Config } from './config.ts'
 import type { Sql } from './db/client.ts'
-import { systemClock, type Clock } from './lib/clock.ts'
+import { type Clock, systemClock } from './lib/clock.ts'
 import { createLogRoot, type LogRoot } from './lib/logger.ts'
 import { createMetrics, type Metrics } from './lib/metrics.ts'
 import type { SupabaseClient } from '@supabase/supabase-js'
@@ -92,7 +92,13 @@ export interface ServiceContext {
 
 /** What a process that was not given an AI provider answers if a route calls a model: a wiring error, said plainly. */
 const unwiredAi: AiProvider = new Proxy({} as AiProvider, {
-  get: (_target, key) => (key === 'then' ? undefined : () => Promise.reject(new Error(`this process was started without an AI provider (pass ai: createAiProvider(config) at its entry); ${String(key)} called`))),
+  get: (
+    _target,
+    key,
+  ) => (key === 'then'
+    ? undefined
+    : () =>
+      Promise.reject(new Error(`this process was started without an AI provider (pass ai: createAiProvider(config) at its entry); ${String(key)} called`))),
 })
 
 export function createDeps(config: Config, parts: Pick<Deps, 'sql'> & Partial<Deps>): Deps {

@@ -28,7 +28,9 @@ const Rule = z
   })
   .superRefine((rule, ctx) => {
     // a rule that silently never matches is a misconfiguration worth refusing at start
-    if (rule.from === 'attr' && rule.attr === undefined) ctx.addIssue({ code: 'custom', path: ['attr'], message: 'from "attr" needs the attribute\'s name in attr' })
+    if (rule.from === 'attr' && rule.attr === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['attr'], message: 'from "attr" needs the attribute\'s name in attr' })
+    }
     if (rule.from !== 'attr' && rule.attr !== undefined) ctx.addIssue({ code: 'custom', path: ['attr'], message: 'attr is only read by from "attr"' })
   })
 export type SourceRule = z.infer<typeof Rule>
@@ -45,7 +47,14 @@ export const SourceSchema = z.object({
   next_selector: z.string().default('a[rel~="next"], link[rel~="next"]'),
   max_listing_pages: z.number().int().min(1).max(500).default(20),
   boilerplate: z.array(z.string()).default([]),
-  defaults: z.object({ major: z.string(), category: z.string(), grade: z.string(), subject: z.string(), language: z.enum(['fr', 'ar', 'hassaniya']), weight: z.number().int() }).partial().default({}),
+  defaults: z.object({
+    major: z.string(),
+    category: z.string(),
+    grade: z.string(),
+    subject: z.string(),
+    language: z.enum(['fr', 'ar', 'hassaniya']),
+    weight: z.number().int(),
+  }).partial().default({}),
   /** regex rules, in order (a later match overrides an earlier one), each over one thing the listing
    *  says about a link (see RuleFrom); the first capture group (or `value`) sets the field */
   rules: z.array(Rule).default([]),

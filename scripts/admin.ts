@@ -79,13 +79,20 @@ async function client(): Promise<ApiClient> {
   let token = flags.token ?? process.env.CT_TOKEN
   if (!token && !adminKey) {
     const host = new URL(url).hostname
-    if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') throw new UsageError(`${url} is not local: give --token (an admin access token or the service-role key) or --admin-key`)
+    if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') {
+      throw new UsageError(`${url} is not local: give --token (an admin access token or the service-role key) or --admin-key`)
+    }
     token = await apiKey(config.JWT_SECRET, 'service_role')
     // signed with this folder's secret: a stack started with another DATA_DIR refuses it, which is worth a sentence
     const mismatch = await keyMismatch(url, token)
     if (mismatch) throw new DomainError(mismatch)
   }
-  return new ApiClient({ url, token, adminKey, onRateLimited: ({ seconds, method, path }) => process.stderr.write(`rate limited on ${method} ${path.split('?')[0]}: waiting ${seconds} s\n`) })
+  return new ApiClient({
+    url,
+    token,
+    adminKey,
+    onRateLimited: ({ seconds, method, path }) => process.stderr.write(`rate limited on ${method} ${path.split('?')[0]}: waiting ${seconds} s\n`),
+  })
 }
 
 function table(rows: Record<string, unknown>[], columns: string[]): void {
@@ -98,7 +105,7 @@ function table(rows: Record<string, unknown>[], columns: string[]): void {
 
 async function userId(api: ApiClient, who: string): Promise<string> {
   if (!who.includes('@')) return who
-  for (let offset = 0; ; offset += 200) {
+  for (let offset = 0;; offset += 200) {
     const page = await api.get(`/admin/users?limit=200&offset=${offset}`)
     const found = (page.items as { id: string; email: string }[]).find((u) => u.email.toLowerCase() === who.toLowerCase())
     if (found) return found.id
@@ -123,7 +130,12 @@ async function main(): Promise<void> {
 
   switch (command) {
     case 'create-admin': {
-      const profile = await api.post('/admin/users', { email: need(args[0], 'email'), password: need(args[1], 'password'), full_name: flags.name ?? 'Administrator', role: 'admin' })
+      const profile = await api.post('/admin/users', {
+        email: need(args[0], 'email'),
+        password: need(args[1], 'password'),
+        full_name: flags.name ?? 'Administrator',
+        role: 'admin',
+      })
       return print(profile, () => out(`admin created: ${profile.email} (${profile.id})`))
     }
     case 'users': {
@@ -145,8 +157,14 @@ async function main(): Promise<void> {
     case 'sync': {
       const run = await api.post(`/scraping/${encodeURIComponent(need(args[0], 'source'))}/sync`)
       print(run, () => {
-        out(`run ${run.run_id}: ${run.status}; found ${run.found_count}, new ${run.new_count}, duplicates ${run.duplicates}, quality failures ${run.quality_failed}, errors ${run.errors}, already known ${run.known}`)
-        if (run.needs_metadata > 0) out(`${run.needs_metadata} new reference(s) have no grade or subject and were not queued: \`references --status discovered\`, then \`references set <id> --grade … --subject …\``)
+        out(
+          `run ${run.run_id}: ${run.status}; found ${run.found_count}, new ${run.new_count}, duplicates ${run.duplicates}, quality failures ${run.quality_failed}, errors ${run.errors}, already known ${run.known}`,
+        )
+        if (run.needs_metadata > 0) {
+          out(
+            `${run.needs_metadata} new reference(s) have no grade or subject and were not queued: \`references --status discovered\`, then \`references set <id> --grade … --subject …\``,
+          )
+        }
       })
       if (run.status !== 'completed') process.exitCode = 1
       return
@@ -155,14 +173,26 @@ async function main(): Promise<void> {
       if (args[0] === 'set') {
         const id = need(args[1], 'reference id')
         const patch: Record<string, string | number> = {}
-        for (const field of ['grade', 'subject', 'title', 'language', 'category', 'major'] as const) if (flags[field] !== undefined) patch[field] = flags[field]!
+        for (const field of ['grade', 'subject', 'title', 'language', 'category', 'major'] as const) {
+          if (flags[field] !== undefined) patch[field] = flags[field]!
+        }
         if (flags.weight !== undefined) {
           if (!/^-?\d+$/.test(flags.weight)) throw new UsageError('--weight takes an integer')
           patch.weight = Number.parseInt(flags.weight, 10)
         }
-        if (Object.keys(patch).length === 0) throw new UsageError('references set needs at least one of --grade --subject --title --language --category --major --weight')
+        if (Object.keys(patch).length === 0) {
+          throw new UsageError('references set needs at least one of --grade --subject --title --language --category --major --weight')
+        }
         const ref = await api.patch(`/admin/references/${encodeURIComponent(id)}`, patch)
-        return print(ref, () => out(`reference ${ref.id}: grade ${ref.grade ?? '-'}, subject ${ref.subject ?? '-'}, language ${ref.language ?? '-'}, title ${ref.title ?? '-'} (${ref.status})`))
+        return print(
+          ref,
+          () =>
+            out(
+              `reference ${ref.id}: grade ${ref.grade ?? '-'}, subject ${ref.subject ?? '-'}, language ${ref.language ?? '-'}, title ${
+                ref.title ?? '-'
+              } (${ref.status})`,
+            ),
+        )
       }
       if (args[0] !== undefined) throw new UsageError(`unknown references subcommand ${args[0]}`)
       const path = flags.source ? `/scraping/${encodeURIComponent(flags.source)}/references` : '/admin/references'
@@ -178,7 +208,12 @@ async function main(): Promise<void> {
         return print(job, () => out(`queued: job ${job.job_id} for reference ${job.reference_id}`))
       }
       const path = flags.source ? `/scraping/${encodeURIComponent(flags.source)}/references` : '/admin/references'
-      const refs = (await api.get(`${path}?status=discovered&limit=200`)).items as { id: string; title: string | null; grade: string | null; subject: string | null }[]
+      const refs = (await api.get(`${path}?status=discovered&limit=200`)).items as {
+        id: string
+        title: string | null
+        grade: string | null
+        subject: string | null
+      }[]
       // a reference without a grade or subject has no namespace: the API would refuse it (409), so it is
       // listed for the operator to fix instead of stopping the batch
       const blank = (v: string | null) => v === null || v.trim() === ''
@@ -210,7 +245,9 @@ async function main(): Promise<void> {
         const rows = (page.items as Record<string, any>[]).map((j) => ({
           ...j,
           // pages read / pages, and how many of them the recognizer read; a queued scan waits for a Node worker
-          pages: j.progress.pages_total === null ? (j.needs_ocr && j.status === 'queued' ? 'needs OCR' : '') : `${j.progress.pages_done}/${j.progress.pages_total}`,
+          pages: j.progress.pages_total === null
+            ? (j.needs_ocr && j.status === 'queued' ? 'needs OCR' : '')
+            : `${j.progress.pages_done}/${j.progress.pages_total}`,
           ocr_pages: j.progress.pages_ocr,
         }))
         table(rows, ['id', 'status', 'pages', 'ocr_pages', 'chunks_created', 'vectors_upserted', 'retry_count', 'error_message', 'updated_at'])
@@ -246,11 +283,19 @@ async function main(): Promise<void> {
         const summary = {
           at: new Date().toISOString(),
           counts: Object.fromEntries(counts),
-          active: active.map((j) => ({ id: j.id, status: j.status, chunks_created: j.chunks_created, vectors_upserted: j.vectors_upserted, needs_ocr: j.needs_ocr, ...j.progress })),
+          active: active.map((j) => ({
+            id: j.id,
+            status: j.status,
+            chunks_created: j.chunks_created,
+            vectors_upserted: j.vectors_upserted,
+            needs_ocr: j.needs_ocr,
+            ...j.progress,
+          })),
         }
-        const line = flags.json
-          ? JSON.stringify(summary)
-          : [`${[...counts].map(([s, n]) => `${s} ${n}`).join(', ') || 'no jobs'}`, ...active.map((j) => `  ${j.id.slice(0, 8)} ${j.status.padEnd(22)} ${jobProgress(j)}`)].join('\n')
+        const line = flags.json ? JSON.stringify(summary) : [
+          `${[...counts].map(([s, n]) => `${s} ${n}`).join(', ') || 'no jobs'}`,
+          ...active.map((j) => `  ${j.id.slice(0, 8)} ${j.status.padEnd(22)} ${jobProgress(j)}`),
+        ].join('\n')
         if (line.replace(/"at":"[^"]+",/, '') !== last) out(line)
         last = line.replace(/"at":"[^"]+",/, '')
         if (active.length === 0) return
@@ -264,14 +309,37 @@ async function main(): Promise<void> {
     case 'topup': {
       const id = await userId(api, need(args[0], 'user id or email'))
       const tokens = Number(need(args[1], 'tokens'))
-      const body = { user_id: id, tokens, amount: Number(need(flags.amount, '--amount')), currency: flags.currency, payment_method: flags.method, ...(flags.reference ? { reference: flags.reference } : {}) }
+      const body = {
+        user_id: id,
+        tokens,
+        amount: Number(need(flags.amount, '--amount')),
+        currency: flags.currency,
+        payment_method: flags.method,
+        ...(flags.reference ? { reference: flags.reference } : {}),
+      }
       const tx = await api.post('/wallet/topup', body, flags['idempotency-key'] ? { 'idempotency-key': flags['idempotency-key'] } : {})
-      return print(tx, () => out(`${tx.replayed ? 'already done (same idempotency key): ' : ''}+${tx.tokens} tokens for ${id}; balance ${tx.new_balance}; transaction ${tx.transaction_id}`))
+      return print(
+        tx,
+        () =>
+          out(
+            `${
+              tx.replayed ? 'already done (same idempotency key): ' : ''
+            }+${tx.tokens} tokens for ${id}; balance ${tx.new_balance}; transaction ${tx.transaction_id}`,
+          ),
+      )
     }
     case 'stats': {
       const stats = await api.get('/admin/stats')
       return print(stats, () => {
-        for (const [group, values] of Object.entries(stats)) out(`${group.padEnd(14)} ${typeof values === 'object' && values !== null ? Object.entries(values).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : v}`).join(', ') : String(values)}`)
+        for (const [group, values] of Object.entries(stats)) {
+          out(
+            `${group.padEnd(14)} ${
+              typeof values === 'object' && values !== null
+                ? Object.entries(values).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : v}`).join(', ')
+                : String(values)
+            }`,
+          )
+        }
       })
     }
     default:

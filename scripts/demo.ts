@@ -8,7 +8,7 @@ import { apiKey } from '../functions-shared/lib/keys.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { createHmac } from 'node:crypto'
 import { ApiCallError, ApiClient } from './lib/api-client.ts'
-import { startStack, type Stack } from './lib/stack.ts'
+import { type Stack, startStack } from './lib/stack.ts'
 import { explainStartup } from './lib/startup-error.ts'
 import { syncAndIngest } from './lib/ingest-source.ts'
 import { keyMismatch } from './lib/status.ts'
@@ -35,11 +35,16 @@ async function main(): Promise<void> {
   let url = targetUrl
   if (!process.env.DEMO_URL && (config.PORT === 0 || !(await reachable(url)))) {
     out('No stack is running: starting one on the embedded database…')
-    stack = await startStack(config, createLogRoot({ level: process.env.DEMO_LOG_LEVEL === undefined ? 'warn' : config.LOG_LEVEL }), { folderJwtSecret: !jwtSecretGiven() })
+    stack = await startStack(config, createLogRoot({ level: process.env.DEMO_LOG_LEVEL === undefined ? 'warn' : config.LOG_LEVEL }), {
+      folderJwtSecret: !jwtSecretGiven(),
+    })
     url = targetUrl = stack.gateway.url
   }
   try {
-    await run(url, stack?.serviceKey ?? process.env.SUPABASE_SERVICE_ROLE_KEY ?? config.SUPABASE_SERVICE_ROLE_KEY ?? (await apiKey(config.JWT_SECRET, 'service_role')))
+    await run(
+      url,
+      stack?.serviceKey ?? process.env.SUPABASE_SERVICE_ROLE_KEY ?? config.SUPABASE_SERVICE_ROLE_KEY ?? (await apiKey(config.JWT_SECRET, 'service_role')),
+    )
   } finally {
     await stack?.close()
   }
@@ -48,7 +53,11 @@ async function main(): Promise<void> {
 async function run(url: string, serviceKey: string): Promise<void> {
   const mismatch = await keyMismatch(url, serviceKey)
   if (mismatch) throw new Error(mismatch)
-  const service = new ApiClient({ url, token: serviceKey, onRateLimited: ({ seconds, method, path }) => out(`rate limit   ${method} ${path.split('?')[0]}: waiting ${seconds} s`) })
+  const service = new ApiClient({
+    url,
+    token: serviceKey,
+    onRateLimited: ({ seconds, method, path }) => out(`rate limit   ${method} ${path.split('?')[0]}: waiting ${seconds} s`),
+  })
   out(`\n== curriculum-tutor demo on ${url}`)
 
   // 1. accounts: the same two on every run against a stack, with a password derived from its service key
@@ -76,25 +85,39 @@ async function run(url: string, serviceKey: string): Promise<void> {
   const student = await account('eleve@demo.mr', 'Élève Démo', 'student')
   const adminApi = service.withToken(admin.token)
   const studentApi = service.withToken(student.token)
-  out(`accounts     admin ${admin.email}, student ${student.email} (${admin.created || student.created ? 'created' : 'from an earlier run'}; signed in, the admin works with its own token)`)
+  out(
+    `accounts     admin ${admin.email}, student ${student.email} (${
+      admin.created || student.created ? 'created' : 'from an earlier run'
+    }; signed in, the admin works with its own token)`,
+  )
   // a student whose earlier runs spent the welcome bonus gets it again, so the questions are paid for
   const before = await studentApi.get('/wallet/balance')
   if (before.token_balance < 50) {
     const me = await studentApi.get('/me')
-    await adminApi.post('/wallet/topup', { user_id: me.id, tokens: 50 - before.token_balance, amount: 0, currency: 'MRU', payment_method: 'cash', reference: 'demo run' })
+    await adminApi.post('/wallet/topup', {
+      user_id: me.id,
+      tokens: 50 - before.token_balance,
+      amount: 0,
+      currency: 'MRU',
+      payment_method: 'cash',
+      reference: 'demo run',
+    })
     out(`wallet       topped up to 50 tokens for this run`)
   }
 
   // 2-3. sync the demo portal, ingest every discovered reference, and watch the jobs
   // the demo portal is served with the embedded database, or with DEMO_PORTAL=on (it lives on loopback,
   // which downloads may reach only then): without it the source is absent or its pages unreachable
-  const hint = ' (the demo portal is served by a stack on the embedded database, or one started with DEMO_PORTAL=on: with DATABASE_URL set, start it with DEMO_PORTAL=on)'
+  const hint =
+    ' (the demo portal is served by a stack on the embedded database, or one started with DEMO_PORTAL=on: with DATABASE_URL set, start it with DEMO_PORTAL=on)'
   const sources = ((await service.withToken('').get('/scraping/sources')).sources as string[]) ?? []
   if (!sources.includes('demo')) throw new Error(`the stack at ${url} has no demo source${hint}`)
   await syncAndIngest(adminApi, 'demo', {
     deadline: started + DEADLINE_MS,
     onSync: (sync) =>
-      out(`sync         run ${sync.run_id}: ${sync.status}; found ${sync.found_count}, new ${sync.new_count}, duplicates ${sync.duplicates}, quality failures ${sync.quality_failed}, errors ${sync.errors}, already known ${sync.known}`),
+      out(
+        `sync         run ${sync.run_id}: ${sync.status}; found ${sync.found_count}, new ${sync.new_count}, duplicates ${sync.duplicates}, quality failures ${sync.quality_failed}, errors ${sync.errors}, already known ${sync.known}`,
+      ),
     onQueued: (n) => out(`ingest       ${n} reference(s) queued${n === 0 ? ' (everything was ingested by an earlier run)' : ''}`),
     onProgress: out,
   }).catch((err: Error) => {
@@ -121,7 +144,11 @@ async function run(url: string, serviceKey: string): Promise<void> {
       } else if (e.event === 'delta') process.stdout.write(e.data.text)
       else if (e.event === 'done') {
         outcome = e.data.outcome
-        out(`\n  → ${e.data.outcome}${e.data.extractive ? ' (extractive: quoted from the curriculum, offline provider)' : ''}; charged ${e.data.usage.charged} tokens, balance ${e.data.usage.token_balance}`)
+        out(
+          `\n  → ${e.data.outcome}${
+            e.data.extractive ? ' (extractive: quoted from the curriculum, offline provider)' : ''
+          }; charged ${e.data.usage.charged} tokens, balance ${e.data.usage.token_balance}`,
+        )
       } else if (e.event === 'error') throw new Error(`chat error: ${e.data.error}: ${e.data.message}`)
     }
     if (outcome !== 'answered') throw new Error(`the teacher did not answer (${outcome || 'no done event'})`)
@@ -131,7 +158,7 @@ async function run(url: string, serviceKey: string): Promise<void> {
   const balance = await studentApi.get('/wallet/balance')
   // every entry, over as many pages as earlier runs made, so the sum is the balance's
   const ledger = { items: [] as Record<string, any>[] }
-  for (let offset = 0; ; offset += 100) {
+  for (let offset = 0;; offset += 100) {
     const page = await studentApi.get(`/wallet/ledger?limit=100&offset=${offset}`)
     ledger.items.push(...page.items)
     if (page.items.length < 100) break

@@ -14,16 +14,16 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { loadConfig, type Config } from '../functions-shared/config.ts'
+import { type Config, loadConfig } from '../functions-shared/config.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { createDb } from '../functions-shared/db/client.ts'
 import { startEmbedded } from './lib/embedded-db.ts'
 import { migrateRepository } from './lib/migrations.ts'
-import { startGateway, type Gateway } from './lib/gateway.ts'
+import { type Gateway, startGateway } from './lib/gateway.ts'
 import { ApiClient } from './lib/api-client.ts'
 import { syncAndIngest } from './lib/ingest-source.ts'
-import { answers, APART, apartSet, DIALOGUE_PARTS, loadEvalSets, turns, type Dialogue, type Turn } from './lib/eval-retrieval-sets.ts'
+import { answers, APART, apartSet, type Dialogue, DIALOGUE_PARTS, loadEvalSets, type Turn, turns } from './lib/eval-retrieval-sets.ts'
 import { pct, score, type Sources, type Tally } from './lib/eval-retrieval-scoring.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -90,25 +90,45 @@ async function main(): Promise<void> {
     for (const mode of ['hybrid', 'dense'] as const) gateways[mode] = await startGateway({ config: base(mode), sql, deps: { logs }, embedded: true })
     const serviceKey = await apiKey(base('hybrid').JWT_SECRET, 'service_role')
     const admin = new ApiClient({ url: gateways.hybrid!.url, token: serviceKey })
-    if (!args.has('--json')) out(`== retrieval evaluation: ${questions.length} questions${modes.includes('hybrid') ? ` and ${dialogues.length} two-turn dialogues` : ''}, the demo curriculum, the ${provider} provider`)
+    if (!args.has('--json')) {
+      out(
+        `== retrieval evaluation: ${questions.length} questions${
+          modes.includes('hybrid') ? ` and ${dialogues.length} two-turn dialogues` : ''
+        }, the demo curriculum, the ${provider} provider`,
+      )
+    }
     await syncAndIngest(admin, 'demo', { deadline: started + 600_000 })
 
     // the lesson of each document, by the path of its reference
-    const docs = await sql`select d.id, r.pdf_source from public.documents d join public.curriculum_references r on r.id = d.reference_id where d.status = 'ready'`
+    const docs =
+      await sql`select d.id, r.pdf_source from public.documents d join public.curriculum_references r on r.id = d.reference_id where d.status = 'ready'`
     const docOf = new Map<string, string>()
     for (const l of lessons.values()) {
       const d = docs.find((x) => (x.pdf_source as string).endsWith(l.path))
       if (d) docOf.set(l.id, d.id as string)
     }
-    for (const q of questions) for (const a of q.lesson ? answers(q) : []) if (!docOf.has(a.lesson)) throw new Error(`question ${q.id}: lesson ${a.lesson} has no ready document`)
-    for (const d of dialogues) for (const [, t] of turns(d)) for (const a of answers(t)) if (!docOf.has(a.lesson)) throw new Error(`dialogue ${d.id}: lesson ${a.lesson} has no ready document`)
+    for (const q of questions) {
+      for (const a of q.lesson ? answers(q) : []) if (!docOf.has(a.lesson)) throw new Error(`question ${q.id}: lesson ${a.lesson} has no ready document`)
+    }
+    for (const d of dialogues) {
+      for (const [, t] of turns(d)) {
+        for (const a of answers(t)) if (!docOf.has(a.lesson)) throw new Error(`dialogue ${d.id}: lesson ${a.lesson} has no ready document`)
+      }
+    }
 
     // a student with a balance that pays every turn asked of it (a turn reserves at most a few thousand tokens)
     const stamp = Date.now().toString(36)
     const newStudent = async (name: string): Promise<string> => {
       const password = `eval-${stamp}-Passw0rd`
       const user = await admin.post('/admin/users', { email: `${name}-${stamp}@eval.mr`, password, full_name: 'Évaluation', role: 'student' })
-      await admin.post('/wallet/topup', { user_id: user.id, tokens: 10_000_000, amount: 1, currency: 'MRU', payment_method: 'cash', reference: 'retrieval evaluation' })
+      await admin.post('/wallet/topup', {
+        user_id: user.id,
+        tokens: 10_000_000,
+        amount: 1,
+        currency: 'MRU',
+        payment_method: 'cash',
+        reference: 'retrieval evaluation',
+      })
       const signin = await admin.withToken('').post('/auth/signin', { email: user.email, password })
       return signin.data.access_token as string
     }
@@ -138,18 +158,30 @@ async function main(): Promise<void> {
             const [row] = await sql`select details -> 'inference' as inference from public.usage_log where request_id = ${res.request_id as string}`
             const ev = (row?.inference ?? {}) as { best_coverage?: number; best_similarity?: number; subjects?: Record<string, number> }
             const weights = Object.entries(ev.subjects ?? {}).map(([s, w]) => `${s} ${w}`).join(', ')
-            evidence.push(`${mode} ${q.id} ${lessonLabel(q)} coverage ${ev.best_coverage ?? '-'} similarity ${ev.best_similarity ?? '-'} → ${res.path} ${res.subject ?? '-'}${weights ? ` (${weights})` : ''}`)
+            evidence.push(
+              `${mode} ${q.id} ${lessonLabel(q)} coverage ${ev.best_coverage ?? '-'} similarity ${ev.best_similarity ?? '-'} → ${res.path} ${
+                res.subject ?? '-'
+              }${weights ? ` (${weights})` : ''}`,
+            )
           }
           if (!lesson) {
             clarify.n++
             if (res.path === 'clarify') clarify.clarified++
-            else if (args.has('--misses')) misses.push(`${mode} ${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${res.reason ?? ''} (want clarify)`)
+            else if (args.has('--misses')) {
+              misses.push(`${mode} ${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${res.reason ?? ''} (want clarify)`)
+            }
             continue
           }
           const right = answers(q).map((a) => ({ doc: docOf.get(a.lesson)!, page: a.page }))
           const t = q.cross_lingual ? cross : (apart.get(q.set ?? '') ?? tally)
           const rank = score(t, res, right)
-          if (rank !== 1 && !q.cross_lingual && !apartSet(q.set)?.sealed && args.has('--misses')) misses.push(`${mode} ${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${sources.map(sourceLabel).join(' ')} (want ${[`${lesson.id}:${q.page}`, ...(q.also ?? [])].join(' or ')})`)
+          if (rank !== 1 && !q.cross_lingual && !apartSet(q.set)?.sealed && args.has('--misses')) {
+            misses.push(
+              `${mode} ${filters} ${q.id} [${q.language}] ${q.question} → ${res.path} ${res.subject ?? '-'} ${sources.map(sourceLabel).join(' ')} (want ${
+                [`${lesson.id}:${q.page}`, ...(q.also ?? [])].join(' or ')
+              })`,
+            )
+          }
         }
         tallies.set(`${mode}/${filters}`, tally)
         tallies.set(`${mode}/${filters}/cross_lingual`, cross)
@@ -167,12 +199,18 @@ async function main(): Promise<void> {
     const dialoguesStarted = Date.now()
     if (modes.includes('hybrid') && dialogues.length > 0) {
       const student = new ApiClient({ url: gateways.hybrid!.url, token: await newStudent('eval-dialogues') })
-      const ask = (message: string, conversationId?: string) => student.post('/chat', { message, stream: false, ...(conversationId ? { conversation_id: conversationId } : {}) })
+      const ask = (message: string, conversationId?: string) =>
+        student.post('/chat', { message, stream: false, ...(conversationId ? { conversation_id: conversationId } : {}) })
       const rightOf = (t: Turn) => answers(t).map((a) => ({ doc: docOf.get(a.lesson)!, page: a.page }))
-      const answered = (res: Record<string, unknown>) => `${res.path} ${res.subject ?? '-'} ${res.grade ?? '-'} ${res.reason ?? ''} ${((res.sources ?? []) as Sources).map(sourceLabel).join(' ')}`
+      const answered = (res: Record<string, unknown>) =>
+        `${res.path} ${res.subject ?? '-'} ${res.grade ?? '-'} ${res.reason ?? ''} ${((res.sources ?? []) as Sources).map(sourceLabel).join(' ')}`
       // a follow-up's miss also tells what its first turn was answered from (the conversation's lesson)
       const miss = (part: string, d: Dialogue, t: Turn, res: Record<string, unknown>, after?: Record<string, unknown>) =>
-        misses.push(`hybrid dialogue ${part} ${d.id} [${d.language}] ${t.question} → ${answered(res)} (want ${[`${t.lesson}:${t.page}`, ...(t.also ?? [])].join(' or ')})${after ? `; after ${answered(after)}` : ''}`)
+        misses.push(
+          `hybrid dialogue ${part} ${d.id} [${d.language}] ${t.question} → ${answered(res)} (want ${
+            [`${t.lesson}:${t.page}`, ...(t.also ?? [])].join(' or ')
+          })${after ? `; after ${answered(after)}` : ''}`,
+        )
       for (const d of dialogues) {
         const first = await ask(d.first.question)
         if (score(dialogueTallies.get('first')!, first, rightOf(d.first)) !== 1 && args.has('--misses')) miss('first', d, d.first, first)
@@ -187,15 +225,30 @@ async function main(): Promise<void> {
         if (score(dialogueTallies.get('alone')!, alone, rightOf(d.second)) !== 1 && args.has('--misses')) miss('alone', d, d.second, alone)
       }
       // a service without conversations: the conversation row is missing (and --check fails on its floors)
-      if (noConversation > 0) process.stderr.write(`retrieval evaluation: ${noConversation} of ${dialogues.length} first turns gave no conversation_id; their follow-ups were not asked in a conversation\n`)
+      if (noConversation > 0) {
+        process.stderr.write(
+          `retrieval evaluation: ${noConversation} of ${dialogues.length} first turns gave no conversation_id; their follow-ups were not asked in a conversation\n`,
+        )
+      }
       for (const [part, t] of dialogueTallies) tallies.set(`dialogues/hybrid/${part}`, t)
     }
     const dialoguesSeconds = (Date.now() - dialoguesStarted) / 1000
 
     const figures = Object.fromEntries(
-      [...tallies].filter(([, t]) => t.n > 0).map(([key, t]) => [key, { questions: t.n, page_at_1: t.page1 / t.n, document_at_1: t.doc1 / t.n, document_at_3: t.doc3 / t.n, mrr: t.rr / t.n, clarification_rate: t.clarified / t.n }]),
+      [...tallies].filter(([, t]) => t.n > 0).map((
+        [key, t],
+      ) => [key, {
+        questions: t.n,
+        page_at_1: t.page1 / t.n,
+        document_at_1: t.doc1 / t.n,
+        document_at_3: t.doc3 / t.n,
+        mrr: t.rr / t.n,
+        clarification_rate: t.clarified / t.n,
+      }]),
     )
-    for (const [mode, c] of clarifyItems) (figures as Record<string, unknown>)[`${mode}/off_curriculum`] = { items: c.n, clarified: c.n === 0 ? 0 : c.clarified / c.n }
+    for (const [mode, c] of clarifyItems) {
+      ;(figures as Record<string, unknown>)[`${mode}/off_curriculum`] = { items: c.n, clarified: c.n === 0 ? 0 : c.clarified / c.n }
+    }
     // the share of the follow-ups answered from the subject their conversation gave (reason subject_from_conversation)
     const inConversation = dialogueTallies.get('conversation')!.n
     if (inConversation > 0) Object.assign(figures['dialogues/hybrid/conversation']!, { subject_from_conversation: inherited / inConversation })
@@ -203,7 +256,15 @@ async function main(): Promise<void> {
     else {
       const first = questions.filter((q) => q.set === '')
       const same = first.filter((q) => q.lesson && !q.cross_lingual).length
-      out(`\n${new Date().toISOString().slice(0, 10)}, node ${process.version}; ${same} questions on ${docOf.size} lessons, ${first.length - same - first.filter((q) => !q.lesson).length} cross-lingual, ${first.filter((q) => !q.lesson).length} off-curriculum messages; sets written apart: ${APART.map((a) => `${questions.filter((q) => q.set === a.set).length} (${a.label}${a.sealed ? ', sealed: its misses are not printed' : ''})`).join(', ')}${modes.includes('hybrid') ? `; ${dialogues.length} two-turn dialogues (hybrid)` : ''}\n`)
+      out(
+        `\n${new Date().toISOString().slice(0, 10)}, node ${process.version}; ${same} questions on ${docOf.size} lessons, ${
+          first.length - same - first.filter((q) => !q.lesson).length
+        } cross-lingual, ${first.filter((q) => !q.lesson).length} off-curriculum messages; sets written apart: ${
+          APART.map((a) => `${questions.filter((q) => q.set === a.set).length} (${a.label}${a.sealed ? ', sealed: its misses are not printed' : ''})`).join(
+            ', ',
+          )
+        }${modes.includes('hybrid') ? `; ${dialogues.length} two-turn dialogues (hybrid)` : ''}\n`,
+      )
       const rows: { mode: string; filters: string; label: string; t: Tally; last: string }[] = []
       for (const mode of modes) {
         for (const filters of ['with', 'without'] as const) {
@@ -220,16 +281,32 @@ async function main(): Promise<void> {
       // the dialogues: no grade or subject given in any turn; the follow-up's share answered from its conversation's subject
       for (const { part, label } of DIALOGUE_PARTS) {
         const t = dialogueTallies.get(part)!
-        if (t.n > 0) rows.push({ mode: 'hybrid', filters: 'without', label: `${t.n} ${label}`, t, last: part === 'conversation' ? `${pct(inherited, t.n)} subject from conversation` : '' })
+        if (t.n > 0) {
+          rows.push({
+            mode: 'hybrid',
+            filters: 'without',
+            label: `${t.n} ${label}`,
+            t,
+            last: part === 'conversation' ? `${pct(inherited, t.n)} subject from conversation` : '',
+          })
+        }
       }
       const width = Math.max(16, ...rows.map((r) => r.label.length))
       out(`retrieval  filters   ${'questions'.padEnd(width)} page@1   doc@1   doc@3    MRR    clarified  | off-curriculum clarified`)
       for (const { mode, filters, label, t, last } of rows) {
-        out(`${mode.padEnd(10)} ${filters.padEnd(8)}  ${label.padEnd(width)} ${pct(t.page1, t.n)}  ${pct(t.doc1, t.n)}  ${pct(t.doc3, t.n)}  ${(t.rr / t.n).toFixed(3)}   ${pct(t.clarified, t.n)}   | ${last}`)
+        out(
+          `${mode.padEnd(10)} ${filters.padEnd(8)}  ${label.padEnd(width)} ${pct(t.page1, t.n)}  ${pct(t.doc1, t.n)}  ${pct(t.doc3, t.n)}  ${
+            (t.rr / t.n).toFixed(3)
+          }   ${pct(t.clarified, t.n)}   | ${last}`,
+        )
       }
       for (const m of misses) out(m)
       for (const e of evidence) out(e)
-      out(`\nevaluation finished in ${((Date.now() - started) / 1000).toFixed(1)} s${dialogueTallies.get('first')!.n > 0 ? ` (the dialogues ${dialoguesSeconds.toFixed(1)} s)` : ''}`)
+      out(
+        `\nevaluation finished in ${((Date.now() - started) / 1000).toFixed(1)} s${
+          dialogueTallies.get('first')!.n > 0 ? ` (the dialogues ${dialoguesSeconds.toFixed(1)} s)` : ''
+        }`,
+      )
     }
     if (args.has('--check')) {
       const floors = JSON.parse(await readFile(`${root}eval/floors.json`, 'utf8')) as Record<string, Record<string, number>>
@@ -240,7 +317,9 @@ async function main(): Promise<void> {
         for (const [metric, floor] of Object.entries(want)) {
           const value = got?.[metric]
           const ceiling = metric === 'clarification_rate'
-          if (value === undefined || (ceiling ? value > floor : value < floor)) below.push(`${key} ${metric} ${value?.toFixed(3)} (${ceiling ? 'ceiling' : 'floor'} ${floor})`)
+          if (value === undefined || (ceiling ? value > floor : value < floor)) {
+            below.push(`${key} ${metric} ${value?.toFixed(3)} (${ceiling ? 'ceiling' : 'floor'} ${floor})`)
+          }
         }
       }
       if (below.length > 0) {

@@ -17,11 +17,11 @@ import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../functions-shared/config.ts'
-import { readPdf, readPdfSettings, type OcrEngine } from '../functions-shared/pdf/read.ts'
+import { type OcrEngine, readPdf, readPdfSettings } from '../functions-shared/pdf/read.ts'
 import { canonicalize } from '../functions-shared/text/canonicalize.ts'
 import { joinHyphenatedWords } from '../functions-shared/text/hyphenation.ts'
 import { withoutRunningLines } from '../functions-shared/text/running-lines.ts'
-import { CURRICULUM_FILE, lessonPdf, resolveLesson, type Curriculum, type Lesson } from './lib/demo-portal.ts'
+import { type Curriculum, CURRICULUM_FILE, type Lesson, lessonPdf, resolveLesson } from './lib/demo-portal.ts'
 import { createNodeOcr, defaultOcrConcurrency } from './lib/ocr.ts'
 import { characterErrorRate } from '../test/helpers/scans.ts'
 
@@ -35,7 +35,8 @@ const plain = (text: string) => text.normalize('NFC').replace(/\s+/g, ' ').trim(
 const sentencesOf = (page: string) => plain(page).split(/(?<=[.!?؟])\s+/).filter((s) => s.length > 0)
 
 let engine: OcrEngine | undefined
-const ocr = () => (engine ??= createNodeOcr({ concurrency: defaultOcrConcurrency(config.OCR_CONCURRENCY), dpi: config.OCR_DPI, pageDeadlineMs: 120_000, idleMs: 0 }))
+const ocr =
+  () => (engine ??= createNodeOcr({ concurrency: defaultOcrConcurrency(config.OCR_CONCURRENCY), dpi: config.OCR_DPI, pageDeadlineMs: 120_000, idleMs: 0 }))
 
 /** The pages of a PDF as the pipeline would store them. */
 async function stored(pdf: Uint8Array, language: 'fr' | 'ar'): Promise<string[]> {
@@ -53,7 +54,14 @@ const rows: string[][] = []
 const misses: string[] = []
 
 /** Sentences (and formulas) looked for in the stored text of a PDF. */
-async function measure(name: string, pdf: Uint8Array, language: 'fr' | 'ar', sentences: readonly string[], formulas: readonly string[] = [], apostrophes = false): Promise<void> {
+async function measure(
+  name: string,
+  pdf: Uint8Array,
+  language: 'fr' | 'ar',
+  sentences: readonly string[],
+  formulas: readonly string[] = [],
+  apostrophes = false,
+): Promise<void> {
   const unify = (t: string) => (apostrophes ? t.replace(/’/g, "'") : t)
   const text = unify((await stored(pdf, language)).join(' '))
   const missed = sentences.map(plain).filter((s) => !text.includes(unify(s)))
@@ -62,7 +70,14 @@ async function measure(name: string, pdf: Uint8Array, language: 'fr' | 'ar', sen
   const f: Figures = { sentences: (sentences.length - missed.length) / sentences.length }
   if (formulas.length > 0) f.formulas = (formulas.length - formulasMissed.length) / formulas.length
   figures[name] = f
-  rows.push([name, `${sentences.length - missed.length}/${sentences.length}`, pct(f.sentences!), formulas.length > 0 ? `${formulas.length - formulasMissed.length}/${formulas.length}` : '', f.formulas === undefined ? '' : pct(f.formulas), ''])
+  rows.push([
+    name,
+    `${sentences.length - missed.length}/${sentences.length}`,
+    pct(f.sentences!),
+    formulas.length > 0 ? `${formulas.length - formulasMissed.length}/${formulas.length}` : '',
+    f.formulas === undefined ? '' : pct(f.formulas),
+    '',
+  ])
   for (const s of missed.slice(0, 4)) misses.push(`${name}  sentence: ${s}`)
   for (const s of formulasMissed.slice(0, 4)) misses.push(`${name}  formula:  ${s}`)
 }
@@ -102,16 +117,40 @@ for (const language of ['fr', 'ar'] as const) {
 }
 
 // lessons of other typesetters, with formulas
-const science = JSON.parse(readFileSync(`${root}test/fixtures/science/expected.json`, 'utf8')) as Record<string, { typesetter: string; language: 'fr' | 'ar'; sentences: string[]; formulas: string[] }>
+const science = JSON.parse(readFileSync(`${root}test/fixtures/science/expected.json`, 'utf8')) as Record<
+  string,
+  { typesetter: string; language: 'fr' | 'ar'; sentences: string[]; formulas: string[] }
+>
 for (const [file, want] of Object.entries(science)) {
-  await measure(`science/${file.replace(/\.pdf$/, '')}`, new Uint8Array(readFileSync(`${root}test/fixtures/science/${file}`)), want.language, want.sentences, want.formulas)
+  await measure(
+    `science/${file.replace(/\.pdf$/, '')}`,
+    new Uint8Array(readFileSync(`${root}test/fixtures/science/${file}`)),
+    want.language,
+    want.sentences,
+    want.formulas,
+  )
 }
 
 // the typesetters' pages of test/fixtures/typeset (fr.txt, ar.txt; the two-column page holds fr.txt twice)
 const typeset = (name: string) => new Uint8Array(readFileSync(`${root}test/fixtures/typeset/${name}`))
 const source = { fr: readFileSync(`${root}test/fixtures/typeset/fr.txt`, 'utf8'), ar: readFileSync(`${root}test/fixtures/typeset/ar.txt`, 'utf8') }
-for (const name of ['pdflatex-t1-fr.pdf', 'gs-xelatex-fr.pdf', 'xelatex-twocolumn-fr.pdf']) await measure(`typeset/${name.replace(/\.pdf$/, '')}`, typeset(name), 'fr', sentencesOf(source.fr), [], true)
-for (const name of ['libreoffice-notonaskharabic.pdf', 'libreoffice-amiri.pdf', 'xelatex-amiri.pdf', 'xelatex-notonaskharabic.pdf', 'xelatex-notosansarabic.pdf', 'chromium-notonaskharabic.pdf', 'chromium-notosansarabic.pdf', 'chromium-dejavusans.pdf', 'fpdf2-amiri.pdf', 'reportlab-amiri.pdf']) {
+for (const name of ['pdflatex-t1-fr.pdf', 'gs-xelatex-fr.pdf', 'xelatex-twocolumn-fr.pdf']) {
+  await measure(`typeset/${name.replace(/\.pdf$/, '')}`, typeset(name), 'fr', sentencesOf(source.fr), [], true)
+}
+for (
+  const name of [
+    'libreoffice-notonaskharabic.pdf',
+    'libreoffice-amiri.pdf',
+    'xelatex-amiri.pdf',
+    'xelatex-notonaskharabic.pdf',
+    'xelatex-notosansarabic.pdf',
+    'chromium-notonaskharabic.pdf',
+    'chromium-notosansarabic.pdf',
+    'chromium-dejavusans.pdf',
+    'fpdf2-amiri.pdf',
+    'reportlab-amiri.pdf',
+  ]
+) {
   await measure(`typeset/${name.replace(/\.pdf$/, '')}`, typeset(name), 'ar', sentencesOf(source.ar))
 }
 

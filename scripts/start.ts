@@ -61,10 +61,14 @@ const extra: [string, string][] = [
 ]
 if (demo) extra.push(['Demo portal', `${stack.gateway.url}${DEMO_PORTAL_BASE}/programmes/page1.html`])
 process.stdout.write(`
-curriculum-tutor is running (${stack.embedded ? 'embedded PGlite database' : 'PostgreSQL server'}${config.FUNCTIONS_RUNTIME === 'deno' ? ', each function in its own Deno process' : ''})
+curriculum-tutor is running (${stack.embedded ? 'embedded PGlite database' : 'PostgreSQL server'}${
+  config.FUNCTIONS_RUNTIME === 'deno' ? ', each function in its own Deno process' : ''
+})
 
 ${statusLines({ ...status, anon_key: stack.anonKey, service_role_key: stack.serviceKey }, extra)}
 
-An app connects with createClient(API URL, anon key); \`npm run status -- -o env\` prints these as .env lines.${demo ? '\nThe demo portal is the scraper source "demo": try npm run demo.' : ''}
+An app connects with createClient(API URL, anon key); \`npm run status -- -o env\` prints these as .env lines.${
+  demo ? '\nThe demo portal is the scraper source "demo": try npm run demo.' : ''
+}
 Press Ctrl-C to stop.
 `)

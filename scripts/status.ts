@@ -21,8 +21,11 @@ const running = await fetch(`${status.functions_url}/health`, { signal: AbortSig
 // keys the running stack refuses (it was started with another DATA_DIR) are no keys to print as its own
 const mismatch = running ? await keyMismatch(status.api_url, status.service_role_key) : null
 if (values.output === 'env') process.stdout.write(`${statusEnv(status)}\n`)
-else if (values.output === 'json') process.stdout.write(`${JSON.stringify({ running, keys_accepted: running ? mismatch === null : null, ...status }, null, 2)}\n`)
-else process.stdout.write(`curriculum-tutor ${running ? 'is running' : 'is not running'}\n\n${statusLines(status, running ? await extraRows(status, DEMO_PORTAL_BASE) : [])}\n`)
+else if (values.output === 'json') {
+  process.stdout.write(`${JSON.stringify({ running, keys_accepted: running ? mismatch === null : null, ...status }, null, 2)}\n`)
+} else {process.stdout.write(
+    `curriculum-tutor ${running ? 'is running' : 'is not running'}\n\n${statusLines(status, running ? await extraRows(status, DEMO_PORTAL_BASE) : [])}\n`,
+  )}
 if (!running) {
   console.error(`nothing answers at ${status.api_url} (start the stack with npm start; PORT, HOST and PUBLIC_URL say where it listens)`)
   process.exit(1)

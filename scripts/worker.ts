@@ -16,7 +16,12 @@ import { createAiProvider } from '../functions-shared/ai/select.ts'
 const config = loadConfigOrExit('curriculum-tutor worker')
 const once = process.argv.includes('--once')
 const url = config.DATABASE_URL ?? embeddedDatabaseUrl(config)
-const sql = createDb(url, { max: 2, prepare: config.DB_PREPARE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, applicationName: 'curriculum-tutor/worker' })
+const sql = createDb(url, {
+  max: 2,
+  prepare: config.DB_PREPARE,
+  statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+  applicationName: 'curriculum-tutor/worker',
+})
 const pdfReader = createIsolatedExtractor({ size: config.PDF_READERS, maxQueue: config.PDF_READER_QUEUE })
 const deps = createDeps(config, {
   sql,

@@ -1,18 +1,27 @@
 // Both providers behind one interface: the openai one through the real SDK against an OpenAI-compatible
 // server on loopback, and the offline one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
+import { type OpenAiServer, startOpenAiServer } from './helpers/openai-server.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
 import { createOfflineProvider, SEARCH_RANK_WEIGHT, TOPIC_WEIGHT } from '../functions-shared/ai/offline.ts'
 import { keyCoverage, PASSAGE_SENTENCES, passageCoverage, passageKeys } from '../functions-shared/text/keys.ts'
-import { ProviderError, type AiProvider } from '../functions-shared/ai/provider.ts'
+import { type AiProvider, ProviderError } from '../functions-shared/ai/provider.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 
 let server: OpenAiServer
 let openai: AiProvider
 beforeAll(async () => {
   server = await startOpenAiServer()
-  openai = createOpenAiProvider({ apiKey: 'test-key', baseUrl: server.url, chatModel: 'gpt-test', embeddingModel: 'embed-test', rerankModel: 'rerank-test', translateModel: 'translate-test', dimension: 1536, timeoutMs: 2000 })
+  openai = createOpenAiProvider({
+    apiKey: 'test-key',
+    baseUrl: server.url,
+    chatModel: 'gpt-test',
+    embeddingModel: 'embed-test',
+    rerankModel: 'rerank-test',
+    translateModel: 'translate-test',
+    dimension: 1536,
+    timeoutMs: 2000,
+  })
 })
 afterAll(async () => server?.close())
 
@@ -30,12 +39,17 @@ describe('the openai provider (real SDK, loopback server)', () => {
     expect(server.calls.at(-1)).toMatchObject({ path: '/v1/embeddings', body: { model: 'embed-test', dimensions: 1536, input: ['première', 'seconde'] } })
   })
 
-  it('streams the chat answer through the SDK\'s SSE parsing, with the snippets in a system message', async () => {
-    server.chat = () => ({ content: 'On isole l\'inconnue puis on vérifie la solution [1].' })
+  it("streams the chat answer through the SDK's SSE parsing, with the snippets in a system message", async () => {
+    server.chat = () => ({ content: "On isole l'inconnue puis on vérifie la solution [1]." })
     const deltas: string[] = []
-    const result = await openai.chat({ messages: [{ role: 'system', content: 'Tu es un professeur.' }, { role: 'user', content: 'Comment résoudre 3x + 2 = 11 ?' }], snippets, language: 'fr', maxTokens: 300 }, (d) => deltas.push(d))
+    const result = await openai.chat({
+      messages: [{ role: 'system', content: 'Tu es un professeur.' }, { role: 'user', content: 'Comment résoudre 3x + 2 = 11 ?' }],
+      snippets,
+      language: 'fr',
+      maxTokens: 300,
+    }, (d) => deltas.push(d))
     expect(deltas.length).toBeGreaterThan(3)
-    expect(deltas.join('')).toBe('On isole l\'inconnue puis on vérifie la solution [1].')
+    expect(deltas.join('')).toBe("On isole l'inconnue puis on vérifie la solution [1].")
     expect(result).toEqual({ model: 'gpt-test-served', extractive: false })
     const call = server.calls.at(-1)!.body
     expect(call).toMatchObject({ model: 'gpt-test', stream: true, max_tokens: 300 })
@@ -43,7 +57,7 @@ describe('the openai provider (real SDK, loopback server)', () => {
     expect(call.messages.at(-1)).toEqual({ role: 'user', content: 'Comment résoudre 3x + 2 = 11 ?' })
   })
 
-  it('reranks from the model\'s JSON, dropping unknown and repeated indices', async () => {
+  it("reranks from the model's JSON, dropping unknown and repeated indices", async () => {
     server.chat = () => ({ content: 'Here: {"ranking": [2, 0, 2, 9]}' })
     expect(await openai.rerank('ondes', ['a', 'b', 'c'], 3)).toEqual([2, 0])
     server.chat = () => ({ content: 'I cannot rank these.' })
@@ -53,8 +67,8 @@ describe('the openai provider (real SDK, loopback server)', () => {
   })
 
   it('translates', async () => {
-    server.chat = () => ({ content: ' Quels sont les piliers de l\'islam ? ' })
-    expect(await openai.translate('ما هي أركان الإسلام؟', 'ar', 'fr')).toBe('Quels sont les piliers de l\'islam ?')
+    server.chat = () => ({ content: " Quels sont les piliers de l'islam ? " })
+    expect(await openai.translate('ما هي أركان الإسلام؟', 'ar', 'fr')).toBe("Quels sont les piliers de l'islam ?")
     expect(server.calls.at(-1)!.body.model).toBe('translate-test')
   })
 
@@ -71,7 +85,16 @@ describe('the openai provider (real SDK, loopback server)', () => {
   })
 
   it('bounds a call whose server sends its headers and then stalls: the timeout covers the body, and each piece of a streamed answer', async () => {
-    const quick = createOpenAiProvider({ apiKey: 'test-key', baseUrl: server.url, chatModel: 'gpt-test', embeddingModel: 'embed-test', rerankModel: 'rerank-test', translateModel: 'translate-test', dimension: 1536, timeoutMs: 300 })
+    const quick = createOpenAiProvider({
+      apiKey: 'test-key',
+      baseUrl: server.url,
+      chatModel: 'gpt-test',
+      embeddingModel: 'embed-test',
+      rerankModel: 'rerank-test',
+      translateModel: 'translate-test',
+      dimension: 1536,
+      timeoutMs: 300,
+    })
     const stalled = async (call: Promise<unknown>) => {
       // a wide liveness bound: without the deadline these calls never end
       const never = new Promise((resolve) => setTimeout(() => resolve('still waiting'), 20_000).unref())
@@ -105,10 +128,10 @@ describe('the offline provider', () => {
   const offline = createOfflineProvider()
 
   it('reranks by lexical overlap with the question', async () => {
-    expect(await offline.rerank('la célérité des ondes dans l\'eau', [FR_LESSON, PHYSICS_LESSON, AR_LESSON], 2)).toEqual([1, 0])
+    expect(await offline.rerank("la célérité des ondes dans l'eau", [FR_LESSON, PHYSICS_LESSON, AR_LESSON], 2)).toEqual([1, 0])
   })
 
-  it('orders texts that hold an equal share of the question\'s keys by the embeddings\' cosine, whatever order they came in', async () => {
+  it("orders texts that hold an equal share of the question's keys by the embeddings' cosine, whatever order they came in", async () => {
     // both hold "vitesse" and "moyenne", two of the three keys; "recalcule" is not the key of "calculer"
     // (recal, calcu) but shares its character trigrams, which the embedding sees
     const question = 'comment calculer la vitesse moyenne ?'
@@ -124,9 +147,15 @@ describe('the offline provider', () => {
     const question = 'comment calculer la vitesse moyenne du cycliste ?'
     // each holds all four keys; the long page holds them in paragraphs about other things
     const scattered = [
-      'Le cycliste porte un casque.', 'Les routes du pays sont longues.', 'La saison des pluies commence en juillet.',
-      'On apprend à calculer une aire.', 'Le marché ouvre le matin.', 'Le fleuve traverse la vallée.',
-      'La vitesse du son est connue.', 'Les élèves rangent la classe.', 'Le vent souffle du nord.',
+      'Le cycliste porte un casque.',
+      'Les routes du pays sont longues.',
+      'La saison des pluies commence en juillet.',
+      'On apprend à calculer une aire.',
+      'Le marché ouvre le matin.',
+      'Le fleuve traverse la vallée.',
+      'La vitesse du son est connue.',
+      'Les élèves rangent la classe.',
+      'Le vent souffle du nord.',
       'Une moyenne de notes se fait aussi.',
     ].join(' ')
     const together = 'Méthode. Pour calculer la vitesse moyenne du cycliste, on divise la distance par la durée. Exemple : 30 km en 2 h.'
@@ -139,18 +168,19 @@ describe('the offline provider', () => {
     expect(passageKeys('Une seule phrase sans point')).toHaveLength(1)
   })
 
-  it('counts the whole text\'s share beside its best passage\'s: a page that holds every key outranks one whose passage holds one more', async () => {
+  it("counts the whole text's share beside its best passage's: a page that holds every key outranks one whose passage holds one more", async () => {
     const question = 'vitesse moyenne du cycliste, distance, durée et pente ?'
     // four of the six keys in one sentence, and nothing more
     const narrow = 'La vitesse moyenne du cycliste se mesure sur la distance.'
     // three in its first sentence, the other three in its last: every key of the question on the page
-    const broad = 'La vitesse moyenne du cycliste est connue. Le marché ouvre le matin. Les élèves rangent la classe. Le vent souffle du nord. On compte la distance, la durée et la pente.'
+    const broad =
+      'La vitesse moyenne du cycliste est connue. Le marché ouvre le matin. Les élèves rangent la classe. Le vent souffle du nord. On compte la distance, la durée et la pente.'
     expect(passageCoverage(question, [narrow, broad])).toEqual([4 / 6, 3 / 6])
     expect(keyCoverage(question, [narrow, broad])).toEqual([4 / 6, 1])
     expect(await offline.rerank(question, [narrow, broad], 2, undefined, [0.9, 0.1])).toEqual([1, 0])
   })
 
-  it('counts the search\'s order in the score, not only on ties: the nearer page outweighs a topic that holds one key more of seven', async () => {
+  it("counts the search's order in the score, not only on ties: the nearer page outweighs a topic that holds one key more of seven", async () => {
     const question = 'vitesse moyenne du cycliste en montée, distance, durée, pente ?'
     // both pages hold the question's seven keys in one passage; only the lessons' topics differ
     const slope = 'La vitesse moyenne du cycliste baisse en montée. On mesure la distance et la durée. La pente compte.'
@@ -168,7 +198,7 @@ describe('the offline provider', () => {
     expect(await offline.rerank(question, [slope, partial], 2, undefined, [0.2, 0.8])).toEqual([0, 1])
   })
 
-  it('leaves out a text of the other script that holds none of the question\'s words, unless no text holds any', async () => {
+  it("leaves out a text of the other script that holds none of the question's words, unless no text holds any", async () => {
     const question = 'Comment calculer la vitesse moyenne ?'
     const held = 'La vitesse moyenne est la distance divisée par la durée.'
     const sameScript = 'Le fleuve traverse la vallée.'
@@ -187,24 +217,34 @@ describe('the offline provider', () => {
 
   it('answers by extracting the best sentences of the snippets, with their citation numbers, and says so', async () => {
     const deltas: string[] = []
-    const result = await offline.chat({ messages: [{ role: 'user', content: 'Quelle est la célérité du son dans l\'eau ?' }], snippets, language: 'fr', maxTokens: 500 }, (d) => deltas.push(d))
+    const result = await offline.chat({
+      messages: [{ role: 'user', content: "Quelle est la célérité du son dans l'eau ?" }],
+      snippets,
+      language: 'fr',
+      maxTokens: 500,
+    }, (d) => deltas.push(d))
     const answer = deltas.join('')
     expect(result).toEqual({ model: 'offline-extractive', extractive: true })
     expect(answer).toMatch(/1500 mètres par seconde dans l'eau\. \[2\]/)
     expect(answer.length).toBeLessThanOrEqual(2000)
   })
 
-  it('answers with the sentence that holds most of the question\'s content words, not its function words', async () => {
+  it("answers with the sentence that holds most of the question's content words, not its function words", async () => {
     const deltas: string[] = []
     const twoSnippets = [
       { n: 1, text: 'Comment la vitesse moyenne varie-t-elle quand la route monte ?' },
       { n: 2, text: 'On calcule la vitesse moyenne en divisant la distance parcourue par la durée du trajet.' },
     ]
-    await offline.chat({ messages: [{ role: 'user', content: 'Comment calculer la vitesse moyenne ?' }], snippets: twoSnippets, language: 'fr', maxTokens: 500 }, (d) => deltas.push(d))
+    await offline.chat({
+      messages: [{ role: 'user', content: 'Comment calculer la vitesse moyenne ?' }],
+      snippets: twoSnippets,
+      language: 'fr',
+      maxTokens: 500,
+    }, (d) => deltas.push(d))
     expect(deltas.join('')).toMatch(/^On calcule la vitesse moyenne en divisant la distance parcourue par la durée du trajet\. \[2\]/)
   })
 
-  it('says when nothing in the snippets answers, in the question\'s language', async () => {
+  it("says when nothing in the snippets answers, in the question's language", async () => {
     const deltas: string[] = []
     await offline.chat({ messages: [{ role: 'user', content: 'سؤال' }], snippets: [], language: 'ar', maxTokens: 100 }, (d) => deltas.push(d))
     expect(deltas.join('')).toContain('لا يوجد')
@@ -222,7 +262,16 @@ describe('provider selection', () => {
   })
 
   it('the openai provider embeds with its configured embedding model', async () => {
-    const provider = createOpenAiProvider({ apiKey: 'k', baseUrl: server.url, chatModel: 'c', embeddingModel: 'e-ingest', rerankModel: 'r', translateModel: 't', dimension: 1536, timeoutMs: 2000 })
+    const provider = createOpenAiProvider({
+      apiKey: 'k',
+      baseUrl: server.url,
+      chatModel: 'c',
+      embeddingModel: 'e-ingest',
+      rerankModel: 'r',
+      translateModel: 't',
+      dimension: 1536,
+      timeoutMs: 2000,
+    })
     const before = server.calls.length
     await provider.embed(['x'])
     expect(server.calls.slice(before).map((c) => c.body.model)).toEqual(['e-ingest'])

@@ -96,11 +96,17 @@ describe('the house', () => {
   })
 
   it('loads only its shell and its router in the health function: at most 54 modules, no chat, AI or PDF code', () => {
-    const out = execFileSync(join(root, 'node_modules/.bin/deno'), ['info', '--json', 'supabase/functions/health/index.ts'], { cwd: root, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+    const out = execFileSync(join(root, 'node_modules/.bin/deno'), ['info', '--json', 'supabase/functions/health/index.ts'], {
+      cwd: root,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    })
     const modules = (JSON.parse(out) as { modules: { specifier: string }[] }).modules.map((m) => m.specifier.replace(`file://${root}`, ''))
     expect(modules.length).toBeLessThanOrEqual(54)
     // the ports Deps names (interfaces, no imports of their own) are all it holds of the AI and PDF rooms
     const ports = new Set(['functions-shared/ai/provider.ts', 'functions-shared/pdf/ocr-port.ts', 'functions-shared/pdf/types.ts'])
-    expect(modules.filter((m) => !ports.has(m) && /functions-shared\/(chat|ai|pdf|catalogue|ingestion)\/|node_modules\/(openai|pdfjs-dist)\//.test(m))).toEqual([])
+    expect(modules.filter((m) => !ports.has(m) && /functions-shared\/(chat|ai|pdf|catalogue|ingestion)\/|node_modules\/(openai|pdfjs-dist)\//.test(m))).toEqual(
+      [],
+    )
   })
 })

@@ -7,7 +7,7 @@ import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { adminToken, bearer, signToken, studentToken, unsignedToken } from './helpers/tokens.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
-import { roleFromClaims, createTokenVerifier } from '../functions-shared/http/auth.ts'
+import { createTokenVerifier, roleFromClaims } from '../functions-shared/http/auth.ts'
 import { openApiDocument } from '../functions-shared/app.ts'
 import { adminSecurity } from '../functions-shared/http/router.ts'
 import { createUser } from './helpers/users.ts'
@@ -33,14 +33,23 @@ const SAMPLES: Record<string, () => Promise<Sample>> = {
   'GET /metrics/json': async () => ({ path: '/metrics/json' }),
   'GET /admin/test-role': async () => ({ path: '/admin/test-role' }),
   'GET /admin/users': async () => ({ path: '/admin/users?limit=5' }),
-  'POST /admin/users': async () => ({ path: '/admin/users', body: { email: `new-${crypto.randomUUID().slice(0, 8)}@example.mr`, password: 'secret-123', full_name: 'New' } }),
+  'POST /admin/users': async () => ({
+    path: '/admin/users',
+    body: { email: `new-${crypto.randomUUID().slice(0, 8)}@example.mr`, password: 'secret-123', full_name: 'New' },
+  }),
   'PATCH /admin/users/{user_id}/role': async () => ({ path: `/admin/users/${(await createUser(db.sql)).id}/role`, body: { role: 'teacher' } }),
   'PATCH /admin/users/{user_id}/hint-level': async () => ({ path: `/admin/users/${(await createUser(db.sql)).id}/hint-level?hint_level=4` }),
   'DELETE /admin/users/{user_id}': async () => ({ path: `/admin/users/${(await createUser(db.sql)).id}` }),
-  'POST /admin/users/{user_id}/reset-password': async () => ({ path: `/admin/users/${(await createUser(db.sql)).id}/reset-password`, body: { new_password: 'secret-456' } }),
+  'POST /admin/users/{user_id}/reset-password': async () => ({
+    path: `/admin/users/${(await createUser(db.sql)).id}/reset-password`,
+    body: { new_password: 'secret-456' },
+  }),
   'GET /admin/references': async () => ({ path: '/admin/references?limit=5' }),
   'GET /admin/scrape-runs': async () => ({ path: '/admin/scrape-runs?limit=5' }),
-  'PATCH /admin/references/{reference_id}': async () => ({ path: `/admin/references/${await newReference()}`, body: { subject: 'mathematiques', title: 'Fixed' } }),
+  'PATCH /admin/references/{reference_id}': async () => ({
+    path: `/admin/references/${await newReference()}`,
+    body: { subject: 'mathematiques', title: 'Fixed' },
+  }),
   // a source whose listing is refused at once (private address): the run completes as failed, no network
   'POST /scraping/{source}/sync': async () => ({ path: '/scraping/sweep/sync' }),
   'POST /admin/ingest/{reference_id}': async () => ({ path: `/admin/ingest/${await newReference()}` }),
@@ -58,8 +67,14 @@ const SAMPLES: Record<string, () => Promise<Sample>> = {
   },
   'PATCH /admin/documents/{document_id}': async () => ({ path: `/admin/documents/${await newDocument()}`, body: { title: 'Renamed' } }),
   'DELETE /admin/documents/{document_id}': async () => ({ path: `/admin/documents/${await newDocument()}` }),
-  'POST /wallet/topup': async () => ({ path: '/wallet/topup', body: { user_id: (await createUser(db.sql)).id, tokens: 10, amount: 20, currency: 'MRU', payment_method: 'cash' } }),
-  'POST /wallet/transactions/expense': async () => ({ path: '/wallet/transactions/expense', body: { type: 'server_cost', amount: 3, currency: 'EUR', description: 'vps' } }),
+  'POST /wallet/topup': async () => ({
+    path: '/wallet/topup',
+    body: { user_id: (await createUser(db.sql)).id, tokens: 10, amount: 20, currency: 'MRU', payment_method: 'cash' },
+  }),
+  'POST /wallet/transactions/expense': async () => ({
+    path: '/wallet/transactions/expense',
+    body: { type: 'server_cost', amount: 3, currency: 'EUR', description: 'vps' },
+  }),
   'GET /wallet/transactions': async () => ({ path: '/wallet/transactions?limit=5' }),
   'POST /wallet/internal/reserve': async () => ({ path: '/wallet/internal/reserve', body: { user_id: (await createUser(db.sql)).id, estimate: 5 } }),
   'POST /wallet/internal/finalize': async () => {
@@ -78,7 +93,8 @@ async function newDocument(): Promise<string> {
 /** A reference that no job has touched yet (its source is not configured: a dispatch fails it quickly). */
 async function newReference(): Promise<string> {
   const url = `http://10.255.255.1/${crypto.randomUUID()}.pdf`
-  const [row] = await db.sql`insert into public.curriculum_references (source, pdf_source, source_url, grade, subject, language) values ('sweep', ${url}, ${url}, '4AS', 'math', 'fr') returning id`
+  const [row] = await db
+    .sql`insert into public.curriculum_references (source, pdf_source, source_url, grade, subject, language) values ('sweep', ${url}, ${url}, '4AS', 'math', 'fr') returning id`
   return row!.id as string
 }
 async function failedJob(): Promise<string> {
@@ -110,7 +126,7 @@ describe('the admin route list', () => {
   it('covers every route the OpenAPI document marks as admin', async () => {
     const doc = openApiDocument(t.deps) as { paths: Record<string, Record<string, { security?: unknown }>> }
     const admin = Object.entries(doc.paths).flatMap(([path, ops]) =>
-      Object.entries(ops).filter(([, op]) => JSON.stringify(op.security) === JSON.stringify(adminSecurity)).map(([m]) => `${m.toUpperCase()} ${path}`),
+      Object.entries(ops).filter(([, op]) => JSON.stringify(op.security) === JSON.stringify(adminSecurity)).map(([m]) => `${m.toUpperCase()} ${path}`)
     )
     expect(admin.sort()).toEqual(Object.keys(SAMPLES).sort())
   })
@@ -118,7 +134,10 @@ describe('the admin route list', () => {
 
 async function call(method: string, route: string, headers: Record<string, string> = {}) {
   const sample = await SAMPLES[`${method} ${route}`]!()
-  const init: RequestInit = { method, headers: { 'x-request-id': `sec-${crypto.randomUUID()}`, ...(sample.form ? {} : { 'content-type': 'application/json' }), ...headers } }
+  const init: RequestInit = {
+    method,
+    headers: { 'x-request-id': `sec-${crypto.randomUUID()}`, ...(sample.form ? {} : { 'content-type': 'application/json' }), ...headers },
+  }
   if (sample.body !== undefined) init.body = JSON.stringify(sample.body)
   if (sample.form) init.body = sample.form
   const res = await t.request(sample.path, init)
@@ -218,7 +237,8 @@ describe('X-Admin-Key when ADMIN_API_KEY is empty', () => {
     const app = createTestApp({ sql: db.sql })
     expect((await app.request('/metrics', { headers: { 'X-Admin-Key': '' } })).status).toBe(401)
     expect((await app.request('/metrics', { headers: { 'X-Admin-Key': 'anything' } })).status).toBe(401)
-    expect((await app.request('/metrics', { headers: { 'X-Admin-Key': 'anything', ...bearer((await createUser(db.sql, { role: 'admin' })).token) } })).status).toBe(200)
+    expect((await app.request('/metrics', { headers: { 'X-Admin-Key': 'anything', ...bearer((await createUser(db.sql, { role: 'admin' })).token) } })).status)
+      .toBe(200)
   })
 })
 
@@ -245,7 +265,11 @@ describe('asymmetric tokens from a JWKS URL', () => {
     await new Promise((r) => server.once('listening', r))
     const port = (server.address() as { port: number }).port
     try {
-      const verifier = createTokenVerifier({ secret: LOCAL_JWT_SECRET, jwksUrl: `http://127.0.0.1:${port}/auth/v1/.well-known/jwks.json`, clockToleranceSeconds: 0 })
+      const verifier = createTokenVerifier({
+        secret: LOCAL_JWT_SECRET,
+        jwksUrl: `http://127.0.0.1:${port}/auth/v1/.well-known/jwks.json`,
+        clockToleranceSeconds: 0,
+      })
       const sub = crypto.randomUUID()
       const claims = { sub, aud: 'authenticated', role: 'authenticated', app_metadata: { role: 'admin' } }
       const good = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setExpirationTime('5m').sign(privateKey)

@@ -16,12 +16,19 @@ const flip = (fp: bigint, bits: number[]) => bits.reduce((x, b) => x ^ (1n << Bi
 
 async function store(fps: bigint[]) {
   await db.sql`delete from public.curriculum_references`
-  const rows = fps.map((fp, i) => ({ source: 'test', pdf_source: `http://portal.test/${i}.pdf`, source_url: `http://portal.test/${i}.pdf`, content_fingerprint: toSigned(fp).toString() }))
+  const rows = fps.map((fp, i) => ({
+    source: 'test',
+    pdf_source: `http://portal.test/${i}.pdf`,
+    source_url: `http://portal.test/${i}.pdf`,
+    content_fingerprint: toSigned(fp).toString(),
+  }))
   for (let i = 0; i < rows.length; i += 500) await db.sql`insert into public.curriculum_references ${db.sql(rows.slice(i, i + 500))}`
 }
 
 const indexed = async (fp: bigint) =>
-  (await db.sql`select content_fingerprint::text as fp from public.find_near_duplicates(${toSigned(fp).toString()}::bigint) d join public.curriculum_references r using (id)`).map((r) => r.fp as string).sort()
+  (await db.sql`select content_fingerprint::text as fp from public.find_near_duplicates(${
+    toSigned(fp).toString()
+  }::bigint) d join public.curriculum_references r using (id)`).map((r) => r.fp as string).sort()
 const fullScan = async (fp: bigint) =>
   (await db.sql`select content_fingerprint::text as fp from public.curriculum_references
                  where bit_count((content_fingerprint # ${toSigned(fp).toString()}::bigint)::bit(64)) <= 3`).map((r) => r.fp as string).sort()
@@ -35,7 +42,7 @@ describe('find_near_duplicates', () => {
         // one flipped bit in each of some blocks: the cases where a single block is left intact are the
         // ones the pigeonhole lookup must not miss
         fc.tuple(fc.subarray([0, 1, 2, 3]), fc.array(fc.integer({ min: 0, max: 15 }), { minLength: 4, maxLength: 4 })).map(([blocks, offsets]) =>
-          blocks.map((b) => b * 16 + offsets[b]!),
+          blocks.map((b) => b * 16 + offsets[b]!)
         ),
         async (fps, pick, bits) => {
           // store some fingerprints and some near variants of them, then ask about another variant
@@ -58,7 +65,9 @@ describe('find_near_duplicates', () => {
     const far = await db.sql`select count(*)::int as n from public.find_near_duplicates(${toSigned(base).toString()}::bigint, 10)`
     expect(far[0]!.n).toBe(3) // never beyond 3: the pigeonhole argument holds only up to 3
     const [canonical] = await db.sql`select id from public.curriculum_references where content_fingerprint = ${toSigned(base).toString()}::bigint`
-    await db.sql`update public.curriculum_references set status = 'duplicate', canonical_id = ${canonical!.id} where content_fingerprint <> ${toSigned(base).toString()}::bigint`
+    await db.sql`update public.curriculum_references set status = 'duplicate', canonical_id = ${canonical!.id} where content_fingerprint <> ${
+      toSigned(base).toString()
+    }::bigint`
     const [hit] = await db.sql`select canonical_of from public.find_near_duplicates(${toSigned(flip(base, [1, 20, 40])).toString()}::bigint) where distance = 0`
     expect(hit!.canonical_of).toBe(canonical!.id)
   })

@@ -5,7 +5,7 @@ import { extractPdf, isPdf, MAX_PAGE_CHARS, PdfError, type TextRun } from '../fu
 import { joinItems } from '../functions-shared/pdf/lines.ts'
 import { inflatedSize, MAX_INFLATED_BYTES } from '../functions-shared/pdf/stream-check.ts'
 import { deflateSync } from 'node:zlib'
-import { canonicalize, arabicShare } from '../functions-shared/text/canonicalize.ts'
+import { arabicShare, canonicalize } from '../functions-shared/text/canonicalize.ts'
 import { tokens } from '../functions-shared/text/simhash.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
 import { readPdf } from '../functions-shared/pdf/read.ts'
@@ -47,7 +47,14 @@ describe('extractPdf', () => {
   it('keeps a mark that ends a word on that word (tanwin, a final haraka or shadda), also beside a quote', async () => {
     // pdfkit draws a word-final mark so that pdf.js gives it at the start of the word before ("فهو عاصٍ"
     // as "ٍفهو" and "عاص"), or as a run of its own, of no width, over its letter ("الصيفَ" as "َ")
-    for (const line of ['ومن تركه مع إقراره بوجوبه فهو عاصٍ آثم يجب عليه القضاء.', 'يقال «الصيفَ ضيّعتِ اللبن» لمن فرّط، وقولنا «عليٌّ أسد» تشبيه بليغ', 'وهي عاريّةً أي طلبه، وتُعدّ من أرقى الصور', 'فإن غُمَّ عليكم فأكملوا العدة ثلاثين يوما']) {
+    for (
+      const line of [
+        'ومن تركه مع إقراره بوجوبه فهو عاصٍ آثم يجب عليه القضاء.',
+        'يقال «الصيفَ ضيّعتِ اللبن» لمن فرّط، وقولنا «عليٌّ أسد» تشبيه بليغ',
+        'وهي عاريّةً أي طلبه، وتُعدّ من أرقى الصور',
+        'فإن غُمَّ عليكم فأكملوا العدة ثلاثين يوما',
+      ]
+    ) {
       const pdf = await makePdf([line], { arabic: true, rtl: true })
       expect(canonicalize((await extractPdf(pdf, { deadlineMs: 10_000 })).pages[0]!.text)).toBe(canonicalize(line))
     }
@@ -97,7 +104,13 @@ describe('extractPdf', () => {
     offsets.push(length())
     parts.push(Buffer.from(`4 0 obj\n<< /Length ${content.length} /Filter /FlateDecode >>\nstream\n`), content, Buffer.from('\nendstream\nendobj\n'))
     const xref = length()
-    parts.push(Buffer.from(`xref\n0 5\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`))
+    parts.push(
+      Buffer.from(
+        `xref\n0 5\n0000000000 65535 f \n${
+          offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')
+        }trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`,
+      ),
+    )
     const bomb = new Uint8Array(Buffer.concat(parts))
     expect(await inflatedSize(bomb, 64 * 1024 * 1024)).toBe(8 * 1024 * 1024)
     await expect(extractPdf(bomb, { deadlineMs: 20_000, maxInflatedBytes: 4 * 1024 * 1024 })).rejects.toThrow(/expand to more than 4 MB/)
@@ -142,7 +155,11 @@ describe('text layers read in a worker thread (Node)', () => {
       '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
       '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /X 5 0 R >> >> /Contents 4 0 R >>',
       stream('', '/X Do'),
-      ...Array.from({ length: depth }, (_, i) => stream(`/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /XObject << /X ${i + 6} 0 R >> >>`, i === depth - 1 ? '0 0 m 10 10 l S' : '/X Do /X Do')),
+      ...Array.from({ length: depth }, (_, i) =>
+        stream(
+          `/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /XObject << /X ${i + 6} 0 R >> >>`,
+          i === depth - 1 ? '0 0 m 10 10 l S' : '/X Do /X Do',
+        )),
     ])
 
   it('reads with one bounded pool: past its readers a reading waits its turn, past its queue it is refused at once (PdfReadersBusy)', async () => {
@@ -171,9 +188,10 @@ describe('text layers read in a worker thread (Node)', () => {
     }, 50)
     try {
       const started = performance.now()
-      await expect(readPdf(chain(30), { deadlineMs: 3000, mode: 'auto', minPageChars: 50, maxOcrPages: 1, minConfidence: () => 0.7, extract: reader })).rejects.toThrow(
-        new PdfError('PDF parsing took longer than 3000 ms'),
-      )
+      await expect(readPdf(chain(30), { deadlineMs: 3000, mode: 'auto', minPageChars: 50, maxOcrPages: 1, minConfidence: () => 0.7, extract: reader })).rejects
+        .toThrow(
+          new PdfError('PDF parsing took longer than 3000 ms'),
+        )
       // bounds far from the old behaviour (minutes, with no timer firing) and wide for a busy machine
       expect(performance.now() - started).toBeLessThan(15_000)
       expect(lag).toBeLessThan(2500)
@@ -187,20 +205,24 @@ describe('text layers read in a worker thread (Node)', () => {
     }
   }, 30_000)
 
-  it('a reading whose process ends under it (as V8 ends one whose thread ran out of heap in one step) fails as unreadable, and the caller goes on', async () => {
-    const reader = createIsolatedExtractor()
-    try {
-      const reading = reader(chain(30), { deadlineMs: 60_000 })
-      const [host] = threadHosts()
-      expect(host).toBeGreaterThan(0)
-      process.kill(host!, 'SIGABRT')
-      await expect(reading).rejects.toThrow(new PdfError('unreadable PDF: the reader stopped'))
-      const lesson = await makePdf(['Leçon 2 : les fonctions affines.'])
-      expect((await reader(lesson, { deadlineMs: 10_000 })).pages[0]!.text).toBe('Leçon 2 : les fonctions affines.')
-    } finally {
-      await reader.close()
-    }
-  }, 30_000)
+  it(
+    'a reading whose process ends under it (as V8 ends one whose thread ran out of heap in one step) fails as unreadable, and the caller goes on',
+    async () => {
+      const reader = createIsolatedExtractor()
+      try {
+        const reading = reader(chain(30), { deadlineMs: 60_000 })
+        const [host] = threadHosts()
+        expect(host).toBeGreaterThan(0)
+        process.kill(host!, 'SIGABRT')
+        await expect(reading).rejects.toThrow(new PdfError('unreadable PDF: the reader stopped'))
+        const lesson = await makePdf(['Leçon 2 : les fonctions affines.'])
+        expect((await reader(lesson, { deadlineMs: 10_000 })).pages[0]!.text).toBe('Leçon 2 : les fonctions affines.')
+      } finally {
+        await reader.close()
+      }
+    },
+    30_000,
+  )
 
   it('a page that needs more memory than the thread has fails as unreadable', async () => {
     const reader = createIsolatedExtractor({ heapMb: 64 })
@@ -213,7 +235,15 @@ describe('text layers read in a worker thread (Node)', () => {
 })
 
 describe('joinItems', () => {
-  const run = (str: string, x: number, width: number, options: Partial<TextRun> = {}): TextRun => ({ str, dir: 'ltr', transform: [12, 0, 0, 12, x, 700], width, height: 12, hasEOL: false, ...options })
+  const run = (str: string, x: number, width: number, options: Partial<TextRun> = {}): TextRun => ({
+    str,
+    dir: 'ltr',
+    transform: [12, 0, 0, 12, x, 700],
+    width,
+    height: 12,
+    hasEOL: false,
+    ...options,
+  })
   it('joins runs that touch on a line into one word, right to left for Arabic whatever their order', () => {
     // "حركة" as "كة" (left) then "حر" (right), then a word space, then "المرابطين"
     const rtl = { dir: 'rtl' }
@@ -221,12 +251,27 @@ describe('joinItems', () => {
     expect(joinItems([run('حر', 380, 11, rtl), run('كة', 371, 12, rtl)])).toBe('حركة ')
   })
   it('keeps a space between runs a word space apart, and a line break after the end of a line', () => {
-    expect(joinItems([run('Le', 50, 12), run('çon', 62.5, 18), run('trois', 84, 24, { hasEOL: true }), run('Suite', 50, 25, { transform: [12, 0, 0, 12, 50, 686] })])).toBe('Leçon trois\nSuite ')
+    expect(
+      joinItems([
+        run('Le', 50, 12),
+        run('çon', 62.5, 18),
+        run('trois', 84, 24, { hasEOL: true }),
+        run('Suite', 50, 25, { transform: [12, 0, 0, 12, 50, 686] }),
+      ]),
+    ).toBe('Leçon trois\nSuite ')
   })
   it('puts an Arabic line drawn from its left end in reading order, numbers and Latin words left to right', () => {
     // "يقرأ 25 صفحة من كتاب Python الجديد" drawn word by word from the left (as Chromium draws a line)
     const rtl = { dir: 'rtl' }
-    const drawn = [run('الجديد', 50, 30, rtl), run('Python', 85, 30), run('كتاب', 120, 20, rtl), run('من', 145, 10, rtl), run('صفحة', 160, 20, rtl), run('25', 185, 10), run('يقرأ', 200, 20, { ...rtl, hasEOL: true })]
+    const drawn = [
+      run('الجديد', 50, 30, rtl),
+      run('Python', 85, 30),
+      run('كتاب', 120, 20, rtl),
+      run('من', 145, 10, rtl),
+      run('صفحة', 160, 20, rtl),
+      run('25', 185, 10),
+      run('يقرأ', 200, 20, { ...rtl, hasEOL: true }),
+    ]
     expect(joinItems(drawn)).toBe('يقرأ 25 صفحة من كتاب Python الجديد\n')
     // the same words drawn from the right end are left as they come
     expect(joinItems([...drawn].reverse().map((r, i) => ({ ...r, hasEOL: i === drawn.length - 1 })))).toBe('يقرأ 25 صفحة من كتاب Python الجديد\n')
@@ -237,7 +282,13 @@ describe('joinItems', () => {
   it('puts an Arabic line whose pieces come out of order in reading order, presentation forms as well', () => {
     // a justified line broken at its number, the pieces in the content stream's order (LibreOffice)
     const rtl = { dir: 'rtl' }
-    const pieces = [run('فالطالب الذي يقرأ', 400, 80, rtl), run('25', 380, 15), run('كبيرة.', 211, 30, rtl), run('كل أسبوع يتقدّم بسرعة', 245, 100, rtl), run('صفحة', 349, 28, { ...rtl, hasEOL: true })]
+    const pieces = [
+      run('فالطالب الذي يقرأ', 400, 80, rtl),
+      run('25', 380, 15),
+      run('كبيرة.', 211, 30, rtl),
+      run('كل أسبوع يتقدّم بسرعة', 245, 100, rtl),
+      run('صفحة', 349, 28, { ...rtl, hasEOL: true }),
+    ]
     expect(joinItems(pieces)).toBe('فالطالب الذي يقرأ 25 صفحة كل أسبوع يتقدّم بسرعة كبيرة.\n')
     // run by run from the left end around a Latin word, in presentation forms (XeLaTeX): "نستعمل برنامج Python لحساب المعدل"
     const xelatex = [run('ﻟﺤﺴﺎﺏ ﺍﻟﻤﻌﺪﻝ', 134, 200, rtl), run('Python', 342, 32), run('ﻧﺴﺘﻌﻤﻞ ﺑﺮﻧﺎﻣﺞ', 376, 100, { ...rtl, hasEOL: true })]
@@ -249,14 +300,26 @@ describe('joinItems', () => {
     // little left of it, and pdf.js adds a space of no width where the mark moved the pen back
     const rtl = { dir: 'rtl' }
     const line = [
-      run('ﺓ', 30, 7, rtl), run('ﺀ', 37, 6, rtl), run('ﺍ', 43, 4, rtl), run('ﺮ', 47, 7, rtl), run('ﻘ', 54, 7, rtl), run('ﻟ', 61, 4, rtl), run('ﺍ', 65, 4, rtl),
+      run('ﺓ', 30, 7, rtl),
+      run('ﺀ', 37, 6, rtl),
+      run('ﺍ', 43, 4, rtl),
+      run('ﺮ', 47, 7, rtl),
+      run('ﻘ', 54, 7, rtl),
+      run('ﻟ', 61, 4, rtl),
+      run('ﺍ', 65, 4, rtl),
       run(' ', 69, 6),
-      run('ﻢ', 75, 9, rtl), run('\u0651', 83.8, 0, { transform: [12, 0, 0, 12, 83.8, 703] }), run(' ', 84, 0), run('ﻠ', 84, 5, rtl), run('ﻌ', 89, 7, rtl), run('ﺘ', 96, 4, rtl), run('ﻳ', 100, 4, { ...rtl, hasEOL: true }),
+      run('ﻢ', 75, 9, rtl),
+      run('\u0651', 83.8, 0, { transform: [12, 0, 0, 12, 83.8, 703] }),
+      run(' ', 84, 0),
+      run('ﻠ', 84, 5, rtl),
+      run('ﻌ', 89, 7, rtl),
+      run('ﺘ', 96, 4, rtl),
+      run('ﻳ', 100, 4, { ...rtl, hasEOL: true }),
     ]
     expect(joinItems(line).normalize('NFKC')).toBe('يتعلّم القراءة\n')
   })
 
-  it('reads runs drawn with a mirrored text matrix (tesseract\'s invisible text over a scan) in reading order', () => {
+  it("reads runs drawn with a mirrored text matrix (tesseract's invisible text over a scan) in reading order", () => {
     // ocrmypdf writes each right-to-left word with the matrix -1 0 0 1, its characters in reading order;
     // pdf.js turns them round, places each run from its right end and ends a line after some of them
     const rtl = { dir: 'rtl' }

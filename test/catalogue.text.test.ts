@@ -4,11 +4,12 @@ import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { arabicShare, canonicalize, contentPages, matchingForm, repairReversedArabic } from '../functions-shared/text/canonicalize.ts'
-import { blocks, hammingDistance, simhash, toSigned, toUnsigned, tokens } from '../functions-shared/text/simhash.ts'
+import { blocks, hammingDistance, simhash, tokens, toSigned, toUnsigned } from '../functions-shared/text/simhash.ts'
 import { checkQuality, textConfidence } from '../functions-shared/catalogue/quality.ts'
 
 const LESSON_AR = 'الدرس الأول: المعادلات من الدرجة الأولى. نحل المعادلة بإيجاد قيمة المجهول التي تحقق المساواة، ثم نتحقق من الحل بالتعويض في المعادلة الأصلية.'
-const LESSON_FR = "Leçon 3 : les équations du premier degré. On résout l'équation en isolant l'inconnue, puis on vérifie la solution en la remplaçant dans l'équation de départ."
+const LESSON_FR =
+  "Leçon 3 : les équations du premier degré. On résout l'équation en isolant l'inconnue, puis on vérifie la solution en la remplaçant dans l'équation de départ."
 
 describe('canonicalize', () => {
   it('keeps the text as written: hamza forms, taa marbuta, tatweel and punctuation', () => {
@@ -27,7 +28,9 @@ describe('canonicalize', () => {
   })
   it('removes per-source boilerplate by pattern', () => {
     const text = 'Ministère de l\u2019Éducation Nationale — Page 3 sur 12 Les fractions. www.education.gov.mr'
-    expect(canonicalize(text, { boilerplate: ['ministère de l.éducation nationale', 'page \\d+ sur \\d+', 'www\\.education\\.gov\\.mr'] })).toBe('— Les fractions.')
+    expect(canonicalize(text, { boilerplate: ['ministère de l.éducation nationale', 'page \\d+ sur \\d+', 'www\\.education\\.gov\\.mr'] })).toBe(
+      '— Les fractions.',
+    )
   })
   it('keeps taa marbuta and hamza carriers in the matching form by default, folds them on request', () => {
     expect(matchingForm('مدرسة مؤسسة رئيس')).toBe('مدرسة مؤسسة رئيس')
@@ -74,7 +77,9 @@ describe('simhash', () => {
   it('keeps two different French books apart, though they share the words every French text uses', () => {
     // nine demo lessons (kinematics to respiration) against nine others (acids to weak acids): voting once
     // per occurrence, de, la, les, et... outvoted the rest, and the two books were 2 bits apart: a duplicate
-    const lessons = (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: { language: string; pages: string[] }[] }).lessons.filter((l) => l.language === 'fr')
+    const lessons =
+      (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: { language: string; pages: string[] }[] }).lessons
+        .filter((l) => l.language === 'fr')
     const book = (from: number, to: number) => matchingForm(canonicalize(lessons.slice(from, to).map((l) => l.pages.join('\n')).join('\n')))
     expect(hammingDistance(simhash(book(5, 11)), simhash(book(11, 17)))).toBeGreaterThan(3)
     // a copy of one of them with a word changed is still its duplicate
@@ -92,7 +97,7 @@ describe('simhash', () => {
     const fp = simhash('lycee')
     expect(fp.toString(16).padStart(16, '0')).toBe(createHash('md5').update('lycee').digest().subarray(0, 8).toString('hex'))
   })
-  it('gives each distinct token a vote of 1 + ln(its count), with node:crypto\'s MD5', () => {
+  it("gives each distinct token a vote of 1 + ln(its count), with node:crypto's MD5", () => {
     const oracle = (text: string): bigint => {
       const votes = Array<number>(64).fill(0)
       const all = tokens(text)
@@ -112,7 +117,7 @@ describe('simhash', () => {
       { numRuns: 300 },
     )
   })
-  it('round-trips through PostgreSQL\'s signed bigint, and splits into four 16-bit blocks', () => {
+  it("round-trips through PostgreSQL's signed bigint, and splits into four 16-bit blocks", () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), (fp) => {
         expect(toUnsigned(toSigned(fp))).toBe(fp)
@@ -132,11 +137,15 @@ describe('quality gate', () => {
   })
   it('names the length check: text too short (N chars below 200 minimum)', () => {
     expect(checkQuality({ ...good, text: 'Leçon 1 : les nombres entiers naturels et leurs propriétés.' }, limits)).toEqual({
-      passed: false, reason: 'text too short (59 chars below 200 minimum)', warnings: [],
+      passed: false,
+      reason: 'text too short (59 chars below 200 minimum)',
+      warnings: [],
     })
   })
   it('refuses files above the size limit', () => {
-    expect(checkQuality({ ...good, sizeBytes: limits.maxFileBytes + 1 }, limits).reason).toBe(`file too large (${limits.maxFileBytes + 1} bytes above ${limits.maxFileBytes} maximum)`)
+    expect(checkQuality({ ...good, sizeBytes: limits.maxFileBytes + 1 }, limits).reason).toBe(
+      `file too large (${limits.maxFileBytes + 1} bytes above ${limits.maxFileBytes} maximum)`,
+    )
   })
   it('refuses text that was not valid UTF-8', () => {
     expect(checkQuality({ ...good, text: `${good.text}\uFFFD` }, limits).reason).toBe('invalid encoding (text is not valid UTF-8)')

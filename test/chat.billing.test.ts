@@ -10,9 +10,9 @@ import { testConfig } from './helpers/app.ts'
 import { createUser, type TestUser } from './helpers/users.ts'
 import { seedDocument } from './helpers/corpus.ts'
 import { FR_LESSON } from './helpers/portal.ts'
-import { startOpenAiServer, type OpenAiServer, type Scripted } from './helpers/openai-server.ts'
+import { type OpenAiServer, type Scripted, startOpenAiServer } from './helpers/openai-server.ts'
 import { events, readSse } from './helpers/sse.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { FakeClock } from '../functions-shared/lib/clock.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
 import { expireReservations } from '../functions-shared/wallet/service.ts'
@@ -27,8 +27,23 @@ beforeAll(async () => {
   await seedDocument(db.sql, { name: 'Mathématiques 4AS', grade: '4AS', subject: 'mathematiques', language: 'fr', texts: FR_LESSON.split(/(?<=\.) /) })
   server = await startOpenAiServer()
   server.chat = (body) => (body.model === 'chat-model' ? script(body) : body.model === 'rerank-model' ? { content: '{"ranking": [0, 1, 2]}' } : { content: '' })
-  const ai = createOpenAiProvider({ apiKey: 'k', baseUrl: server.url, chatModel: 'chat-model', embeddingModel: 'embed-model', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 60_000 })
-  const config = testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0', RATE_LIMIT_CHAT_PER_MINUTE: '100000', CIRCUIT_FAILURE_THRESHOLD: '100000', TIER_FREE_DAILY_LIMIT: '0' })
+  const ai = createOpenAiProvider({
+    apiKey: 'k',
+    baseUrl: server.url,
+    chatModel: 'chat-model',
+    embeddingModel: 'embed-model',
+    rerankModel: 'rerank-model',
+    translateModel: 'translate-model',
+    dimension: 1536,
+    timeoutMs: 60_000,
+  })
+  const config = testConfig({
+    LOG_LEVEL: 'silent',
+    EXPIRY_INTERVAL_SECONDS: '0',
+    RATE_LIMIT_CHAT_PER_MINUTE: '100000',
+    CIRCUIT_FAILURE_THRESHOLD: '100000',
+    TIER_FREE_DAILY_LIMIT: '0',
+  })
   gw = await startGateway({ config, sql: db.connect(4), port: 0, deps: { clock: new FakeClock(Date.now()), ai, sources: [] } })
 })
 afterAll(async () => {
@@ -38,9 +53,13 @@ afterAll(async () => {
 })
 
 const chat = (user: TestUser, body: Record<string, unknown>) =>
-  fetch(`${gw.url}/functions/v1/chat`, { method: 'POST', headers: { Authorization: `Bearer ${user.token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  fetch(`${gw.url}/functions/v1/chat`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
 
-const QUESTION = { message: 'Comment isole-t-on l\'inconnue dans une équation ?', grade: '4AS', subject: 'mathematiques' }
+const QUESTION = { message: "Comment isole-t-on l'inconnue dans une équation ?", grade: '4AS', subject: 'mathematiques' }
 
 async function settlement(requestId: string) {
   const reservations = await db.sql`select status from public.reservations where request_id = ${requestId}`
@@ -117,7 +136,8 @@ describe('settlement does not depend on the text', () => {
       expect(s.reservations).toEqual(['expired'])
       expect(s.usage.filter((u) => Number(u.charged) > 0)).toEqual([])
     }
-    const [w] = await db.sql`select token_balance::int as b, (select sum(delta)::int from public.token_ledger where user_id = ${user.id}) as l from public.wallets where user_id = ${user.id}`
+    const [w] = await db
+      .sql`select token_balance::int as b, (select sum(delta)::int from public.token_ledger where user_id = ${user.id}) as l from public.wallets where user_id = ${user.id}`
     expect(w).toEqual({ b: 50, l: 50 })
   })
 })
@@ -161,8 +181,8 @@ async function runTurn(students: TestUser[], turn: Turn): Promise<{ requestId: s
     turn.kind === 'fail_before'
       ? { status: 500, errorMessage: ODD_TEXTS[turn.text] }
       : turn.kind === 'fail_midway'
-        ? { content, breakAfter: 3, ...model }
-        : { content, pieceDelayMs: turn.kind === 'disconnect' ? 2 : 0, ...model },
+      ? { content, breakAfter: 3, ...model }
+      : { content, pieceDelayMs: turn.kind === 'disconnect' ? 2 : 0, ...model },
   )
   const res = await chat(students[turn.student]!, { ...QUESTION, message: `${QUESTION.message} ${marker}`, stream: turn.stream })
   const requestId = res.headers.get('x-request-id')!
@@ -219,12 +239,17 @@ describe('the billing invariant', () => {
     // nothing is left on hold, and every wallet equals the sum of its ledger
     const [held] = await db.sql`select count(*)::int as n from public.reservations where status = 'reserved'`
     expect(held!.n).toBe(0)
-    const wallets = await db.sql`select w.user_id, w.token_balance::bigint as b, coalesce((select sum(l.delta) from public.token_ledger l where l.user_id = w.user_id), 0)::bigint as l
+    const wallets = await db
+      .sql`select w.user_id, w.token_balance::bigint as b, coalesce((select sum(l.delta) from public.token_ledger l where l.user_id = w.user_id), 0)::bigint as l
                                    from public.wallets w where w.user_id = any(${students.map((s) => s.id)})`
     for (const w of wallets) expect(w.b).toBe(w.l)
     // and every charge is one usage row's
-    const [charges] = await db.sql`select (select coalesce(-sum(delta), 0) from public.token_ledger where reason = 'agent_chat' and user_id = any(${students.map((s) => s.id)}))::bigint as ledger,
-                                          (select coalesce(sum(charged), 0) from public.usage_log where kind = 'chat' and user_id = any(${students.map((s) => s.id)}))::bigint as usage`
+    const [charges] = await db.sql`select (select coalesce(-sum(delta), 0) from public.token_ledger where reason = 'agent_chat' and user_id = any(${
+      students.map((s) => s.id)
+    }))::bigint as ledger,
+                                          (select coalesce(sum(charged), 0) from public.usage_log where kind = 'chat' and user_id = any(${
+      students.map((s) => s.id)
+    }))::bigint as usage`
     expect(charges!.ledger).toBe(charges!.usage)
   })
 })

@@ -7,7 +7,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createUser, type TestUser } from './helpers/users.ts'
 import { seedChatLessons } from './helpers/corpus.ts'
 import { chatGateway, getTurn, moneyOf, post } from './helpers/chat-turns.ts'
-import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
+import { type OpenAiServer, startOpenAiServer } from './helpers/openai-server.ts'
 import { events, readSse } from './helpers/sse.ts'
 import type { Gateway } from '../scripts/lib/gateway.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
@@ -33,7 +33,13 @@ describe('conversations', () => {
   it('keeps each question in a conversation that an app lists and deletes with supabase-js; a follow-up keeps its lesson', async () => {
     const student = await createUser(db.sql)
     const first = await (await post(gw, student, { message: 'Comment résoudre une équation du premier degré ?' })).json()
-    expect(first).toMatchObject({ reason: 'subject_inferred_from_catalogue', subject: 'mathematiques', status: 'answered', turn_id: expect.any(String), conversation_id: expect.any(String) })
+    expect(first).toMatchObject({
+      reason: 'subject_inferred_from_catalogue',
+      subject: 'mathematiques',
+      status: 'answered',
+      turn_id: expect.any(String),
+      conversation_id: expect.any(String),
+    })
     // elliptical: no subject named; without the conversation it would be searched over the whole catalogue
     const res = await post(gw, student, { message: 'et pour vérifier la solution ?', conversation_id: first.conversation_id })
     expect(res.headers.get('x-conversation-id')).toBe(first.conversation_id)
@@ -41,7 +47,8 @@ describe('conversations', () => {
     expect(second).toMatchObject({ reason: 'subject_from_conversation', subject: 'mathematiques', conversation_id: first.conversation_id, status: 'answered' })
     expect(second.sources.every((s: { title: string }) => s.title === 'Mathématiques 4AS')).toBe(true)
     // a question that names another subject leaves the conversation's lesson
-    const third = await (await post(gw, student, { message: 'en physique, quelle est la célérité du son dans l\'eau ?', conversation_id: first.conversation_id })).json()
+    const third =
+      await (await post(gw, student, { message: "en physique, quelle est la célérité du son dans l'eau ?", conversation_id: first.conversation_id })).json()
     expect(third).toMatchObject({ reason: 'subject_inferred_from_catalogue', subject: 'physique' })
 
     const anon = await apiKey(LOCAL_JWT_SECRET, 'anon')
@@ -51,16 +58,27 @@ describe('conversations', () => {
     const listed = await supabase.from('conversations').select('id, title, updated_at').order('updated_at', { ascending: false })
     expect(listed.error).toBeNull()
     expect(listed.data).toEqual([{ id: first.conversation_id, title: 'Comment résoudre une équation du premier degré ?', updated_at: expect.any(String) }])
-    const messages = await supabase.from('chat_messages').select('role, content, sources, status').eq('conversation_id', first.conversation_id).order('created_at')
+    const messages = await supabase.from('chat_messages').select('role, content, sources, status').eq('conversation_id', first.conversation_id).order(
+      'created_at',
+    )
     expect(messages.error).toBeNull()
-    expect(messages.data!.map((m) => `${m.role}:${m.status}`)).toEqual(['student:sent', 'teacher:answered', 'student:sent', 'teacher:answered', 'student:sent', 'teacher:answered'])
+    expect(messages.data!.map((m) => `${m.role}:${m.status}`)).toEqual([
+      'student:sent',
+      'teacher:answered',
+      'student:sent',
+      'teacher:answered',
+      'student:sent',
+      'teacher:answered',
+    ])
     expect(messages.data![0]!.content).toBe('Comment résoudre une équation du premier degré ?')
     expect(messages.data![1]).toMatchObject({ content: first.answer, sources: first.sources })
     // a conversation with its messages in one read, embedded as on hosted Supabase
     const whole = await supabase.from('conversations').select('title, chat_messages(role, status)').eq('id', first.conversation_id)
       .order('created_at', { referencedTable: 'chat_messages' }).single()
     expect(whole.error).toBeNull()
-    expect(whole.data!.chat_messages.map((m: { role: string; status: string }) => `${m.role}:${m.status}`)).toEqual(messages.data!.map((m) => `${m.role}:${m.status}`))
+    expect(whole.data!.chat_messages.map((m: { role: string; status: string }) => `${m.role}:${m.status}`)).toEqual(
+      messages.data!.map((m) => `${m.role}:${m.status}`),
+    )
     // nobody else reads them, writes them, or deletes them
     const other = as(await createUser(db.sql))
     expect((await other.from('conversations').select('id')).data).toEqual([])
@@ -84,16 +102,20 @@ describe('conversations', () => {
     expect((await money(student.id)).reservations).toBe(3)
   })
 
-  it('refuses another student\'s conversation (404) and a history sent with a conversation (400), reserving nothing', async () => {
+  it("refuses another student's conversation (404) and a history sent with a conversation (400), reserving nothing", async () => {
     const owner = await createUser(db.sql)
-    const { conversation_id } = await (await post(gw, owner, { message: 'Qu\'est-ce qu\'une onde mécanique ?' })).json()
+    const { conversation_id } = await (await post(gw, owner, { message: "Qu'est-ce qu'une onde mécanique ?" })).json()
     const intruder = await createUser(db.sql)
     const theirs = await post(gw, intruder, { message: 'et ensuite ?', conversation_id })
     expect(theirs.status).toBe(404)
     expect(await theirs.json()).toMatchObject({ error: 'not_found', request_id: theirs.headers.get('x-request-id') })
     const both = await post(gw, owner, { message: 'et ensuite ?', conversation_id, history: [{ role: 'user', content: 'bonjour' }] })
     expect(both.status).toBe(400)
-    expect(await both.json()).toMatchObject({ error: 'bad_request', message: expect.stringContaining('conversation_id or history'), fields: [{ field: 'history' }] })
+    expect(await both.json()).toMatchObject({
+      error: 'bad_request',
+      message: expect.stringContaining('conversation_id or history'),
+      fields: [{ field: 'history' }],
+    })
     expect((await money(owner.id)).reservations).toBe(1)
     expect((await getTurn(gw, intruder, crypto.randomUUID())).status).toBe(404)
     const badId = await getTurn(gw, owner, crypto.randomUUID(), { 'last-event-id': 'abc' })
@@ -101,7 +123,7 @@ describe('conversations', () => {
   })
 })
 
-describe('the model\'s history in a conversation', () => {
+describe("the model's history in a conversation", () => {
   let server: OpenAiServer
   let gw: Gateway
   beforeAll(async () => {
@@ -119,8 +141,8 @@ describe('the model\'s history in a conversation', () => {
     const gate = new Promise<void>((r) => (release = r))
     let asked!: () => void
     const modelAsked = new Promise<void>((r) => (asked = r))
-    server.chat = (body) => (body.stream ? (asked(), { content: 'La célérité du son dans l\'eau est de 1500 m/s [1].', gate }) : { content: '' })
-    const res = await post(gw, student, { message: 'la célérité du son dans l\'eau', grade: '5AS', subject: 'physique', stream: true })
+    server.chat = (body) => (body.stream ? (asked(), { content: "La célérité du son dans l'eau est de 1500 m/s [1].", gate }) : { content: '' })
+    const res = await post(gw, student, { message: "la célérité du son dans l'eau", grade: '5AS', subject: 'physique', stream: true })
     const turnId = res.headers.get('x-turn-id')!
     const reader = readSse(res)
     await modelAsked
@@ -138,13 +160,16 @@ describe('the model\'s history in a conversation', () => {
     expect(await money(student.id)).toMatchObject({ balance: 50, ledger: 50 })
     // cancelling a turn that ended otherwise is a conflict
     server.chat = (body) => (body.stream ? { content: 'Réponse.' } : { content: '' })
-    const answered = await (await post(gw, student, { message: 'la célérité du son dans l\'air', grade: '5AS', subject: 'physique' })).json()
-    const late = await fetch(`${gw.url}/functions/v1/chat/turns/${answered.turn_id}/cancel`, { method: 'POST', headers: { Authorization: `Bearer ${student.token}` } })
+    const answered = await (await post(gw, student, { message: "la célérité du son dans l'air", grade: '5AS', subject: 'physique' })).json()
+    const late = await fetch(`${gw.url}/functions/v1/chat/turns/${answered.turn_id}/cancel`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${student.token}` },
+    })
     expect(late.status).toBe(409)
     expect(await late.json()).toMatchObject({ error: 'conflict', status: 'answered' })
   })
 
-  it('is the conversation\'s stored messages, oldest first, and stays within the tier\'s budget', async () => {
+  it("is the conversation's stored messages, oldest first, and stays within the tier's budget", async () => {
     const student = await createUser(db.sql)
     server.chat = () => ({ content: 'On isole x [1].' })
     const first = await (await post(gw, student, { message: 'Comment résoudre 3x + 2 = 11 ?', grade: '4AS', subject: 'mathematiques' })).json()

@@ -10,7 +10,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createUser, type TestUser } from './helpers/users.ts'
 import { seedDocument } from './helpers/corpus.ts'
 import { FR_LESSON } from './helpers/portal.ts'
-import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
+import { type OpenAiServer, startOpenAiServer } from './helpers/openai-server.ts'
 import { events, readSse, type SseItem } from './helpers/sse.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { startStackProcess } from './helpers/stack-process.ts'
@@ -50,7 +50,11 @@ async function start(name: string): Promise<Started> {
 }
 
 const post = (s: Started, user: TestUser, body: unknown) =>
-  fetch(`${s.url}/functions/v1/chat`, { method: 'POST', headers: { Authorization: `Bearer ${user.token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  fetch(`${s.url}/functions/v1/chat`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
 const turn = (s: Started, user: TestUser, turnId: string, headers: Record<string, string> = {}) =>
   fetch(`${s.url}/functions/v1/chat/turns/${turnId}`, { headers: { Authorization: `Bearer ${user.token}`, ...headers } })
 
@@ -67,7 +71,8 @@ async function readUntil(res: Response, enough: (got: Event[]) => boolean): Prom
 }
 
 async function money(userId: string) {
-  const [w] = await db.sql`select w.token_balance::int as balance, (select coalesce(sum(delta), 0)::int from public.token_ledger l where l.user_id = w.user_id) as ledger,
+  const [w] = await db
+    .sql`select w.token_balance::int as balance, (select coalesce(sum(delta), 0)::int from public.token_ledger l where l.user_id = w.user_id) as ledger,
                                   (select count(*)::int from public.reservations r where r.user_id = w.user_id and r.status = 'reserved') as held
                              from public.wallets w where w.user_id = ${userId}`
   return w as { balance: number; ledger: number; held: number }

@@ -64,7 +64,7 @@ describe('retries and drops', () => {
     expect((await post(gw, poor, body, poorKey)).status).toBe(200)
   })
 
-  it('takes over a key whose request died before its turn began, and says a key\'s deleted conversation is gone', async () => {
+  it("takes over a key whose request died before its turn began, and says a key's deleted conversation is gone", async () => {
     const student = await createUser(db.sql)
     const body = { message: 'Comment résoudre une équation du premier degré ?', stream: false }
     // a request that claimed its key, then its process died before the turn began
@@ -110,10 +110,9 @@ describe('retries and drops', () => {
       await reader.cancel()
       const last = got.at(-1)?.id
       // even drops resume with GET and Last-Event-ID; odd ones retry the POST and skip what they have
-      const resumed =
-        k % 2 === 0
-          ? events(await readSse(await getTurn(gw, student, turnId, { accept: 'text/event-stream', ...(last ? { 'last-event-id': String(last) } : {}) })).rest())
-          : events(await readSse(await post(gw, student, body, key)).rest()).filter((e) => e.id! > (last ?? 0))
+      const resumed = k % 2 === 0
+        ? events(await readSse(await getTurn(gw, student, turnId, { accept: 'text/event-stream', ...(last ? { 'last-event-id': String(last) } : {}) })).rest())
+        : events(await readSse(await post(gw, student, body, key)).rest()).filter((e) => e.id! > (last ?? 0))
       const all = [...got, ...resumed]
       const ids = all.map((e) => e.id!)
       expect(new Set(ids).size, `k=${k}`).toBe(ids.length)
@@ -133,7 +132,7 @@ describe('retries and drops', () => {
   it('a JSON client that drops before its answer and retries with its key gets the same turn, charged once', async () => {
     for (const dropAfterMs of [0, 1, 5, 20]) {
       const student = await createUser(db.sql)
-      const body = { message: 'Quelle est la célérité du son dans l\'eau ?', stream: false }
+      const body = { message: "Quelle est la célérité du son dans l'eau ?", stream: false }
       const key = { 'Idempotency-Key': `json-drop-${dropAfterMs}` }
       const left = new AbortController()
       const first = post(gw, student, body, key, left.signal).catch((err: unknown) => err)
@@ -143,7 +142,13 @@ describe('retries and drops', () => {
       await gw.deps.background.idle()
       expect(retried.status).toBe('answered')
       expect(retried.answer).toBe((await storedAnswer(retried.turn_id)).content)
-      expect(await money(student.id)).toEqual({ balance: 50 - retried.usage.charged, ledger: 50 - retried.usage.charged, usage: 1, reservations: 1, charged: retried.usage.charged })
+      expect(await money(student.id)).toEqual({
+        balance: 50 - retried.usage.charged,
+        ledger: 50 - retried.usage.charged,
+        usage: 1,
+        reservations: 1,
+        charged: retried.usage.charged,
+      })
     }
   })
 })

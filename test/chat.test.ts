@@ -8,9 +8,9 @@ import { LogCapture, testConfig } from './helpers/app.ts'
 import { createUser, type TestUser } from './helpers/users.ts'
 import { reingest, seedChatLessons } from './helpers/corpus.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
-import { startOpenAiServer, type OpenAiServer, type Scripted } from './helpers/openai-server.ts'
+import { type OpenAiServer, type Scripted, startOpenAiServer } from './helpers/openai-server.ts'
 import { events, readSse } from './helpers/sse.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { FakeClock } from '../functions-shared/lib/clock.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
@@ -31,15 +31,24 @@ interface Stack {
 
 async function stack(options: { ai: 'offline' | OpenAiServer | AiProvider; env?: Record<string, string> }): Promise<Stack> {
   const clock = new FakeClock(Date.now())
-  const ai =
-    options.ai === 'offline'
-      ? createOfflineProvider()
-      : !('url' in options.ai)
-      ? options.ai
-      : createOpenAiProvider({ apiKey: 'k', baseUrl: options.ai.url, chatModel: 'chat-model', embeddingModel: 'embed-model', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 60_000 })
+  const ai = options.ai === 'offline' ? createOfflineProvider() : !('url' in options.ai) ? options.ai : createOpenAiProvider({
+    apiKey: 'k',
+    baseUrl: options.ai.url,
+    chatModel: 'chat-model',
+    embeddingModel: 'embed-model',
+    rerankModel: 'rerank-model',
+    translateModel: 'translate-model',
+    dimension: 1536,
+    timeoutMs: 60_000,
+  })
   const config = testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0', ...options.env })
   const logs = new LogCapture()
-  const gw = await startGateway({ config, sql: db.connect(4), port: 0, deps: { clock, ai, logs: createLogRoot({ level: 'info', destination: logs }), sources: [] } })
+  const gw = await startGateway({
+    config,
+    sql: db.connect(4),
+    port: 0,
+    deps: { clock, ai, logs: createLogRoot({ level: 'info', destination: logs }), sources: [] },
+  })
   return { gw, clock, logs }
 }
 
@@ -52,7 +61,8 @@ const chat = (s: Stack, user: TestUser, body: unknown, headers: Record<string, s
   })
 
 async function wallet(userId: string) {
-  const [w] = await db.sql`select token_balance::int as balance, (select coalesce(sum(delta), 0)::int from public.token_ledger l where l.user_id = w.user_id) as ledger
+  const [w] = await db
+    .sql`select token_balance::int as balance, (select coalesce(sum(delta), 0)::int from public.token_ledger l where l.user_id = w.user_id) as ledger
                              from public.wallets w where w.user_id = ${userId}`
   return w ? { balance: w.balance as number, ledger: w.ledger as number } : null
 }
@@ -79,7 +89,17 @@ describe('POST /chat with the offline provider', () => {
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toMatch(/application\/json/)
     const body = await res.json()
-    expect(body).toMatchObject({ path: 'answer', reason: 'subject_inferred_from_catalogue', language: 'fr', subject: 'mathematiques', tier: 'free', hint_level: 3, outcome: 'answered', extractive: true, model: 'offline-extractive' })
+    expect(body).toMatchObject({
+      path: 'answer',
+      reason: 'subject_inferred_from_catalogue',
+      language: 'fr',
+      subject: 'mathematiques',
+      tier: 'free',
+      hint_level: 3,
+      outcome: 'answered',
+      extractive: true,
+      model: 'offline-extractive',
+    })
     expect(body.request_id).toBe(res.headers.get('x-request-id'))
     expect(body.sources.length).toBeGreaterThan(0)
     expect(body.sources.length).toBeLessThanOrEqual(3) // free tier: rerank-N 3
@@ -96,24 +116,45 @@ describe('POST /chat with the offline provider', () => {
 
     const characters = [...body.answer].length
     const actual = 5 + Math.ceil(characters / 200)
-    expect(body.usage).toEqual({ estimated: FREE_ESTIMATE, actual, charged: actual, refunded: FREE_ESTIMATE - actual, uncovered: 0, characters, token_balance: 50 - actual })
+    expect(body.usage).toEqual({
+      estimated: FREE_ESTIMATE,
+      actual,
+      charged: actual,
+      refunded: FREE_ESTIMATE - actual,
+      uncovered: 0,
+      characters,
+      token_balance: 50 - actual,
+    })
     expect(await wallet(student.id)).toEqual({ balance: 50 - actual, ledger: 50 - actual })
     const [row] = await usageRows(student.id)
-    expect(row).toMatchObject({ request_id: body.request_id, kind: 'chat', estimated: FREE_ESTIMATE, actual, charged: actual, characters, model: 'offline-extractive' })
+    expect(row).toMatchObject({
+      request_id: body.request_id,
+      kind: 'chat',
+      estimated: FREE_ESTIMATE,
+      actual,
+      charged: actual,
+      characters,
+      model: 'offline-extractive',
+    })
     expect(Object.keys(row!.details.timings)).toEqual(expect.arrayContaining(['decide_path', 'check_wallet', 'retrieve_and_rerank', 'generate']))
     const ledger = await db.sql`select reason, delta::int from public.token_ledger where request_id = ${body.request_id} order by id`
-    expect(ledger.map((l) => [l.reason, l.delta])).toEqual([['reservation_hold', -FREE_ESTIMATE], ['reservation_release', FREE_ESTIMATE], ['agent_chat', -actual]])
+    expect(ledger.map((l) => [l.reason, l.delta])).toEqual([['reservation_hold', -FREE_ESTIMATE], ['reservation_release', FREE_ESTIMATE], [
+      'agent_chat',
+      -actual,
+    ]])
     // each step is in the logs, with the request id
     const steps = s.logs.lines.filter((l) => l.request_id === body.request_id && l.step).map((l) => l.step)
     expect(steps).toEqual(['decide_path', 'check_wallet', 'retrieve_and_rerank', 'generate', 'finalize'])
     const stages = await s.gw.deps.metrics.registry.getSingleMetricAsString('chat_stage_duration_seconds')
-    for (const stage of ['decide_path', 'check_wallet', 'retrieve_and_rerank', 'generate', 'finalize']) expect(stages).toContain(`chat_stage_duration_seconds_count{stage="${stage}"}`)
+    for (const stage of ['decide_path', 'check_wallet', 'retrieve_and_rerank', 'generate', 'finalize']) {
+      expect(stages).toContain(`chat_stage_duration_seconds_count{stage="${stage}"}`)
+    }
     expect(await s.gw.deps.metrics.registry.getSingleMetricAsString('chat_tokens_charged_total')).toMatch(/chat_tokens_charged_total [1-9]/)
   })
 
   it('streams SSE (stream: true) with meta, sources, deltas and done, and the right headers', async () => {
     const student = await createUser(db.sql)
-    const res = await chat(s, student, { message: 'Quelle est la célérité du son dans l\'eau ?', grade: '5AS', subject: 'physique', stream: true })
+    const res = await chat(s, student, { message: "Quelle est la célérité du son dans l'eau ?", grade: '5AS', subject: 'physique', stream: true })
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8')
     expect(res.headers.get('cache-control')).toContain('no-cache')
@@ -125,7 +166,13 @@ describe('POST /chat with the offline provider', () => {
     expect(names.at(-1)).toBe('done')
     expect(names.slice(2, -1).every((n) => n === 'delta')).toBe(true)
     const meta = items[0]!.data
-    expect(meta).toMatchObject({ request_id: res.headers.get('x-request-id'), path: 'answer', reason: 'subject_given', language: 'fr', reservation: { estimated: FREE_ESTIMATE } })
+    expect(meta).toMatchObject({
+      request_id: res.headers.get('x-request-id'),
+      path: 'answer',
+      reason: 'subject_given',
+      language: 'fr',
+      reservation: { estimated: FREE_ESTIMATE },
+    })
     expect(items[1]!.data.sources.every((x: { document_id: string }) => x.document_id === docs.physique!.id)).toBe(true)
     const answer = items.filter((e) => e.event === 'delta').map((e) => e.data.text).join('')
     expect(answer).toContain('1500 mètres par seconde')
@@ -150,7 +197,7 @@ describe('POST /chat with the offline provider', () => {
 
   it('asks a clarifying question for a flat 2 tokens, without retrieval', async () => {
     const student = await createUser(db.sql)
-    const res = await chat(s, student, { message: 'Bonjour, tu peux m\'aider ?' })
+    const res = await chat(s, student, { message: "Bonjour, tu peux m'aider ?" })
     const body = await res.json()
     expect(body).toMatchObject({ path: 'clarify', reason: 'small_talk', sources: [], retrieval: null, outcome: 'clarified' })
     expect(body.answer).toContain('matière')
@@ -227,7 +274,11 @@ describe('POST /chat with the offline provider', () => {
       expect(json.request_id).toBe(res.headers.get('x-request-id'))
       if (field) expect(JSON.stringify(json.fields ?? json)).toContain(field)
     }
-    const notJson = await fetch(`${s.gw.url}/functions/v1/chat`, { method: 'POST', headers: { Authorization: `Bearer ${student.token}`, 'content-type': 'application/json' }, body: '{"message":' })
+    const notJson = await fetch(`${s.gw.url}/functions/v1/chat`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${student.token}`, 'content-type': 'application/json' },
+      body: '{"message":',
+    })
     expect(notJson.status).toBe(400)
     expect(await reservations(student.id)).toBe(0)
     // a grade of up to 32 characters, as long as a reference or an upload may give one, is taken
@@ -270,7 +321,11 @@ describe('POST /chat with the offline provider', () => {
     for (const stream of [false, true]) {
       const res = await chat(s, student, { message: 'Comment résoudre une équation ?', stream })
       expect(res.status).toBe(401)
-      expect(await res.json()).toMatchObject({ error: 'unauthorized', message: 'The account of this token no longer exists; sign in again', request_id: res.headers.get('x-request-id') })
+      expect(await res.json()).toMatchObject({
+        error: 'unauthorized',
+        message: 'The account of this token no longer exists; sign in again',
+        request_id: res.headers.get('x-request-id'),
+      })
     }
   })
 
@@ -285,7 +340,7 @@ describe('POST /chat with the offline provider', () => {
     expect((await usageRows(student.id)).map((r) => r.kind)).toEqual(['chat'])
   })
 
-  it('answers 429 daily_limit_reached when the tier\'s turns for the day are used, without reserving', async () => {
+  it("answers 429 daily_limit_reached when the tier's turns for the day are used, without reserving", async () => {
     const student = await createUser(db.sql)
     await db.sql`select public.get_or_create_wallet(${student.id}, 50)`
     await db.sql`insert into public.usage_log (request_id, user_id, reservation_id, kind, estimated, actual, charged)
@@ -340,7 +395,9 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
   const calls = (model: string) => server.calls.filter((c) => c.body.model === model)
   beforeAll(async () => {
     server = await startOpenAiServer()
-    server.chat = (body) => (body.model === 'translate-model' ? script.translate(body) : body.model === 'rerank-model' ? script.rerank(body) : script.chat(body))
+    server.chat = (
+      body,
+    ) => (body.model === 'translate-model' ? script.translate(body) : body.model === 'rerank-model' ? script.rerank(body) : script.chat(body))
     s = await stack({ ai: server })
   })
   afterAll(async () => {
@@ -396,7 +453,13 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     const res = await chat(s, student, { message: 'كيف نحل معادلة من الدرجة الأولى؟' })
     const body = await res.json()
     expect(res.status).toBe(200)
-    expect(body).toMatchObject({ language: 'ar', subject: 'mathematiques', retrieval: { query: 'Comment résoudre une équation du premier degré ?', translated: true, rerank: 'model' }, extractive: false, model: 'chat-model-served' })
+    expect(body).toMatchObject({
+      language: 'ar',
+      subject: 'mathematiques',
+      retrieval: { query: 'Comment résoudre une équation du premier degré ?', translated: true, rerank: 'model' },
+      extractive: false,
+      model: 'chat-model-served',
+    })
     expect(body.answer).toBe('لحل معادلة من الدرجة الأولى نعزل المجهول [1] ثم نقسم على المعامل [2].')
     expect(body.sources.every((x: { document_id: string }) => x.document_id === docs.mathematiques!.id)).toBe(true)
     const turn = server.calls.slice(before)
@@ -423,7 +486,7 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     await db.sql`update public.profiles set hint_level = 5 where id = ${student.id}`
     script.chat = () => ({ content: 'Que fais-tu pour isoler x ? [1]' })
     const history = [{ role: 'user', content: 'Je bloque sur 3x + 2 = 11' }, { role: 'assistant', content: 'Que vaut 11 - 2 ?' }]
-    await (await chat(s, student, { message: 'Et après, pour l\'équation ?', history })).json()
+    await (await chat(s, student, { message: "Et après, pour l'équation ?", history })).json()
     const call = calls('chat-model').at(-1)!.body
     expect(call.messages[0].content).toContain('Hint level 5 of 5 (socratic)')
     expect(call.messages.slice(1, 3)).toEqual(history)
@@ -448,7 +511,7 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
   it('never serves chunk text cached before a re-ingest', async () => {
     const student = await createUser(db.sql)
     script.chat = () => ({ content: 'Voir [1].' })
-    const q = { message: 'la célérité du son dans l\'air', textbook_id: docs.physique!.id }
+    const q = { message: "la célérité du son dans l'air", textbook_id: docs.physique!.id }
     const first = await (await chat(s, student, q)).json()
     const top = first.sources[0]
     expect(top.excerpt).not.toContain('corrigé')
@@ -457,15 +520,15 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(second.sources.find((x: { chunk_id: string }) => x.chunk_id === top.chunk_id).excerpt).toContain('texte corrigé')
   })
 
-  it('quotes, as a source\'s excerpt, the sentences of its chunk that hold the question\'s words, as written', async () => {
+  it("quotes, as a source's excerpt, the sentences of its chunk that hold the question's words, as written", async () => {
     const student = await createUser(db.sql)
     script.chat = () => ({ content: 'Voir [1].' })
-    const q = { message: 'la célérité du son dans l\'air', textbook_id: docs.physique!.id }
+    const q = { message: "la célérité du son dans l'air", textbook_id: docs.physique!.id }
     const first = await (await chat(s, student, q)).json()
     const top = first.sources[0]
     // the chunk grows long, the sentence that answers at its end
     const filler = 'Une onde mécanique se propage dans un milieu matériel sans transport de matière. '.repeat(6)
-    const answer = 'Dans l\'air à 20 °C, la célérité du son vaut environ 340 m/s.'
+    const answer = "Dans l'air à 20 °C, la célérité du son vaut environ 340 m/s."
     await reingest(db.sql, docs.physique!.id, new Map([[top.chunk_id, `${filler}${answer}`]]), new Date(Date.now() + 120_000))
     const second = await (await chat(s, student, q)).json()
     const quoted = second.sources.find((x: { chunk_id: string }) => x.chunk_id === top.chunk_id).excerpt as string
@@ -477,9 +540,10 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
   it('quotes formulas and units in the SSE sources as the lesson writes them, the lesson found from a question that types them plainly', async () => {
     const student = await createUser(db.sql)
     script.chat = () => ({ content: 'Voir [1].' })
-    const first = await (await chat(s, student, { message: 'la célérité du son dans l\'air', textbook_id: docs.physique!.id })).json()
+    const first = await (await chat(s, student, { message: "la célérité du son dans l'air", textbook_id: docs.physique!.id })).json()
     const top = first.sources[0]
-    const formulas = 'Un solide de masse m animé d\'une vitesse v possède une énergie cinétique E_(c) = 1/2 mv². Une durée de 10⁻³ s reste négligeable devant la période T. La longueur d\'onde d\'un rayonnement infrarouge vaut 2,5 µm.'
+    const formulas =
+      "Un solide de masse m animé d'une vitesse v possède une énergie cinétique E_(c) = 1/2 mv². Une durée de 10⁻³ s reste négligeable devant la période T. La longueur d'onde d'un rayonnement infrarouge vaut 2,5 µm."
     await reingest(db.sql, docs.physique!.id, new Map([[top.chunk_id, formulas]]), new Date(Date.now() + 180_000))
     // typed plainly: Ec, mv2, um
     const res = await chat(s, student, { message: 'énergie cinétique Ec = 1/2 mv2 ?', textbook_id: docs.physique!.id, stream: true })
@@ -500,7 +564,7 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
 
     script.rerank = () => ({ content: '{"ranking": [2, 1, 0]}', delayMs: 30_000 })
     const rerankBefore = calls('rerank-model').length
-    const pending = chat(s, student, { message: 'trouver la valeur de x dans l\'équation', subject: 'mathematiques' })
+    const pending = chat(s, student, { message: "trouver la valeur de x dans l'équation", subject: 'mathematiques' })
     await vi.waitFor(() => expect(calls('rerank-model').length).toBe(rerankBefore + 1))
     s.clock.advance(5000)
     const slow = await (await pending).json()
@@ -538,7 +602,11 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(rows).toHaveLength(2)
     for (const row of rows) {
       expect(row.charged).toBe(0)
-      expect(row.details.retrieval).toMatchObject({ translated: true, query: 'ترجم هذا النص إلى الفرنسية من فضلك', cross_lingual: { status: 'searched', query: null } })
+      expect(row.details.retrieval).toMatchObject({
+        translated: true,
+        query: 'ترجم هذا النص إلى الفرنسية من فضلك',
+        cross_lingual: { status: 'searched', query: null },
+      })
       expect(JSON.stringify(row.details)).not.toContain(translation)
       // a turn that charges nothing writes no timings, nor an inference's weights: its row stays small
       expect(row.details).not.toHaveProperty('timings')
@@ -560,7 +628,7 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     const student = await createUser(db.sql)
     const full = Array.from({ length: 400 }, (_, i) => `mot${i}`).join(' ')
     script.chat = () => ({ content: full, pieceDelayMs: 2 })
-    const res = await chat(s, student, { message: 'Explique la résolution d\'une équation', stream: true })
+    const res = await chat(s, student, { message: "Explique la résolution d'une équation", stream: true })
     const turnId = res.headers.get('x-turn-id')!
     expect(turnId).toMatch(/^[0-9a-f-]{36}$/)
     const reader = readSse(res)
@@ -582,7 +650,9 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     expect(row).toMatchObject({ kind: 'chat', characters: full.length, actual: 5 + Math.ceil(full.length / 200), charged: 5 + Math.ceil(full.length / 200) })
     expect(await wallet(student.id)).toEqual({ balance: 50 - row!.charged, ledger: 50 - row!.charged })
     // the student comes back: the events after the last one received, to the end, with no duplicate
-    const again = await fetch(`${s.gw.url}/functions/v1/chat/turns/${turnId}`, { headers: { Authorization: `Bearer ${student.token}`, accept: 'text/event-stream', 'last-event-id': String(first.at(-1)!.id) } })
+    const again = await fetch(`${s.gw.url}/functions/v1/chat/turns/${turnId}`, {
+      headers: { Authorization: `Bearer ${student.token}`, accept: 'text/event-stream', 'last-event-id': String(first.at(-1)!.id) },
+    })
     expect(again.status).toBe(200)
     const rest = events(await readSse(again).rest())
     const all = [...first, ...rest]
@@ -598,7 +668,7 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     const student = await createUser(db.sql)
     // a slow model: three pieces, then the rest would come after the reservation's TTL
     script.chat = () => ({ content: 'Pour résoudre une équation, on isole x puis on divise [1].', stallAfter: 3 })
-    const res = await chat(s, student, { message: 'Explique la résolution d\'une équation', subject: 'mathematiques', stream: true })
+    const res = await chat(s, student, { message: "Explique la résolution d'une équation", subject: 'mathematiques', stream: true })
     const reader = readSse(res)
     let received = ''
     let item = await reader.next()
@@ -623,7 +693,12 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     try {
       const res = await chat(s, student, { message: 'Comment résoudre une équation ?' })
       expect(res.status).toBe(503)
-      expect(await res.json()).toMatchObject({ error: 'service_unavailable', message: 'Service temporarily unavailable, please retry', step: 'decide_path', request_id: res.headers.get('x-request-id') })
+      expect(await res.json()).toMatchObject({
+        error: 'service_unavailable',
+        message: 'Service temporarily unavailable, please retry',
+        step: 'decide_path',
+        request_id: res.headers.get('x-request-id'),
+      })
     } finally {
       server.embeddings = () => ({})
     }
@@ -639,7 +714,11 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
       // the subject given: the first embedding is the retrieval's, after the reservation
       const res = await chat(s, student, { message: 'Comment résoudre une équation ?', grade: '4AS', subject: 'mathematiques' })
       expect(res.status).toBe(503)
-      expect(await res.json()).toMatchObject({ error: 'service_unavailable', message: 'Service temporarily unavailable, please retry', request_id: res.headers.get('x-request-id') })
+      expect(await res.json()).toMatchObject({
+        error: 'service_unavailable',
+        message: 'Service temporarily unavailable, please retry',
+        request_id: res.headers.get('x-request-id'),
+      })
     } finally {
       server.embeddings = () => ({})
     }
@@ -657,7 +736,11 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     const items = events(await readSse(res).rest())
     expect(items.map((e) => e.event)).toEqual(['meta', 'error']) // no text, so no sources either
     expect(items.map((e) => e.id)).toEqual([1, 3])
-    expect(items[1]!.data).toEqual({ error: 'service_unavailable', message: 'Service temporarily unavailable, please retry', request_id: res.headers.get('x-request-id') })
+    expect(items[1]!.data).toEqual({
+      error: 'service_unavailable',
+      message: 'Service temporarily unavailable, please retry',
+      request_id: res.headers.get('x-request-id'),
+    })
     await s.gw.deps.background.idle()
     expect(await wallet(student.id)).toEqual({ balance: 50, ledger: 50 })
     const [row] = await usageRows(student.id)
@@ -690,9 +773,9 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
     const gate = new Promise<void>((r) => (release = r))
     let asked!: () => void
     const modelAsked = new Promise<void>((r) => (asked = r))
-    const answer = 'La célérité du son dans l\'air est de 340 m/s [1].'
+    const answer = "La célérité du son dans l'air est de 340 m/s [1]."
     script.chat = () => (asked(), { content: answer, gate })
-    const res = await chat(s, student, { message: 'la célérité du son dans l\'air', stream: true })
+    const res = await chat(s, student, { message: "la célérité du son dans l'air", stream: true })
     const turnId = res.headers.get('x-turn-id')!
     const reader = readSse(res)
     const seen: string[] = []
@@ -719,8 +802,8 @@ describe('POST /chat with the openai provider (OpenAI-compatible test server)', 
 
 describe('a JSON client that leaves before its answer is sent', () => {
   // the model has written part of the answer and is still at work when the client leaves
-  const FIRST = 'Pour isoler l\'inconnue, on retranche le même nombre aux deux membres [1], '
-  const REST = 'puis on divise les deux membres par le coefficient de l\'inconnue [1].'
+  const FIRST = "Pour isoler l'inconnue, on retranche le même nombre aux deux membres [1], "
+  const REST = "puis on divise les deux membres par le coefficient de l'inconnue [1]."
   let generating!: () => void
   let started = new Promise<void>((r) => (generating = r))
   let goOn!: () => void
@@ -748,7 +831,13 @@ describe('a JSON client that leaves before its answer is sent', () => {
     started = new Promise<void>((r) => (generating = r))
     gate = new Promise<void>((r) => (goOn = r))
     const left = new AbortController()
-    const pending = chat(s, student, { message: 'Comment isole-t-on l\'inconnue dans une équation ?', grade: '4AS', subject: 'mathematiques', stream: false }, {}, left.signal).catch((err: unknown) => err)
+    const pending = chat(
+      s,
+      student,
+      { message: "Comment isole-t-on l'inconnue dans une équation ?", grade: '4AS', subject: 'mathematiques', stream: false },
+      {},
+      left.signal,
+    ).catch((err: unknown) => err)
     await started
     left.abort()
     return { student, pending }
@@ -770,12 +859,13 @@ describe('a JSON client that leaves before its answer is sent', () => {
     const [held] = await db.sql`select count(*)::int as n from public.reservations where user_id = ${student.id} and status = 'reserved'`
     expect(held!.n).toBe(0)
     // the student's app lists its conversations (/rest/v1, as supabase-js does) and reads the answer
-    const rest = (path: string) => fetch(`${s.gw.url}/rest/v1/${path}`, { headers: { apikey: student.token, Authorization: `Bearer ${student.token}` } }).then((r) => r.json())
+    const rest = (path: string) =>
+      fetch(`${s.gw.url}/rest/v1/${path}`, { headers: { apikey: student.token, Authorization: `Bearer ${student.token}` } }).then((r) => r.json())
     const [conversation] = (await rest('conversations?select=id,title,updated_at&order=updated_at.desc')) as { id: string; title: string }[]
-    expect(conversation!.title).toBe('Comment isole-t-on l\'inconnue dans une équation ?')
+    expect(conversation!.title).toBe("Comment isole-t-on l'inconnue dans une équation ?")
     const messages = await rest(`chat_messages?select=role,content,status&conversation_id=eq.${conversation!.id}&order=created_at`)
     expect(messages).toEqual([
-      { role: 'student', content: 'Comment isole-t-on l\'inconnue dans une équation ?', status: 'sent' },
+      { role: 'student', content: "Comment isole-t-on l'inconnue dans une équation ?", status: 'sent' },
       { role: 'teacher', content: FIRST + REST, status: 'answered' },
     ])
   })
@@ -783,16 +873,30 @@ describe('a JSON client that leaves before its answer is sent', () => {
   it('is charged for what was generated until its cancel, and a turn cancelled before any text costs nothing and names no page', async () => {
     const { student, pending } = await leaveWhileGenerating()
     await pending
-    const [turn] = await db.sql<{ id: string }[]>`select turn_id as id from public.chat_messages m join public.conversations c on c.id = m.conversation_id where c.user_id = ${student.id} and m.role = 'teacher'`
-    const cancel = await fetch(`${s.gw.url}/functions/v1/chat/turns/${turn!.id}/cancel`, { method: 'POST', headers: { Authorization: `Bearer ${student.token}` } })
+    const [turn] = await db.sql<
+      { id: string }[]
+    >`select turn_id as id from public.chat_messages m join public.conversations c on c.id = m.conversation_id where c.user_id = ${student.id} and m.role = 'teacher'`
+    const cancel = await fetch(`${s.gw.url}/functions/v1/chat/turns/${turn!.id}/cancel`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${student.token}` },
+    })
     expect(cancel.status).toBe(200)
     const body = await cancel.json()
     const characters = [...FIRST].length
-    expect(body).toMatchObject({ turn_id: turn!.id, status: 'cancelled', outcome: 'cancelled', answer: FIRST, usage: { characters, charged: 5 + Math.ceil(characters / 200) } })
+    expect(body).toMatchObject({
+      turn_id: turn!.id,
+      status: 'cancelled',
+      outcome: 'cancelled',
+      answer: FIRST,
+      usage: { characters, charged: 5 + Math.ceil(characters / 200) },
+    })
     await s.gw.deps.background.idle()
     expect(await wallet(student.id)).toEqual({ balance: 50 - body.usage.charged, ledger: 50 - body.usage.charged })
     // cancelling again says the same; a turn that ended otherwise is a conflict
-    const twice = await fetch(`${s.gw.url}/functions/v1/chat/turns/${turn!.id}/cancel`, { method: 'POST', headers: { Authorization: `Bearer ${student.token}` } })
+    const twice = await fetch(`${s.gw.url}/functions/v1/chat/turns/${turn!.id}/cancel`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${student.token}` },
+    })
     expect(twice.status).toBe(200)
     expect((await twice.json()).status).toBe('cancelled')
   })
@@ -825,7 +929,9 @@ describe('a client that leaves while its turn is being decided', () => {
       embedStarted = new Promise<void>((r) => (embedding = r))
       gate = new Promise<void>((r) => (goOn = r))
       const left = new AbortController()
-      const pending = chat(s, student, { message: 'Comment isole-t-on l\'inconnue dans une équation du premier degré ?', stream }, {}, left.signal).catch((err: unknown) => err)
+      const pending = chat(s, student, { message: "Comment isole-t-on l'inconnue dans une équation du premier degré ?", stream }, {}, left.signal).catch((
+        err: unknown,
+      ) => err)
       await embedStarted
       left.abort()
       expect(await pending).toBeInstanceOf(Error)
@@ -892,13 +998,23 @@ describe('the circuit breaker around the chat model', () => {
   it('does not open for prompts the model refuses (400: too long, a content filter): one student cannot shut the chat off for everyone', async () => {
     const attacker = await createUser(db.sql)
     const other = await createUser(db.sql)
-    server.chat = (body) => (body.model === 'rerank-model' ? { content: '{"ranking": [0]}' } : JSON.stringify(body.messages).length > 3_000 ? { status: 400, errorMessage: 'maximum context length exceeded' } : { content: 'Réponse [1].' })
+    server.chat = (
+      body,
+    ) => (body.model === 'rerank-model'
+      ? { content: '{"ranking": [0]}' }
+      : JSON.stringify(body.messages).length > 3_000
+      ? { status: 400, errorMessage: 'maximum context length exceeded' }
+      : { content: 'Réponse [1].' })
     const history = Array.from({ length: 10 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'long '.repeat(390) }))
     for (let i = 0; i < 5; i++) {
       const res = await chat(s, attacker, { message: 'Comment résoudre une équation ?', history })
       // the student is told what to change, not to retry the same
       expect(res.status).toBe(400)
-      expect(await res.json()).toMatchObject({ error: 'bad_request', message: expect.stringMatching(/too long with its history, or refused\): shorten or rephrase it; nothing was charged/), request_id: res.headers.get('x-request-id') })
+      expect(await res.json()).toMatchObject({
+        error: 'bad_request',
+        message: expect.stringMatching(/too long with its history, or refused\): shorten or rephrase it; nothing was charged/),
+        request_id: res.headers.get('x-request-id'),
+      })
       expect(await wallet(attacker.id)).toEqual({ balance: 50, ledger: 50 }) // nothing charged
     }
     const streamed = await chat(s, attacker, { message: 'Comment résoudre une équation ?', history, stream: true })

@@ -35,7 +35,7 @@ describe('inferSubject', () => {
     ['كيف نحل معادلة من الدرجة الأولى؟', 'mathematiques'],
     ['ما إعراب الفاعل في الجملة؟', 'arabe'],
     ["Quand la Mauritanie a-t-elle obtenu l'indépendance ?", 'histoire'],
-    ['Bonjour, tu peux m\'aider ?', null],
+    ["Bonjour, tu peux m'aider ?", null],
     ['', null],
   ])('%s → %s', (text, subject) => {
     expect(inferSubject(text)).toBe(subject)
@@ -61,7 +61,15 @@ describe('billing of a turn', () => {
 
 describe('prompt', () => {
   it('puts the language, the hint level and the citation rule in the system message, then the history and the question', () => {
-    const messages = buildMessages({ message: 'q', language: 'hassaniya', hintLevel: 4, history: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }], maxChars: 2000, subject: 'physique', grade: '5AS' })
+    const messages = buildMessages({
+      message: 'q',
+      language: 'hassaniya',
+      hintLevel: 4,
+      history: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }],
+      maxChars: 2000,
+      subject: 'physique',
+      grade: '5AS',
+    })
     expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user'])
     expect(messages[0]!.content).toContain('Hassaniya')
     expect(messages[0]!.content).toContain(`Hint level 4 of 5 (hints): ${HINT_LADDER[4].instruction}`)

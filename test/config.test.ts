@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { parse as parseToml } from 'smol-toml'
-import { edgeFunctionRefusal, loadConfig, settings, tierLimits, ConfigError } from '../functions-shared/config.ts'
+import { ConfigError, edgeFunctionRefusal, loadConfig, settings, tierLimits } from '../functions-shared/config.ts'
 import { envExample, withSettingsTable } from '../scripts/env-example.ts'
 import { ROUTER_NAMES } from '../functions-shared/app.ts'
 
@@ -12,15 +12,44 @@ describe('settings', () => {
     const config = loadConfig({})
     expect(config.DATABASE_URL).toBeUndefined()
     expect(config).toMatchObject({
-      PORT: 54321, DB_PORT: 54322, DATA_DIR: '.data', RATE_LIMIT_STORE: 'memory',
-      RATE_LIMIT_CHAT_PER_MINUTE: 10, RATE_LIMIT_WALLET_PER_MINUTE: 30, RATE_LIMIT_UPLOAD_PER_MINUTE: 30, RATE_LIMIT_AUTH_PER_MINUTE: 5, RATE_LIMIT_ADMIN_PER_MINUTE: 60,
-      BILLING_BASE_COST: 5, BILLING_CHARS_PER_TOKEN: 200, BILLING_CLARIFY_COST: 2, WELCOME_BONUS_TOKENS: 50, RESERVATION_TTL_SECONDS: 300, ACTUAL_COST_CAP_MULTIPLIER: 2,
-      VECTOR_DIMENSION: 1536, VECTOR_INDEX_NAME: 'curriculum-1536', JOB_MAX_ATTEMPTS: 3, QUALITY_MIN_TEXT_CHARS: 200, QUALITY_MIN_PAGE_CHARS: 50,
-      OCR_MIN_CONFIDENCE_AR: 0.7, OCR_MIN_CONFIDENCE_FR: 0.8, UPLOAD_MAX_BYTES: 100 * 1024 * 1024, DUPLICATE_HAMMING_THRESHOLD: 3,
-      RERANK_CACHE_TTL_SECONDS: 900, CHUNK_CACHE_TTL_SECONDS: 3600, RERANK_TIMEOUT_MS: 5000,
-      CIRCUIT_FAILURE_THRESHOLD: 3, CIRCUIT_WINDOW_SECONDS: 60, CIRCUIT_RESET_SECONDS: 120,
-      CHUNK_CHARS: 1000, CHUNK_CHAR_OVERLAP: 150, CHUNK_TOKENS_FR: 512, CHUNK_TOKEN_OVERLAP_FR: 64, CHUNK_TOKENS_AR: 384, CHUNK_TOKEN_OVERLAP_AR: 48,
-      LIST_DEFAULT_LIMIT: 50, LIST_MAX_LIMIT: 200,
+      PORT: 54321,
+      DB_PORT: 54322,
+      DATA_DIR: '.data',
+      RATE_LIMIT_STORE: 'memory',
+      RATE_LIMIT_CHAT_PER_MINUTE: 10,
+      RATE_LIMIT_WALLET_PER_MINUTE: 30,
+      RATE_LIMIT_UPLOAD_PER_MINUTE: 30,
+      RATE_LIMIT_AUTH_PER_MINUTE: 5,
+      RATE_LIMIT_ADMIN_PER_MINUTE: 60,
+      BILLING_BASE_COST: 5,
+      BILLING_CHARS_PER_TOKEN: 200,
+      BILLING_CLARIFY_COST: 2,
+      WELCOME_BONUS_TOKENS: 50,
+      RESERVATION_TTL_SECONDS: 300,
+      ACTUAL_COST_CAP_MULTIPLIER: 2,
+      VECTOR_DIMENSION: 1536,
+      VECTOR_INDEX_NAME: 'curriculum-1536',
+      JOB_MAX_ATTEMPTS: 3,
+      QUALITY_MIN_TEXT_CHARS: 200,
+      QUALITY_MIN_PAGE_CHARS: 50,
+      OCR_MIN_CONFIDENCE_AR: 0.7,
+      OCR_MIN_CONFIDENCE_FR: 0.8,
+      UPLOAD_MAX_BYTES: 100 * 1024 * 1024,
+      DUPLICATE_HAMMING_THRESHOLD: 3,
+      RERANK_CACHE_TTL_SECONDS: 900,
+      CHUNK_CACHE_TTL_SECONDS: 3600,
+      RERANK_TIMEOUT_MS: 5000,
+      CIRCUIT_FAILURE_THRESHOLD: 3,
+      CIRCUIT_WINDOW_SECONDS: 60,
+      CIRCUIT_RESET_SECONDS: 120,
+      CHUNK_CHARS: 1000,
+      CHUNK_CHAR_OVERLAP: 150,
+      CHUNK_TOKENS_FR: 512,
+      CHUNK_TOKEN_OVERLAP_FR: 64,
+      CHUNK_TOKENS_AR: 384,
+      CHUNK_TOKEN_OVERLAP_AR: 48,
+      LIST_DEFAULT_LIMIT: 50,
+      LIST_MAX_LIMIT: 200,
     })
   })
 
@@ -29,7 +58,9 @@ describe('settings', () => {
     expect(edgeFunctionRefusal(loadConfig({ JWT_JWKS_URL: 'https://ref.supabase.co/auth/v1/.well-known/jwks.json' }))).toMatch(/^JWT_SECRET is the published/)
     expect(edgeFunctionRefusal(loadConfig({ JWT_SECRET: 'a-project-secret-of-its-own-32-characters-long' }))).toBeNull()
     // the Deno entry of every function refuses to serve on it (FUNCTION_PORT is set only behind the local gateway)
-    expect(read('supabase/functions/_shared/serve.ts')).toMatch(/const refusal = port \? null : edgeFunctionRefusal\(config\)\n\s+if \(refusal\) throw new Error\(refusal\)/)
+    expect(read('supabase/functions/_shared/serve.ts')).toMatch(
+      /const refusal = port \? null : edgeFunctionRefusal\(config\)\n\s+if \(refusal\) throw new Error\(refusal\)/,
+    )
   })
 
   it('give the tiers of spec §2.10', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { asService, asUser, isPgError } from '../functions-shared/db/tx.ts'
-import { migrateRepository, loadMigrations } from '../scripts/lib/migrations.ts'
+import { loadMigrations, migrateRepository } from '../scripts/lib/migrations.ts'
 import { parseMigrationFile } from '../functions-shared/db/migrate.ts'
 
 let db: TestDatabase
@@ -27,7 +27,11 @@ describe('asUser', () => {
   })
 
   it('runs as the authenticated role with the claims PostgREST would set', async () => {
-    const [row] = await asUser(db.sql, { sub: moussa, app_metadata: { role: 'student' } }, (tx) => tx`select current_user as who, auth.uid() as uid, auth.jwt() -> 'app_metadata' ->> 'role' as role, auth.role() as api_role`)
+    const [row] = await asUser(
+      db.sql,
+      { sub: moussa, app_metadata: { role: 'student' } },
+      (tx) => tx`select current_user as who, auth.uid() as uid, auth.jwt() -> 'app_metadata' ->> 'role' as role, auth.role() as api_role`,
+    )
     expect(row).toEqual({ who: 'authenticated', uid: moussa, role: 'student', api_role: 'authenticated' })
   })
 
@@ -89,7 +93,8 @@ describe('migration runner', () => {
   })
 
   it('created the Supabase platform objects: roles, auth tables, helpers, vector', async () => {
-    const roles = await db.sql`select rolname from pg_roles where rolname in ('anon','authenticated','service_role','authenticator','supabase_auth_admin') order by 1`
+    const roles = await db
+      .sql`select rolname from pg_roles where rolname in ('anon','authenticated','service_role','authenticator','supabase_auth_admin') order by 1`
     expect(roles.map((r) => r.rolname)).toEqual(['anon', 'authenticated', 'authenticator', 'service_role', 'supabase_auth_admin'])
     const tables = await db.sql`select table_name from information_schema.tables where table_schema = 'auth' order by 1`
     expect(tables.map((r) => r.table_name)).toEqual(['identities', 'mfa_amr_claims', 'mfa_challenges', 'mfa_factors', 'refresh_tokens', 'sessions', 'users'])

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { extractPdf } from '../functions-shared/pdf/extract.ts'
 import { canonicalize } from '../functions-shared/text/canonicalize.ts'
@@ -23,7 +23,12 @@ const tempDir = async () => {
   return d
 }
 
-function run(script: string, args: string[], env: Record<string, string>, timeoutMs = 110_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 110_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(`${root}node_modules/.bin/node`, [script, ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
@@ -64,7 +69,9 @@ describe('npm run demo', () => {
     expect(out).toContain('catalogue    27 textbook(s) ready')
     expect(out).toContain('[ar] 4AS education-islamique')
     // the French and the Arabic question, answered from the right textbooks with page links
-    expect(out).toMatch(/\(answer, fr, subject mathematiques, 15 tokens reserved\)\n {2}\[1\] Mathématiques 4AS — Équations du premier degré p\.\d .*equations-premier-degre\.pdf#page=\d/)
+    expect(out).toMatch(
+      /\(answer, fr, subject mathematiques, 15 tokens reserved\)\n {2}\[1\] Mathématiques 4AS — Équations du premier degré p\.\d .*equations-premier-degre\.pdf#page=\d/,
+    )
     expect(out).toMatch(/\(answer, ar, subject education-islamique, 15 tokens reserved\)\n {2}\[1\] التربية الإسلامية 4AS — أركان الإسلام/)
     expect(out).toContain('الإسلام مبني على خمسة أركان') // extracted in reading order, quoted as written (hamzas kept)
     expect(out.match(/→ answered \(extractive/g)).toHaveLength(2)
@@ -108,7 +115,14 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
   }
   beforeAll(async () => {
     db = await createTestDatabase()
-    const config = testConfig({ LOG_LEVEL: 'silent', DEMO_PORTAL: 'on', DATA_DIR: await tempDir(), EXPIRY_INTERVAL_SECONDS: '0', PORT: '0', ADMIN_API_KEY: 'cli-admin-key' })
+    const config = testConfig({
+      LOG_LEVEL: 'silent',
+      DEMO_PORTAL: 'on',
+      DATA_DIR: await tempDir(),
+      EXPIRY_INTERVAL_SECONDS: '0',
+      PORT: '0',
+      ADMIN_API_KEY: 'cli-admin-key',
+    })
     gw = await startGateway({ config, sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }) } })
     // the gateway's data folder, which has no JWT secret of its own: the CLI signs with the config's, as
     // the gateway does, whatever a stack started in the repository left in .data
@@ -153,7 +167,9 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     expect((await json('jobs', '--status', 'ready')).total).toBe(27)
     // the Arabic lessons are stored as demo/curriculum.json writes them: every chunk is a piece of its
     // page's text, letters, hamzas and punctuation included, and every page's text is stored whole
-    const curriculum = JSON.parse(await readFile(CURRICULUM_FILE, 'utf8')) as { lessons: { path: string; language?: string; pages?: string[]; scanned?: boolean }[] }
+    const curriculum = JSON.parse(await readFile(CURRICULUM_FILE, 'utf8')) as {
+      lessons: { path: string; language?: string; pages?: string[]; scanned?: boolean }[]
+    }
     const arabic = curriculum.lessons.filter((l) => l.language === 'ar' && l.pages && !l.scanned)
     expect(arabic.length).toBeGreaterThanOrEqual(4)
     for (const lesson of arabic) {
@@ -184,7 +200,10 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
     expect((await json('set-role', 'chef@demo.mr', 'teacher')).role).toBe('teacher')
     const top = await json('topup', 'chef@demo.mr', '100', '--amount', '250', '--method', 'bankily', '--idempotency-key', 'cli-1')
     expect(top).toMatchObject({ tokens: 100, new_balance: 150, replayed: false, payment_method: 'bankily' })
-    expect(await json('topup', 'chef@demo.mr', '100', '--amount', '250', '--method', 'bankily', '--idempotency-key', 'cli-1')).toMatchObject({ replayed: true, new_balance: 150 })
+    expect(await json('topup', 'chef@demo.mr', '100', '--amount', '250', '--method', 'bankily', '--idempotency-key', 'cli-1')).toMatchObject({
+      replayed: true,
+      new_balance: 150,
+    })
     const stats = await json('stats')
     expect(stats.documents).toMatchObject({ ready: 27 })
 
@@ -213,16 +232,22 @@ describe('the demo portal and the operator CLI against a running gateway', () =>
   }, 300_000)
 
   // after the operator commands, on the gateway they filled: the demo finds its lessons there and adds nothing
-  it('lets the README\'s first hour be followed literally: the demo, then step 3\'s sign-up, sign-in and question', async () => {
+  it("lets the README's first hour be followed literally: the demo, then step 3's sign-up, sign-in and question", async () => {
     const demo = await run('scripts/demo.ts', [], { ...env, DEMO_URL: gw.url, DEMO_TIMEOUT_MS: '200000' }, 220_000)
     expect(demo.code, `${demo.stdout}\n${demo.stderr}`).toBe(0)
     // step 3 as the README writes it, against this gateway (the API's /auth takes 5 requests a minute per
     // address, and the demo spends none of them)
     const readme = await readFile(join(root, 'README.md'), 'utf8')
-    const snippet = /3\. \*\*Ask a question yourself\*\*:\n {3}```sh\n([\s\S]*?)\n {3}```/.exec(readme)![1]!.replace(/^ {3}/gm, '').replaceAll('http://127.0.0.1:54321', gw.url)
+    const snippet = /3\. \*\*Ask a question yourself\*\*:\n {3}```sh\n([\s\S]*?)\n {3}```/.exec(readme)![1]!.replace(/^ {3}/gm, '').replaceAll(
+      'http://127.0.0.1:54321',
+      gw.url,
+    )
     const shell = (script: string) =>
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn('bash', ['-c', script], { cwd: root, env: { PATH: `${root}node_modules/.bin:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? '/tmp' } })
+        const child = spawn('bash', ['-c', script], {
+          cwd: root,
+          env: { PATH: `${root}node_modules/.bin:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? '/tmp' },
+        })
         let stdout = ''
         let stderr = ''
         child.stdout.on('data', (d: Buffer) => (stdout += d))

@@ -1,5 +1,5 @@
 // The Edge Functions really run on Deno: every entry type-checks, and the health function answers.
-import { spawn, execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 import { promisify } from 'node:util'
 import { readdirSync } from 'node:fs'
@@ -33,7 +33,10 @@ describe('Edge Functions on Deno', () => {
   })
 
   it('type-checks every function entry with deno check', async () => {
-    const { stdout, stderr } = await promisify(execFile)(deno, ['check', ...entries.map((e) => `supabase/functions/${e}/index.ts`)], { cwd: root, env: { ...process.env, NO_COLOR: '1' } })
+    const { stdout, stderr } = await promisify(execFile)(deno, ['check', ...entries.map((e) => `supabase/functions/${e}/index.ts`)], {
+      cwd: root,
+      env: { ...process.env, NO_COLOR: '1' },
+    })
     expect(`${stdout}${stderr}`).not.toMatch(/error/i)
   }, 120_000)
 
@@ -43,11 +46,12 @@ describe('Edge Functions on Deno', () => {
       const { stdout } = await promisify(execFile)(deno, ['info', '--json', `supabase/functions/${entry}/index.ts`], { cwd: root, maxBuffer: 64 << 20 })
       const graph = JSON.parse(stdout) as { modules: { dependencies?: { code?: { specifier: string }; isDynamic?: boolean }[] }[] }
       const packages = new Set<string>()
-      for (const m of graph.modules)
+      for (const m of graph.modules) {
         for (const d of m.dependencies ?? []) {
           const at = d.code && !d.isDynamic ? d.code.specifier.split('/node_modules/')[1] : undefined
           if (at) packages.add(at.startsWith('@') ? at.split('/').slice(0, 2).join('/') : at.split('/')[0]!)
         }
+      }
       return packages
     }
     const loaded = Object.fromEntries(await Promise.all(entries.map(async (e) => [e, await packagesOf(e)] as const)))
@@ -66,7 +70,14 @@ describe('Edge Functions on Deno', () => {
     const port = await freePort()
     const child = spawn(deno, ['run', '--allow-net', '--allow-env', '--allow-read', '--allow-sys', 'supabase/functions/health/index.ts'], {
       cwd: root,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1', FUNCTION_PORT: String(port), SUPABASE_DB_URL: db.url, DB_POOL_MAX: '1' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        NO_COLOR: '1',
+        FUNCTION_PORT: String(port),
+        SUPABASE_DB_URL: db.url,
+        DB_POOL_MAX: '1',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let output = ''

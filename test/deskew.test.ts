@@ -2,7 +2,7 @@
 // from the page image, and the rendering given to the recognizer is turned back.
 import { describe, expect, it } from 'vitest'
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
-import { loadImage, createCanvas } from '@napi-rs/canvas'
+import { createCanvas, loadImage } from '@napi-rs/canvas'
 import { makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { renderPage } from '../scripts/lib/render-page.ts'
 import { MIN_SKEW, skewAngle } from '../scripts/lib/deskew.ts'
@@ -35,7 +35,7 @@ describe('straightening a scan laid askew', () => {
     }
   })
 
-  it('is not misled by a scanner\'s dark edges or a rule across the page', async () => {
+  it("is not misled by a scanner's dark edges or a rule across the page", async () => {
     const { png } = await render(await makeScannedPdf([SCAN_FR[0]!], { skew: 1.2 }), false)
     const image = await loadImage(png)
     const canvas = createCanvas(image.width, image.height)

@@ -43,7 +43,7 @@ describe('the documentation', () => {
       for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
         const path = `${dir}/${entry.name}`
         if (entry.isDirectory()) walk(path)
-        else if (/\.(ts|sql)$/.test(entry.name)) for (const m of read(path).matchAll(/spec §(\d+(?:\.\d+)?)/g)) cited.add(m[1]!)
+        else if (/\.(ts|sql)$/.test(entry.name)) { for (const m of read(path).matchAll(/spec §(\d+(?:\.\d+)?)/g)) cited.add(m[1]!) }
       }
     }
     for (const dir of ['functions-shared', 'scripts', 'supabase', 'test']) walk(dir)
@@ -83,7 +83,9 @@ describe('what the local /auth/v1 serves, as docs/app-developers.md lists it', (
     .flatMap((f) => {
       const source = read(`local-platform/auth/${f}`)
       const single = [...source.matchAll(/app\.(get|post|put|delete|patch|all)\('([^']+)'/g)].map((m) => [m[1]!, m[2]!] as const)
-      const looped = [...source.matchAll(/for \(const path of \[([^\]]+)\]\) app\.all/g)].flatMap((m) => [...m[1]!.matchAll(/'([^']+)'/g)].map((p) => ['all', p[1]!] as const))
+      const looped = [...source.matchAll(/for \(const path of \[([^\]]+)\]\) app\.all/g)].flatMap((m) =>
+        [...m[1]!.matchAll(/'([^']+)'/g)].map((p) => ['all', p[1]!] as const)
+      )
       return [...single, ...looped]
     })
   it('names every route it serves with its method, and every path it answers as turned off', () => {

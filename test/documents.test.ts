@@ -53,7 +53,9 @@ const uploadRaw = async (contentType: string, body: Uint8Array) => {
 
 describe('POST /admin/upload-curriculum', () => {
   it('turns a PDF into a ready document with 1000/150 character chunks and the text in vector metadata', async () => {
-    const res = await upload(form({ grade: '4AS', subject: 'Mathématiques', language: 'fr', pdf_source: 'https://portal.example.mr/maths.pdf' }, { bytes: lesson, name: 'lecon.pdf' }))
+    const res = await upload(
+      form({ grade: '4AS', subject: 'Mathématiques', language: 'fr', pdf_source: 'https://portal.example.mr/maths.pdf' }, { bytes: lesson, name: 'lecon.pdf' }),
+    )
     expect(res.status, JSON.stringify(res.body)).toBe(201)
     expect(res.body).toMatchObject({ status: 'ready', namespace: 'grade-4as-mathematiques', pages: 2, content_pages: 2 })
     expect(res.body.chunks).toBeGreaterThanOrEqual(3)
@@ -66,7 +68,7 @@ describe('POST /admin/upload-curriculum', () => {
   })
 
   it('leaves a running head and page numbers on the first page only', async () => {
-    const head = 'Ministère de l\'Éducation nationale - Physique 7C'
+    const head = "Ministère de l'Éducation nationale - Physique 7C"
     const bodies = [FR_LESSON, PHYSICS_LESSON, `${FR_LESSON} ${PHYSICS_LESSON}`]
     const pdf = await makePdf(bodies.map((b, i) => `${head}\n${b}\nPage ${i + 1} sur 3`))
     const res = await upload(form({ grade: '7C', subject: 'physique', language: 'fr' }, { bytes: pdf, name: 'tete.pdf' }))
@@ -85,13 +87,20 @@ describe('POST /admin/upload-curriculum', () => {
   })
 
   it('puts back whole the words a typesetter broke at a line end, and keeps the hyphen of a compound', async () => {
-    const pdf = await makePdf([`Les équa-\ntions horaires d'un mobile donnent sa posi-\ntion à chaque instant, c'est-à-\ndire l'état de son mouvement. Comment détermine-t-\non sa vitesse ? ${PHYSICS_LESSON}`])
+    const pdf = await makePdf([
+      `Les équa-\ntions horaires d'un mobile donnent sa posi-\ntion à chaque instant, c'est-à-\ndire l'état de son mouvement. Comment détermine-t-\non sa vitesse ? ${PHYSICS_LESSON}`,
+    ])
     const res = await upload(form({ grade: '7C', subject: 'physique', language: 'fr' }, { bytes: pdf, name: 'coupures.pdf' }))
     expect(res.status, JSON.stringify(res.body)).toBe(201)
-    const [page] = await db.sql<{ content: string }[]>`select string_agg(content, ' ' order by chunk_index) as content from public.document_chunks where file_id = ${res.body.document_id}`
-    expect(page!.content).toContain("Les équations horaires d'un mobile donnent sa position à chaque instant, c'est-à-dire l'état de son mouvement. Comment détermine-t-on sa vitesse ?")
+    const [page] = await db.sql<
+      { content: string }[]
+    >`select string_agg(content, ' ' order by chunk_index) as content from public.document_chunks where file_id = ${res.body.document_id}`
+    expect(page!.content).toContain(
+      "Les équations horaires d'un mobile donnent sa position à chaque instant, c'est-à-dire l'état de son mouvement. Comment détermine-t-on sa vitesse ?",
+    )
     // and the search finds the whole word
-    const [hit] = await db.sql`select bool_or(pg_catalog.tsvector_to_array(private.search_vector('position')) <@ pg_catalog.tsvector_to_array(search_tsv)) as found from public.document_chunks where file_id = ${res.body.document_id}`
+    const [hit] = await db
+      .sql`select bool_or(pg_catalog.tsvector_to_array(private.search_vector('position')) <@ pg_catalog.tsvector_to_array(search_tsv)) as found from public.document_chunks where file_id = ${res.body.document_id}`
     expect(hit!.found).toBe(true)
   })
 
@@ -112,12 +121,15 @@ describe('POST /admin/upload-curriculum', () => {
     const before = await count()
     // the PDF's bytes hold NULs: read as a text field, they were refused as text the database cannot store
     expect(lesson.includes(0)).toBe(true)
-    const res = await uploadRaw('multipart/form-data; boundary=x-boundary', multipart('x-boundary', [
-      { name: 'grade', body: '4AS' },
-      { name: 'subject', body: 'maths' },
-      { name: 'language', body: 'fr' },
-      { name: 'file', type: 'application/pdf', body: lesson },
-    ]))
+    const res = await uploadRaw(
+      'multipart/form-data; boundary=x-boundary',
+      multipart('x-boundary', [
+        { name: 'grade', body: '4AS' },
+        { name: 'subject', body: 'maths' },
+        { name: 'language', body: 'fr' },
+        { name: 'file', type: 'application/pdf', body: lesson },
+      ]),
+    )
     expect(res.status, JSON.stringify(res.body)).toBe(400)
     expect(res.body).toMatchObject({ error: 'validation_failed', request_id: res.requestId })
     expect(res.body.fields).toEqual([{ field: 'file', message: expect.stringContaining('no filename') }])
@@ -144,7 +156,14 @@ describe('POST /admin/upload-curriculum', () => {
     expect(other.status, JSON.stringify(other.body)).toBe(400)
     expect(other.body.fields.map((f: { field: string }) => f.field)).toEqual(['file'])
     // a boundary RFC 2046 does not allow (past 70 characters, ending in a space), or none, is a 400
-    for (const type of [`multipart/form-data; boundary="${'b'.repeat(71)}"`, 'multipart/form-data; boundary="a "', 'multipart/form-data', 'multipart/form-data; boundary="a b']) {
+    for (
+      const type of [
+        `multipart/form-data; boundary="${'b'.repeat(71)}"`,
+        'multipart/form-data; boundary="a "',
+        'multipart/form-data',
+        'multipart/form-data; boundary="a b',
+      ]
+    ) {
       const res = await uploadRaw(type, fields('a b'))
       expect(res.status, `${type}: ${JSON.stringify(res.body)}`).toBe(400)
       expect(res.body, type).toMatchObject({ error: 'bad_request', message: expect.stringContaining('boundary'), request_id: res.requestId })
@@ -158,17 +177,19 @@ describe('POST /admin/upload-curriculum', () => {
   it('refuses, storing nothing, a namespace other than grade-{grade}-{subject}, a grade or subject no question can name, and a pdf_source that is not http(s)', async () => {
     const count = async () => Number((await db.sql`select count(*) from public.documents`)[0]!.count)
     const before = await count()
-    for (const [fields, field] of [
-      [{ grade: '7C', subject: 'physique', language: 'fr', namespace: 'custom-ns' }, 'namespace'],
-      [{ grade: '7C', subject: 'physique', language: 'fr', namespace: 'grade-7c-chimie' }, 'namespace'],
-      [{ grade: '!!!', subject: 'physique', language: 'fr' }, 'grade'],
-      // longer than the 32 characters a question's grade may have
-      [{ grade: 'seconde annee du secondaire serie C', subject: 'physique', language: 'fr' }, 'grade'],
-      // a subject in Arabic script that names none the catalogue knows (التربية الإسلامية is education-islamique)
-      [{ grade: '7C', subject: 'مادة جديدة', language: 'ar' }, 'subject'],
-      [{ grade: '7C', subject: 'physique', language: 'fr', pdf_source: 'javascript:alert(document.cookie)//' }, 'pdf_source'],
-      [{ grade: '7C', subject: 'physique', language: 'fr', pdf_source: 'data:text/html,<script>alert(1)</script>' }, 'pdf_source'],
-    ] as const) {
+    for (
+      const [fields, field] of [
+        [{ grade: '7C', subject: 'physique', language: 'fr', namespace: 'custom-ns' }, 'namespace'],
+        [{ grade: '7C', subject: 'physique', language: 'fr', namespace: 'grade-7c-chimie' }, 'namespace'],
+        [{ grade: '!!!', subject: 'physique', language: 'fr' }, 'grade'],
+        // longer than the 32 characters a question's grade may have
+        [{ grade: 'seconde annee du secondaire serie C', subject: 'physique', language: 'fr' }, 'grade'],
+        // a subject in Arabic script that names none the catalogue knows (التربية الإسلامية is education-islamique)
+        [{ grade: '7C', subject: 'مادة جديدة', language: 'ar' }, 'subject'],
+        [{ grade: '7C', subject: 'physique', language: 'fr', pdf_source: 'javascript:alert(document.cookie)//' }, 'pdf_source'],
+        [{ grade: '7C', subject: 'physique', language: 'fr', pdf_source: 'data:text/html,<script>alert(1)</script>' }, 'pdf_source'],
+      ] as const
+    ) {
       const res = await upload(form(fields, { bytes: lesson, name: 'x.pdf' }))
       expect(res.status, JSON.stringify(res.body)).toBe(400)
       expect(res.body).toMatchObject({ error: 'validation_failed', request_id: expect.any(String) })
@@ -176,23 +197,42 @@ describe('POST /admin/upload-curriculum', () => {
     }
     expect(await count()).toBe(before)
     // the namespace the grade and subject make is accepted, in any case
-    expect((await upload(form({ grade: '7C', subject: 'physique', language: 'fr', namespace: 'Grade-7C-Physique', pdf_source: 'https://portal.example.mr/p.pdf' }, { bytes: lesson, name: 'x.pdf' }))).body.namespace).toBe('grade-7c-physique')
+    expect(
+      (await upload(
+        form({ grade: '7C', subject: 'physique', language: 'fr', namespace: 'Grade-7C-Physique', pdf_source: 'https://portal.example.mr/p.pdf' }, {
+          bytes: lesson,
+          name: 'x.pdf',
+        }),
+      )).body.namespace,
+    ).toBe('grade-7c-physique')
   })
 })
 
 describe('documents', () => {
   it('PATCH changes only title, major, weight and category', async () => {
     const up = await upload(form({ grade: '5AS', subject: 'physique', language: 'fr' }, { bytes: lesson, name: 'p.pdf' }))
-    const res = await t.request(`/admin/documents/${up.body.document_id}`, { method: 'PATCH', headers: { ...service, 'content-type': 'application/json' }, body: JSON.stringify({ title: 'Physique 5AS', weight: 3 }) })
+    const res = await t.request(`/admin/documents/${up.body.document_id}`, {
+      method: 'PATCH',
+      headers: { ...service, 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'Physique 5AS', weight: 3 }),
+    })
     expect(await json(res)).toMatchObject({ title: 'Physique 5AS', weight: 3, major: null, grade: '5AS' })
-    const bad = await t.request(`/admin/documents/${up.body.document_id}`, { method: 'PATCH', headers: { ...service, 'content-type': 'application/json' }, body: JSON.stringify({ status: 'failed' }) })
+    const bad = await t.request(`/admin/documents/${up.body.document_id}`, {
+      method: 'PATCH',
+      headers: { ...service, 'content-type': 'application/json' },
+      body: JSON.stringify({ status: 'failed' }),
+    })
     expect(bad.status).toBe(400)
-    expect((await t.request(`/admin/documents/${crypto.randomUUID()}`, { method: 'PATCH', headers: { ...service, 'content-type': 'application/json' }, body: '{}' })).status).toBe(404)
+    expect(
+      (await t.request(`/admin/documents/${crypto.randomUUID()}`, { method: 'PATCH', headers: { ...service, 'content-type': 'application/json' }, body: '{}' }))
+        .status,
+    ).toBe(404)
   })
 
   it('DELETE removes vectors, chunks and the row, and sets the linked reference back to discovered', async () => {
     const up = await upload(form({ grade: '6AS', subject: 'histoire', language: 'fr' }, { bytes: lesson, name: 'h.pdf' }))
-    const [ref] = await db.sql`insert into public.curriculum_references (source, pdf_source, source_url, status) values ('t', 'http://p.test/h.pdf', 'http://p.test/h.pdf', 'ready') returning id`
+    const [ref] = await db
+      .sql`insert into public.curriculum_references (source, pdf_source, source_url, status) values ('t', 'http://p.test/h.pdf', 'http://p.test/h.pdf', 'ready') returning id`
     await db.sql`update public.documents set reference_id = ${ref!.id} where id = ${up.body.document_id}`
     const res = await t.request(`/admin/documents/${up.body.document_id}`, { method: 'DELETE', headers: service })
     expect(await json(res)).toEqual({ status: 'deleted', chunks_removed: up.body.chunks, vectors_removed: up.body.vectors })
@@ -210,7 +250,8 @@ describe('GET /admin/stats', () => {
     const [admin, student] = [await createUser(db.sql, { role: 'admin' }), await createUser(db.sql)]
     await reserve({ ctx: { deps: t.deps, requestId: 'stats' }, input: { user_id: student.id, estimate: 20 } })
     void admin
-    const [expected] = await db.sql`select (select count(*)::int from public.documents) as documents, (select count(*)::int from public.document_chunks) as chunks`
+    const [expected] = await db
+      .sql`select (select count(*)::int from public.documents) as documents, (select count(*)::int from public.document_chunks) as chunks`
     const res = await t.request('/admin/stats', { headers: service })
     const body = await json(res)
     expect(body).toEqual({
@@ -233,16 +274,28 @@ describe('an uploaded document, for students', () => {
     expect(res.body.namespace).toBe('grade-6c-physique')
     const [doc] = await db.sql`select grade, subject from public.documents where id = ${res.body.document_id}`
     expect(doc).toEqual({ grade: '6C', subject: 'physique' })
-    const [v] = await db.sql`select namespace, metadata->>'grade' as grade, metadata->>'subject' as subject from public.vectors where file_id = ${res.body.document_id} limit 1`
+    const [v] = await db
+      .sql`select namespace, metadata->>'grade' as grade, metadata->>'subject' as subject from public.vectors where file_id = ${res.body.document_id} limit 1`
     expect(v).toEqual({ namespace: 'grade-6c-physique', grade: '6C', subject: 'physique' })
     expect((await json(await t.request('/curriculum/subjects'))).subjects).toContain('physique')
     const student = await createUser(db.sql)
     const ask = async (body: Record<string, unknown>) => {
-      const r = await t.request('/chat', { method: 'POST', headers: { ...bearer(student.token), 'content-type': 'application/json' }, body: JSON.stringify({ stream: false, message: 'la célérité des ondes mécaniques', ...body }) })
+      const r = await t.request('/chat', {
+        method: 'POST',
+        headers: { ...bearer(student.token), 'content-type': 'application/json' },
+        body: JSON.stringify({ stream: false, message: 'la célérité des ondes mécaniques', ...body }),
+      })
       return json(r)
     }
     // named as stored, as the upload named them, or another way of writing them
-    for (const named of [{ grade: '6C', subject: 'physique' }, { grade: '6-C', subject: 'sciences-physiques' }, { grade: '6eme-C', subject: 'Sciences Physiques' }, { textbook_id: res.body.document_id }]) {
+    for (
+      const named of [
+        { grade: '6C', subject: 'physique' },
+        { grade: '6-C', subject: 'sciences-physiques' },
+        { grade: '6eme-C', subject: 'Sciences Physiques' },
+        { textbook_id: res.body.document_id },
+      ]
+    ) {
       const answer = await ask(named)
       expect(answer.outcome, JSON.stringify(named)).toBe('answered')
       expect(answer.sources.length).toBeGreaterThan(0)

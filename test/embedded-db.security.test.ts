@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { inject } from 'vitest'
 import postgres from 'postgres'
-import { startEmbedded, type EmbeddedDb } from '../scripts/lib/embedded-db.ts'
+import { type EmbeddedDb, startEmbedded } from '../scripts/lib/embedded-db.ts'
 import { createDb, type Sql } from '../functions-shared/db/client.ts'
 import { migrateRepository } from '../scripts/lib/migrations.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
@@ -94,10 +94,12 @@ describe('a client that poisons the shared session', () => {
     await psql.end()
   })
 
-  it('session-level request.jwt.claims and role authenticated: the service\'s users still see only their rows', async () => {
+  it("session-level request.jwt.claims and role authenticated: the service's users still see only their rows", async () => {
     const victim = await createUser(app)
     const psql = other()
-    await psql`select set_config('request.jwt.claims', ${JSON.stringify({ sub: victim.id, role: 'authenticated' })}, false), set_config('role', 'authenticated', false)`
+    await psql`select set_config('request.jwt.claims', ${
+      JSON.stringify({ sub: victim.id, role: 'authenticated' })
+    }, false), set_config('role', 'authenticated', false)`
     const intruder = await createUser(app)
     const me = await json(await t.request('/me', { headers: bearer(intruder.token) }))
     expect(me.id).toBe(intruder.id)
@@ -157,7 +159,7 @@ describe('a client that poisons the shared session', () => {
     await serviceWorks()
   })
 
-  it('a client cut off in the middle of an extended exchange (Parse, Bind, Flush) takes nothing of the service\'s with it', async () => {
+  it("a client cut off in the middle of an extended exchange (Parse, Bind, Flush) takes nothing of the service's with it", async () => {
     const c = await rawClient()
     c.socket.write(Buffer.concat([msg('P', cstr(''), cstr('select pg_sleep(0)'), Buffer.alloc(2)), msg('B', cstr(''), cstr(''), Buffer.alloc(6)), msg('H')]))
     await new Promise((r) => setTimeout(r, 20))
@@ -178,7 +180,12 @@ describe('a client that poisons the shared session', () => {
   it('a startup parameter the session refuses does not undo the reset when the session passes to its client', async () => {
     const psql = other()
     await psql`set role anon`
-    const odd = postgres(embedded.url, { max: 1, prepare: false, onnotice: () => {}, connection: { 'no.such_setting': 'x', statement_timeout: 'not-a-number' } as never })
+    const odd = postgres(embedded.url, {
+      max: 1,
+      prepare: false,
+      onnotice: () => {},
+      connection: { 'no.such_setting': 'x', statement_timeout: 'not-a-number' } as never,
+    })
     others.push(odd)
     const [row] = await odd`select current_user as u`.catch(() => [{ u: 'refused' }])
     expect(row!.u).not.toBe('anon')
@@ -324,7 +331,9 @@ async function rawClient() {
       expect(out).not.toContain('SERROR')
     },
     async executeNamed(name: string): Promise<string> {
-      socket.write(Buffer.concat([msg('B', cstr(''), cstr(name), Buffer.alloc(6)), msg('D', Buffer.from('P'), cstr('')), msg('E', cstr(''), Buffer.alloc(4)), msg('S')]))
+      socket.write(
+        Buffer.concat([msg('B', cstr(''), cstr(name), Buffer.alloc(6)), msg('D', Buffer.from('P'), cstr('')), msg('E', cstr(''), Buffer.alloc(4)), msg('S')]),
+      )
       return untilReady()
     },
   }

@@ -1,7 +1,7 @@
 // The folding used for matching (text/fold.ts): what the offline embedder, the offline rerank and the
 // subject names compare, never what students read.
 import { describe, expect, it } from 'vitest'
-import { foldText, foldedWords } from '../functions-shared/text/fold.ts'
+import { foldedWords, foldText } from '../functions-shared/text/fold.ts'
 import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
 import { keyCoverage, matchKey } from '../functions-shared/text/keys.ts'
 

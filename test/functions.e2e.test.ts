@@ -9,9 +9,9 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
-import { FR_LESSON, PHYSICS_LESSON, startPortal, type Portal } from './helpers/portal.ts'
+import { FR_LESSON, PHYSICS_LESSON, type Portal, startPortal } from './helpers/portal.ts'
 import { events, readSse } from './helpers/sse.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
@@ -43,17 +43,20 @@ describe.each(RUNTIMES)('the functions over HTTP (FUNCTIONS_RUNTIME=%s)', (runti
     portal = await startPortal()
     dir = await mkdtemp(join(tmpdir(), 'ct-functions-'))
     const sources = join(dir, 'sources.json')
-    await writeFile(sources, JSON.stringify({
-      sources: [{
-        name: 'fixture',
-        index_urls: [`${portal.url}/programmes/page1.html`],
-        allowed_hosts: [new URL(portal.url).host],
-        rules: [
-          { field: 'grade', from: 'url', pattern: '/fichiers/(\\d+AS)/' },
-          { field: 'subject', from: 'url', pattern: '/fichiers/\\d+AS/([a-z-]+)/' },
-        ],
-      }],
-    }))
+    await writeFile(
+      sources,
+      JSON.stringify({
+        sources: [{
+          name: 'fixture',
+          index_urls: [`${portal.url}/programmes/page1.html`],
+          allowed_hosts: [new URL(portal.url).host],
+          rules: [
+            { field: 'grade', from: 'url', pattern: '/fichiers/(\\d+AS)/' },
+            { field: 'subject', from: 'url', pattern: '/fichiers/\\d+AS/([a-z-]+)/' },
+          ],
+        }],
+      }),
+    )
     const config = testConfig({
       FUNCTIONS_RUNTIME: runtime,
       LOG_LEVEL: 'info',
@@ -102,7 +105,7 @@ describe.each(RUNTIMES)('the functions over HTTP (FUNCTIONS_RUNTIME=%s)', (runti
   }
   let student: { token: string; email: string }
 
-  it('serves an app\'s own function beside the service\'s, whichever the runtime of those', async () => {
+  it("serves an app's own function beside the service's, whichever the runtime of those", async () => {
     const anon = { Authorization: `Bearer ${await apiKey(LOCAL_JWT_SECRET, 'anon')}` }
     expect(await call('POST', '/hello', { name: runtime }, anon)).toMatchObject({ status: 200, body: { message: `Salam, ${runtime}`, path: '/hello' } })
     expect((await call('GET', '/hello')).status).toBe(401)
@@ -145,7 +148,14 @@ describe.each(RUNTIMES)('the functions over HTTP (FUNCTIONS_RUNTIME=%s)', (runti
     const auth = { Authorization: `Bearer ${student.token}` }
     expect((await call('GET', '/wallet/balance', undefined, auth)).body).toMatchObject({ token_balance: 50 })
     const me = await call('GET', '/me', undefined, auth)
-    const topup = await call('POST', '/wallet/topup', { user_id: me.body.id, tokens: 100, amount: 250, currency: 'MRU', payment_method: 'masrvi', reference: `E2E-${runtime}` }, service)
+    const topup = await call('POST', '/wallet/topup', {
+      user_id: me.body.id,
+      tokens: 100,
+      amount: 250,
+      currency: 'MRU',
+      payment_method: 'masrvi',
+      reference: `E2E-${runtime}`,
+    }, service)
     expect(topup.status, JSON.stringify(topup.body)).toBe(201)
     expect((await call('GET', '/wallet/balance', undefined, auth)).body).toMatchObject({ token_balance: 150 })
     const ledger = await call('GET', '/wallet/ledger', undefined, auth)
@@ -168,7 +178,9 @@ describe.each(RUNTIMES)('the functions over HTTP (FUNCTIONS_RUNTIME=%s)', (runti
 
   it('streams an uploaded PDF through to a ready document (admin upload)', async () => {
     const form = new FormData()
-    for (const [k, v] of Object.entries({ grade: '6AS', subject: 'physique', language: 'fr', pdf_source: `https://portal.example.mr/${runtime}.pdf` })) form.set(k, v)
+    for (const [k, v] of Object.entries({ grade: '6AS', subject: 'physique', language: 'fr', pdf_source: `https://portal.example.mr/${runtime}.pdf` })) {
+      form.set(k, v)
+    }
     form.set('file', new File([Buffer.from(await makePdf([PHYSICS_LESSON, FR_LESSON]))], 'lecon.pdf', { type: 'application/pdf' }))
     const res = await call('POST', '/admin/upload-curriculum', form, service)
     expect(res.status, JSON.stringify(res.body)).toBe(201)
@@ -182,7 +194,7 @@ describe.each(RUNTIMES)('the functions over HTTP (FUNCTIONS_RUNTIME=%s)', (runti
 
   it('answers a question in JSON from the ingested lesson and bills it (chat)', async () => {
     const auth = { Authorization: `Bearer ${student.token}` }
-    const res = await call('POST', '/chat', { message: 'Comment isoler l\'inconnue dans une équation ?', grade: '4AS', subject: 'mathematiques' }, auth)
+    const res = await call('POST', '/chat', { message: "Comment isoler l'inconnue dans une équation ?", grade: '4AS', subject: 'mathematiques' }, auth)
     expect(res.status, JSON.stringify(res.body)).toBe(200)
     expect(res.body).toMatchObject({ path: 'answer', outcome: 'answered', subject: 'mathematiques', request_id: res.headers.get('x-request-id') })
     expect(res.body.sources[0].source_url).toContain('/fichiers/4AS/mathematiques/equations.pdf')
@@ -194,7 +206,7 @@ describe.each(RUNTIMES)('the functions over HTTP (FUNCTIONS_RUNTIME=%s)', (runti
     const res = await fetch(`${gateway.url}/functions/v1/chat`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${student.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ message: 'Quelle est la vitesse du son dans l\'eau ?', grade: '5AS', subject: 'physique', stream: true }),
+      body: JSON.stringify({ message: "Quelle est la vitesse du son dans l'eau ?", grade: '5AS', subject: 'physique', stream: true }),
     })
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8')

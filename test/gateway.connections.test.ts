@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { connect, type Socket } from 'node:net'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { connectionClient, MAX_PIPELINED_REQUESTS } from '../scripts/lib/gateway-connections.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
@@ -26,7 +26,12 @@ afterAll(async () => {
 })
 
 async function gateway(env: Record<string, string>): Promise<Gateway> {
-  const gw = await startGateway({ config: testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0', ...env }), sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }), sources: [] } })
+  const gw = await startGateway({
+    config: testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0', ...env }),
+    sql: db.sql,
+    port: 0,
+    deps: { logs: createLogRoot({ level: 'silent' }), sources: [] },
+  })
   gateways.push(gw)
   return gw
 }
@@ -70,7 +75,7 @@ describe('connectionClient', () => {
 })
 
 describe('open connections per client', () => {
-  it('answers a connection past CONNECTION_LIMIT_PER_CLIENT with a 429 in the rate limit\'s shape, whatever loopback address it comes from, and serves again once one closes', async () => {
+  it("answers a connection past CONNECTION_LIMIT_PER_CLIENT with a 429 in the rate limit's shape, whatever loopback address it comes from, and serves again once one closes", async () => {
     const gw = await gateway({ CONNECTION_LIMIT_PER_CLIENT: '4' })
     const held = await Promise.all([1, 2, 3, 4].map(() => open(gw, SLOW_HEADERS)))
     for (const localAddress of ['127.0.0.1', '127.0.0.2']) {
@@ -78,7 +83,13 @@ describe('open connections per client', () => {
       await extra.ended
       const res = parse(extra.received())
       expect(res.status).toBe(429)
-      expect(res.body).toMatchObject({ error: 'rate_limited', message: expect.stringMatching(/connections.*4 at most/), retry_after: 1, limit: 4, window: 'concurrent' })
+      expect(res.body).toMatchObject({
+        error: 'rate_limited',
+        message: expect.stringMatching(/connections.*4 at most/),
+        retry_after: 1,
+        limit: 4,
+        window: 'concurrent',
+      })
       expect(res.headers).toContain(`x-request-id: ${res.body.request_id}`)
       expect(res.headers).toContain('retry-after: 1')
     }
@@ -99,13 +110,18 @@ describe('open connections per client', () => {
     const anon = await apiKey(LOCAL_JWT_SECRET, 'anon')
     const email = `refused-${Date.now()}@example.com`
     const body = JSON.stringify({ email, password: 'secret-123' })
-    const signup = await open(gw, `POST /auth/v1/signup HTTP/1.1\r\nHost: x\r\napikey: ${anon}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+    const signup = await open(
+      gw,
+      `POST /auth/v1/signup HTTP/1.1\r\nHost: x\r\napikey: ${anon}\r\nContent-Type: application/json\r\nContent-Length: ${
+        Buffer.byteLength(body)
+      }\r\n\r\n${body}`,
+    )
     await signup.ended
     expect(parse(signup.received()).status).toBe(429)
     expect(await db.sql`select 1 from auth.users where email = ${email}`).toHaveLength(0)
   })
 
-  it('has no limit behind a proxy (TRUST_PROXY: every connection is the proxy\'s) or at 0', async () => {
+  it("has no limit behind a proxy (TRUST_PROXY: every connection is the proxy's) or at 0", async () => {
     for (const env of [{ CONNECTION_LIMIT_PER_CLIENT: '1', TRUST_PROXY: 'true' }, { CONNECTION_LIMIT_PER_CLIENT: '0' }] as Record<string, string>[]) {
       const gw = await gateway(env)
       await Promise.all([1, 2, 3].map(() => open(gw, SLOW_HEADERS)))
@@ -160,7 +176,7 @@ describe('slow headers', () => {
 })
 
 describe('bodies read before any route', () => {
-  it('holds a JSON body to BODY_LIMIT_BYTES on the upload\'s path too: a client without a token can no longer make the server take UPLOAD_MAX_BYTES of it for a 401', async () => {
+  it("holds a JSON body to BODY_LIMIT_BYTES on the upload's path too: a client without a token can no longer make the server take UPLOAD_MAX_BYTES of it for a 401", async () => {
     const gw = await gateway({ BODY_LIMIT_BYTES: '1024', UPLOAD_MAX_BYTES: '1000000' })
     const size = 200_000
     const request = `POST /functions/v1/admin/upload-curriculum HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`
@@ -174,7 +190,12 @@ describe('bodies read before any route', () => {
     expect(head.toLowerCase()).toContain('connection: close')
     expect(body).toContain('"error":"payload_too_large"')
     // a multipart body on that path is still the upload's: past BODY_LIMIT_BYTES, the route's own guard answers
-    const form = await open(gw, `POST /functions/v1/admin/upload-curriculum HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 2000\r\nConnection: close\r\n\r\n${'a'.repeat(2000)}`)
+    const form = await open(
+      gw,
+      `POST /functions/v1/admin/upload-curriculum HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 2000\r\nConnection: close\r\n\r\n${
+        'a'.repeat(2000)
+      }`,
+    )
     await form.ended
     expect(form.received()).toMatch(/^HTTP\/1\.1 401 /)
   })
@@ -190,7 +211,10 @@ describe('answers left unread', () => {
     s.pause() // reads nothing: 8 × 1.7 MB wait beyond what the kernel's buffers take
     const ours = await accepted
     const started = performance.now()
-    const closed = await Promise.race([new Promise<true>((r) => ours.once('close', () => r(true))), new Promise<false>((r) => setTimeout(() => r(false), 10_000))])
+    const closed = await Promise.race([
+      new Promise<true>((r) => ours.once('close', () => r(true))),
+      new Promise<false>((r) => setTimeout(() => r(false), 10_000)),
+    ])
     expect(closed).toBe(true)
     expect(performance.now() - started).toBeLessThan(5_000)
     // what had left before is still delivered; the rest never is

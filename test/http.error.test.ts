@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi'
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { createUser } from './helpers/users.ts'
@@ -44,7 +44,11 @@ afterAll(async () => db?.close())
 
 describe('error bodies', () => {
   it('gives 400 with the failing fields for invalid JSON input', async () => {
-    const res = await app.request('/t/echo', { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'val-1' }, body: JSON.stringify({ name: 'a', grade: 9 }) })
+    const res = await app.request('/t/echo', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'val-1' },
+      body: JSON.stringify({ name: 'a', grade: 9 }),
+    })
     const body = await json(res)
     expect(res.status, JSON.stringify(body)).toBe(400)
     expect(body.error).toBe('validation_failed')
@@ -53,7 +57,11 @@ describe('error bodies', () => {
   })
 
   it('gives 400 for an out-of-range query parameter', async () => {
-    const res = await app.request('/t/echo?limit=1000000000', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'ab', grade: 2 }) })
+    const res = await app.request('/t/echo?limit=1000000000', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'ab', grade: 2 }),
+    })
     const body = await json(res)
     expect(res.status).toBe(400)
     expect(body.fields).toEqual([expect.objectContaining({ field: 'limit' })])
@@ -74,20 +82,32 @@ describe('error bodies', () => {
     // the same body as UTF-8 is taken, and a JSON body over the limit is still a 413
     const good = await app.request('/t/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"Alié","grade":3}' })
     expect(await json(good)).toEqual({ name: 'Alié', grade: 3 })
-    const big = await app.request('/t/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"name":"${'x'.repeat(1100)}","grade":3}` })
+    const big = await app.request('/t/echo', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"name":"${'x'.repeat(1100)}","grade":3}`,
+    })
     expect(big.status).toBe(413)
   })
 
   it('gives 415 unsupported_media_type to a body of a type the route does not take', async () => {
     const student = await createUser(db.sql)
     for (const type of ['text/plain', undefined]) {
-      const res = await t.request('/chat', { method: 'POST', headers: { authorization: `Bearer ${student.token}`, ...(type ? { 'content-type': type } : {}) }, body: 'Bonjour' })
+      const res = await t.request('/chat', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${student.token}`, ...(type ? { 'content-type': type } : {}) },
+        body: 'Bonjour',
+      })
       expect(res.status).toBe(415)
-      expect(await json(res)).toMatchObject({ error: 'unsupported_media_type', request_id: res.headers.get('x-request-id'), message: expect.stringMatching(/^Unsupported Media Type: send the body as JSON \(Content-Type: application\/json\), not text\/plain/) })
+      expect(await json(res)).toMatchObject({
+        error: 'unsupported_media_type',
+        request_id: res.headers.get('x-request-id'),
+        message: expect.stringMatching(/^Unsupported Media Type: send the body as JSON \(Content-Type: application\/json\), not text\/plain/),
+      })
     }
   })
 
-  it('takes a value the database refused (class 22) for the client\'s input, but not pgvector\'s dimension mismatch (22000)', async () => {
+  it("takes a value the database refused (class 22) for the client's input, but not pgvector's dimension mismatch (22000)", async () => {
     const input = await app.request('/t/pg/22P02')
     expect(input.status).toBe(400)
     expect(await json(input)).toMatchObject({ error: 'validation_failed' })
@@ -101,7 +121,11 @@ describe('error bodies', () => {
       const res = await app.request(`/t/pg/${code}`)
       expect(res.status, code).toBe(409)
       expect(res.headers.get('retry-after')).toBe('1')
-      expect(await json(res)).toMatchObject({ error: 'conflict', message: expect.stringMatching(/concurrent change .* send it again/), request_id: res.headers.get('x-request-id') })
+      expect(await json(res)).toMatchObject({
+        error: 'conflict',
+        message: expect.stringMatching(/concurrent change .* send it again/),
+        request_id: res.headers.get('x-request-id'),
+      })
     }
   })
 
@@ -133,7 +157,11 @@ describe('error bodies', () => {
     const res = await t.request('/wallet/balance', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{}' })
     expect(res.status).toBe(405)
     expect(res.headers.get('allow')).toBe('GET')
-    expect(await json(res)).toMatchObject({ error: 'method_not_allowed', message: "/wallet/balance takes GET, not POST; with supabase-js: functions.invoke('wallet/balance', { method: 'GET' })", request_id: expect.any(String) })
+    expect(await json(res)).toMatchObject({
+      error: 'method_not_allowed',
+      message: "/wallet/balance takes GET, not POST; with supabase-js: functions.invoke('wallet/balance', { method: 'GET' })",
+      request_id: expect.any(String),
+    })
     const turn = await t.request('/chat/turns/0b9e1c52-3f7a-4a7e-9a55-6d1b0c8f1f00', { method: 'DELETE', headers: auth })
     expect(turn.status).toBe(405)
     expect(turn.headers.get('allow')).toContain('GET')

@@ -118,7 +118,11 @@ describe('CORS', () => {
   it('answers a preflight with the headers Supabase clients send', async () => {
     const res = await t.request('/health', {
       method: 'OPTIONS',
-      headers: { Origin: 'https://app.example.mr', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization, x-client-info, apikey, content-type' },
+      headers: {
+        Origin: 'https://app.example.mr',
+        'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': 'authorization, x-client-info, apikey, content-type',
+      },
     })
     expect(res.status).toBe(204)
     expect(res.headers.get('access-control-allow-origin')).toBe('*')

@@ -14,12 +14,20 @@ beforeAll(async () => {
   db = await createTestDatabase()
   t = createTestApp({ sql: db.sql, env: { RATE_LIMIT_AUTH_PER_MINUTE: '1000' } })
   service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
-  await t.request('/auth/signup', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'taken@example.mr', password: 'secret-123', full_name: 'Taken' }) })
+  await t.request('/auth/signup', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'taken@example.mr', password: 'secret-123', full_name: 'Taken' }),
+  })
 })
 afterAll(async () => db?.close())
 
 const send = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-  const res = await t.request(path, { method, headers: { 'content-type': 'application/json', 'x-request-id': 'bad-input', ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  const res = await t.request(path, {
+    method,
+    headers: { 'content-type': 'application/json', 'x-request-id': 'bad-input', ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
   return { status: res.status, body: await json(res) }
 }
 const fieldsOf = (body: Record<string, any>) => (body.fields ?? []).map((f: { field: string }) => f.field)
@@ -117,7 +125,12 @@ describe('bad input to /admin/users', () => {
 describe('auth rate limit', () => {
   it('gives the 6th sign-in attempt from one IP within a minute the spec 429 body', async () => {
     const limited = createTestApp({ sql: db.sql })
-    const attempt = () => limited.request('/auth/signin', { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'six' }, body: JSON.stringify({ email: 'taken@example.mr', password: 'wrong-pass' }) })
+    const attempt = () =>
+      limited.request('/auth/signin', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'six' },
+        body: JSON.stringify({ email: 'taken@example.mr', password: 'wrong-pass' }),
+      })
     for (let i = 0; i < 5; i++) expect((await attempt()).status).toBe(401)
     const res = await attempt()
     expect(res.status).toBe(429)

@@ -41,12 +41,24 @@ describe('sign-up and sign-in', () => {
     expect(session.refresh_token.length).toBeGreaterThanOrEqual(12)
     expect(session.user).toMatchObject({ id: body.data.user_id, email: 'khadija@example.mr' })
     const claims = claimsOf(session.access_token)
-    expect(claims).toMatchObject({ sub: body.data.user_id, aud: 'authenticated', role: 'authenticated', app_metadata: { role: 'student' }, aal: 'aal1', is_anonymous: false })
+    expect(claims).toMatchObject({
+      sub: body.data.user_id,
+      aud: 'authenticated',
+      role: 'authenticated',
+      app_metadata: { role: 'student' },
+      aal: 'aal1',
+      is_anonymous: false,
+    })
 
     const me = await t.request('/me', { headers: bearer(session.access_token) })
     expect(await json(me)).toEqual({
-      id: body.data.user_id, email: 'khadija@example.mr', full_name: 'Khadija Mint Brahim', role: 'student', hint_level: 3,
-      created_at: expect.any(String), updated_at: expect.any(String),
+      id: body.data.user_id,
+      email: 'khadija@example.mr',
+      full_name: 'Khadija Mint Brahim',
+      role: 'student',
+      hint_level: 3,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
     })
   })
 
@@ -99,7 +111,10 @@ describe('reset-password', () => {
     expect(a).toEqual(b)
     expect(JSON.stringify(a)).not.toContain('verify')
     // asked again within the minute: the same 429 for both, which says so rather than "sent"
-    const [again, againUnknown] = [await post('/auth/reset-password', { email: 'mariem@example.mr' }), await post('/auth/reset-password', { email: 'nobody@example.mr' })]
+    const [again, againUnknown] = [
+      await post('/auth/reset-password', { email: 'mariem@example.mr' }),
+      await post('/auth/reset-password', { email: 'nobody@example.mr' }),
+    ]
     expect([again.status, againUnknown.status]).toEqual([429, 429])
     const [c, d] = [await json(again), await json(againUnknown)]
     expect({ ...c, request_id: null }).toEqual({ ...d, request_id: null })
@@ -157,7 +172,10 @@ describe('administration of users', () => {
     expect(await json(res)).toMatchObject({ id, role: 'teacher' })
     expect(claimsOf(before.access_token).app_metadata.role).toBe('student') // the old token is unchanged
     // next token, by refresh as supabase-js does it
-    const refreshed = await t.auth.request('/auth/v1/token?grant_type=refresh_token', { method: 'POST', body: JSON.stringify({ refresh_token: before.refresh_token }) })
+    const refreshed = await t.auth.request('/auth/v1/token?grant_type=refresh_token', {
+      method: 'POST',
+      body: JSON.stringify({ refresh_token: before.refresh_token }),
+    })
     expect(claimsOf((await json(refreshed)).access_token).app_metadata.role).toBe('teacher')
     // and by sign-in
     expect(claimsOf((await signIn('promu@example.mr', 'secret-123')).access_token).app_metadata.role).toBe('teacher')
@@ -171,12 +189,17 @@ describe('administration of users', () => {
     const res = await t.request('/admin/test-role', { headers: bearer(access_token) })
     expect(await json(res)).toEqual({ success: true, role: 'admin', via: 'token' })
     // an admin's token also reads every profile through RLS
-    const rows = await import('../functions-shared/db/tx.ts').then(({ asUser }) => asUser(db.sql, claimsOf(access_token) as never, (tx) => tx`select count(*)::int as n from public.profiles`))
+    const rows = await import('../functions-shared/db/tx.ts').then(({ asUser }) =>
+      asUser(db.sql, claimsOf(access_token) as never, (tx) => tx`select count(*)::int as n from public.profiles`)
+    )
     expect(rows[0]!.n).toBeGreaterThan(1)
   })
 
-  it('ends an admin token\'s rights with the admin role or the session, not an hour later when the token expires', async () => {
-    const profiles = (token: string) => import('../functions-shared/db/tx.ts').then(({ asUser }) => asUser(db.sql, claimsOf(token) as never, (tx) => tx`select count(*)::int as n from public.profiles`)).then((r) => r[0]!.n as number)
+  it("ends an admin token's rights with the admin role or the session, not an hour later when the token expires", async () => {
+    const profiles = (token: string) =>
+      import('../functions-shared/db/tx.ts').then(({ asUser }) =>
+        asUser(db.sql, claimsOf(token) as never, (tx) => tx`select count(*)::int as n from public.profiles`)
+      ).then((r) => r[0]!.n as number)
     await post('/auth/signup', { email: 'ex-chef@example.mr', password: 'secret-123', full_name: 'Ex chef' })
     const { user } = await signIn('ex-chef@example.mr', 'secret-123')
     await patch(`/admin/users/${user.id}/role`, { role: 'admin' }, service)
@@ -190,7 +213,9 @@ describe('administration of users', () => {
     const refused = await t.request('/admin/users', { headers: bearer(demoted) })
     expect(refused.status).toBe(403)
     expect(await json(refused)).toMatchObject({ error: 'forbidden', request_id: expect.any(String) })
-    expect((await post('/admin/users', { email: 'porte@example.mr', password: 'secret-123', full_name: 'Porte', role: 'admin' }, bearer(demoted))).status).toBe(403)
+    expect((await post('/admin/users', { email: 'porte@example.mr', password: 'secret-123', full_name: 'Porte', role: 'admin' }, bearer(demoted))).status).toBe(
+      403,
+    )
     expect(await profiles(demoted)).toBe(1) // RLS: its own profile only
     // an admin again, then a password reset: the sessions end, and the admin rights of their tokens
     await patch(`/admin/users/${user.id}/role`, { role: 'admin' }, service)
@@ -222,7 +247,8 @@ describe('administration of users', () => {
     const created = await json(await post('/admin/users', { email: 'depart@example.mr', password: 'secret-123', full_name: 'Depart' }, service))
     const res = await t.request(`/admin/users/${created.id}`, { method: 'DELETE', headers: service })
     expect(await json(res)).toEqual({ status: 'deleted', user_id: created.id, profile_deleted: true })
-    const left = await db.sql`select (select count(*)::int from auth.users where id = ${created.id}) as users, (select count(*)::int from public.profiles where id = ${created.id}) as profiles`
+    const left = await db
+      .sql`select (select count(*)::int from auth.users where id = ${created.id}) as users, (select count(*)::int from public.profiles where id = ${created.id}) as profiles`
     expect(left[0]).toEqual({ users: 0, profiles: 0 })
     expect((await post('/auth/signin', { email: 'depart@example.mr', password: 'secret-123' })).status).toBe(401)
     expect((await t.request(`/admin/users/${created.id}`, { method: 'DELETE', headers: service })).status).toBe(404)

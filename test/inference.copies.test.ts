@@ -6,7 +6,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
 import { createUser } from './helpers/users.ts'
 import { seedDocument } from './helpers/corpus.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { createOfflineProvider } from '../functions-shared/ai/offline.ts'
 
@@ -26,7 +26,13 @@ beforeAll(async () => {
   docs.civics = (await seedDocument(db.sql, { name: 'La Constitution', grade: '4AS', subject: 'instruction-civique', language: 'fr', texts: [CIVICS] })).id
   docs.mines = (await seedDocument(db.sql, { name: 'Les mines', grade: '6AS', subject: 'histoire-geographie', language: 'fr', texts: [MINES.join(' ')] })).id
   // the second edition: a header added, the lesson over two pages
-  docs.edition = (await seedDocument(db.sql, { name: 'Les mines, édition 2025', grade: '6AS', subject: 'histoire-geographie', language: 'fr', texts: [`Édition 2025, revue et corrigée. ${MINES[0]}`, MINES[1]!] })).id
+  docs.edition = (await seedDocument(db.sql, {
+    name: 'Les mines, édition 2025',
+    grade: '6AS',
+    subject: 'histoire-geographie',
+    language: 'fr',
+    texts: [`Édition 2025, revue et corrigée. ${MINES[0]}`, MINES[1]!],
+  })).id
   const config = testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0' })
   gw = await startGateway({ config, sql: db.connect(3), port: 0, deps: { ai: createOfflineProvider(), logs: createLogRoot({ level: 'silent' }), sources: [] } })
 })
@@ -60,6 +66,8 @@ describe('a lesson published twice, in the subject inferred from the catalogue',
     const alone = await ask(question)
     // (the copy's words still count in the catalogue's word rarity, which moves a weight a little)
     expect(Object.keys(withCopy.inference.subjects).sort()).toEqual(Object.keys(alone.inference.subjects).sort())
-    for (const [subject, weight] of Object.entries<number>(alone.inference.subjects)) expect(Math.abs(withCopy.inference.subjects[subject] - weight), subject).toBeLessThan(0.05)
+    for (const [subject, weight] of Object.entries<number>(alone.inference.subjects)) {
+      expect(Math.abs(withCopy.inference.subjects[subject] - weight), subject).toBeLessThan(0.05)
+    }
   })
 })

@@ -9,8 +9,8 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
 import { createUser } from './helpers/users.ts'
 import { seedDocument, vectorLiteral } from './helpers/corpus.ts'
-import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type OpenAiServer, startOpenAiServer } from './helpers/openai-server.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
 import { createOfflineProvider } from '../functions-shared/ai/offline.ts'
@@ -33,16 +33,16 @@ const ZAKAT = [
 const RIVER = [
   'Le fleuve Sénégal prend sa source dans le massif du Fouta-Djalon et traverse quatre pays.',
   'La crue du fleuve arrive en saison des pluies ; les cultures de décrue occupent ensuite les terres inondées.',
-  'Le barrage de Manantali régularise le débit du fleuve et produit de l\'électricité.',
+  "Le barrage de Manantali régularise le débit du fleuve et produit de l'électricité.",
 ]
 const KINEMATICS = [
-  'Un référentiel galiléen est un référentiel dans lequel le principe d\'inertie est vérifié.',
+  "Un référentiel galiléen est un référentiel dans lequel le principe d'inertie est vérifié.",
   'Le vecteur vitesse est la dérivée du vecteur position par rapport au temps.',
-  'Dans un mouvement rectiligne uniformément varié, l\'accélération est constante et x(t) = ½ a t² + v0 t + x0.',
+  "Dans un mouvement rectiligne uniformément varié, l'accélération est constante et x(t) = ½ a t² + v0 t + x0.",
 ]
 const DERIVATIVES = [
-  'La dérivée d\'une fonction f en a est la limite du taux d\'accroissement lorsque h tend vers 0.',
-  'La dérivée du produit u v est u\' v + u v\' ; celle du quotient u / v est (u\' v - u v\') / v².',
+  "La dérivée d'une fonction f en a est la limite du taux d'accroissement lorsque h tend vers 0.",
+  "La dérivée du produit u v est u' v + u v' ; celle du quotient u / v est (u' v - u v') / v².",
 ]
 // a lesson that exists in Arabic only (the cross-lingual case)
 const HISTORY_AR = [
@@ -52,13 +52,15 @@ const HISTORY_AR = [
 
 beforeAll(async () => {
   db = await createTestDatabase({ poolMax: 6 })
-  for (const [name, grade, subject, language, texts] of [
-    ['Tarbiya 5AS', '5AS', 'tarbiya-islamiya', 'ar', ZAKAT],
-    ['Géographie 5AS', '5AS', 'geographie', 'fr', RIVER],
-    ['Sciences physiques 6C', '6C', 'sciences-physiques', 'fr', KINEMATICS],
-    ['Mathématiques 7C', '7C', 'mathematiques', 'fr', DERIVATIVES],
-    ['Tarikh 7D', '7D', 'tarikh', 'ar', HISTORY_AR],
-  ] as const) {
+  for (
+    const [name, grade, subject, language, texts] of [
+      ['Tarbiya 5AS', '5AS', 'tarbiya-islamiya', 'ar', ZAKAT],
+      ['Géographie 5AS', '5AS', 'geographie', 'fr', RIVER],
+      ['Sciences physiques 6C', '6C', 'sciences-physiques', 'fr', KINEMATICS],
+      ['Mathématiques 7C', '7C', 'mathematiques', 'fr', DERIVATIVES],
+      ['Tarikh 7D', '7D', 'tarikh', 'ar', HISTORY_AR],
+    ] as const
+  ) {
     docs[subject] = (await seedDocument(db.sql, { name, grade, subject, language, texts: [...texts] })).id
   }
 })
@@ -105,8 +107,9 @@ describe('public.hybrid_search', () => {
   it('gives an Arabic word one lexeme with or without its article, behind و or not', async () => {
     const lexemes = async (text: string) => (await db.sql<{ v: string }[]>`select private.search_vector(${text})::text as v`)[0]!.v.replace(/:\d+(,\d+)*/g, '')
     // the stemmer alone gave جوب and وجوب, زير and وزير, ولا ("and not") and ولايه, ولا and ولات
-    for (const [bare, other] of [['وجوب', 'الوجوب'], ['وزير', 'والوزير'], ['ولاية', 'الولاية'], ['ولاتة', 'وولاتة'], ['واجب', 'بالواجب'], ['وقت', 'الوقت']])
+    for (const [bare, other] of [['وجوب', 'الوجوب'], ['وزير', 'والوزير'], ['ولاية', 'الولاية'], ['ولاتة', 'وولاتة'], ['واجب', 'بالواجب'], ['وقت', 'الوقت']]) {
       expect(await lexemes(other!), `${bare} / ${other}`).toBe(await lexemes(bare!))
+    }
     expect(await lexemes('ولاية')).not.toBe(await lexemes('ولا'))
     expect(await lexemes('وقت')).toBe("'وقت'")
     expect(await lexemes('التي الذي')).toBe('')
@@ -115,8 +118,14 @@ describe('public.hybrid_search', () => {
   it('reads a word with a format character inside it (a zero-width joiner, a soft hyphen, a bidi mark) as the word', async () => {
     const lexemes = async (text: string) => (await db.sql<{ v: string }[]>`select private.search_vector(${text})::text as v`)[0]!.v
     // a text layer or a keyboard wrote them inside the word; the form cut it in two there
-    for (const [plain, marked] of [['الإسلام', 'الإس\u200Cلام'], ['الإسلام', 'ال\u200Dإسلام'], ['équation', 'équa\u00ADtion'], ['équation', '\u200Féquation\u200E'], ['النصاب', 'الن\u2060صاب\uFEFF']])
+    for (
+      const [plain, marked] of [['الإسلام', 'الإس\u200Cلام'], ['الإسلام', 'ال\u200Dإسلام'], ['équation', 'équa\u00ADtion'], ['équation', '\u200Féquation\u200E'], [
+        'النصاب',
+        'الن\u2060صاب\uFEFF',
+      ]]
+    ) {
       expect(await lexemes(marked!), JSON.stringify(marked)).toBe(await lexemes(plain!))
+    }
     // the zero-width space parts words, as a space does
     expect(await lexemes('équation\u200Binconnue')).toBe(await lexemes('équation inconnue'))
   })
@@ -137,7 +146,7 @@ describe('public.hybrid_search', () => {
     expect(await hybrid('la dérivée', { grade: '9Z' })).toHaveLength(0)
   })
 
-  it('reads a small prefiltered set\'s own search vectors, with the same answer as the postings', async () => {
+  it("reads a small prefiltered set's own search vectors, with the same answer as the postings", async () => {
     const byNamespace = () =>
       db.sql`select id, text_rank, text_coverage from public.hybrid_search('curriculum-1536', ${vectorLiteral('vitesse dérivée position')}::extensions.vector,
                                         'vitesse dérivée position', 5, 'grade-6c-sciences-physiques', null, null, null, null, 5, 5, 60, 1, 1)`
@@ -153,9 +162,17 @@ describe('public.hybrid_search', () => {
   })
 
   it('lets the rarest words make the match within the postings budget', async () => {
-    const seeded = await seedDocument(db.sql, { name: 'Budget', grade: '9B', subject: 'zzz-budget', language: 'fr', texts: ['zorglub un', 'zorglub deux', 'zorglub trois', 'zorglub wibbly quatre'] })
+    const seeded = await seedDocument(db.sql, {
+      name: 'Budget',
+      grade: '9B',
+      subject: 'zzz-budget',
+      language: 'fr',
+      texts: ['zorglub un', 'zorglub deux', 'zorglub trois', 'zorglub wibbly quatre'],
+    })
     const textRows = async (budget: number) =>
-      (await db.sql`select id, text_rank from public.hybrid_search('curriculum-1536', ${vectorLiteral('zorglub wibbly')}::extensions.vector, 'zorglub wibbly', 10,
+      (await db.sql`select id, text_rank from public.hybrid_search('curriculum-1536', ${
+        vectorLiteral('zorglub wibbly')
+      }::extensions.vector, 'zorglub wibbly', 10,
                                                                     null, '9B', null, null, null, 10, 10, 60, 1, 1, p_text_common => 1, p_text_postings => ${budget})`)
         .filter((r) => r.text_rank !== null)
         .map((r) => r.id as string)
@@ -172,8 +189,15 @@ describe('public.hybrid_search', () => {
     const total = async () => Number((await db.sql`select chunks from private.search_lexemes where lexeme = ''`)[0]!.chunks)
     const chunks = async () => Number((await db.sql`select count(*) from public.document_chunks`)[0]!.count)
     expect(await total()).toBe(await chunks())
-    const seeded = await seedDocument(db.sql, { name: 'Éphémère', grade: '5AS', subject: 'zzz-test', language: 'fr', texts: ['Le quokka sourit.', 'Un quokka dort.'] })
-    const df = async () => Number((await db.sql`select coalesce(max(chunks), 0) as n from private.search_lexemes where lexeme = 'quokk' or lexeme like 'quokka%'`)[0]!.n)
+    const seeded = await seedDocument(db.sql, {
+      name: 'Éphémère',
+      grade: '5AS',
+      subject: 'zzz-test',
+      language: 'fr',
+      texts: ['Le quokka sourit.', 'Un quokka dort.'],
+    })
+    const df = async () =>
+      Number((await db.sql`select coalesce(max(chunks), 0) as n from private.search_lexemes where lexeme = 'quokk' or lexeme like 'quokka%'`)[0]!.n)
     expect(await df()).toBe(2)
     expect(await total()).toBe(await chunks())
     await db.sql`delete from public.vectors where file_id = ${seeded.id}`
@@ -192,7 +216,11 @@ async function stack(ai: ReturnType<typeof createOfflineProvider>, env: Record<s
   return { gw: await startGateway({ config, sql: db.connect(3), port: 0, deps: { ai, logs: createLogRoot({ level: 'silent' }), sources: [] } }) }
 }
 const ask = async (s: Stack, token: string, body: Record<string, unknown>) => {
-  const res = await fetch(`${s.gw.url}/functions/v1/chat`, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: false, ...body }) })
+  const res = await fetch(`${s.gw.url}/functions/v1/chat`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ stream: false, ...body }),
+  })
   expect(res.status).toBe(200)
   return res.json() as Promise<Record<string, any>>
 }
@@ -209,25 +237,33 @@ describe('POST /chat infers the subject from the catalogue (offline provider)', 
   })
   afterAll(async () => s?.gw.close())
 
-  it('finds a lesson whatever form of its grade and subject a request names: the portal\'s slug, the catalogue\'s, a name in Arabic', async () => {
+  it("finds a lesson whatever form of its grade and subject a request names: the portal's slug, the catalogue's, a name in Arabic", async () => {
     const student = await createUser(db.sql)
     await db.sql`select * from public.top_up(${student.id}, 1000, 0, 'MRU', 'cash', null, 'test')`
     // stored as the portal gave them (tarbiya-islamiya, sciences-physiques), before the catalogue's forms
-    for (const [grade, subject, doc] of [
-      ['5AS', 'tarbiya-islamiya', 'tarbiya-islamiya'],
-      ['5eme-AS', 'education-islamique', 'tarbiya-islamiya'],
-      ['5-as', 'التربية الإسلامية', 'tarbiya-islamiya'],
-      ['6C', 'physique', 'sciences-physiques'],
-      ['6eme-C', 'Sciences Physiques', 'sciences-physiques'],
-    ] as const) {
-      const message = doc === 'tarbiya-islamiya' ? 'ما هو نصاب الفضة؟' : 'Qu\'est-ce qu\'un référentiel galiléen ?'
+    for (
+      const [grade, subject, doc] of [
+        ['5AS', 'tarbiya-islamiya', 'tarbiya-islamiya'],
+        ['5eme-AS', 'education-islamique', 'tarbiya-islamiya'],
+        ['5-as', 'التربية الإسلامية', 'tarbiya-islamiya'],
+        ['6C', 'physique', 'sciences-physiques'],
+        ['6eme-C', 'Sciences Physiques', 'sciences-physiques'],
+      ] as const
+    ) {
+      const message = doc === 'tarbiya-islamiya' ? 'ما هو نصاب الفضة؟' : "Qu'est-ce qu'un référentiel galiléen ?"
       const body = await ask(s, student.token, { message, grade, subject })
-      expect(body, `${grade} ${subject}`).toMatchObject({ path: 'answer', reason: 'subject_given', subject: doc, grade: doc === 'tarbiya-islamiya' ? '5AS' : '6C' })
+      expect(body, `${grade} ${subject}`).toMatchObject({
+        path: 'answer',
+        reason: 'subject_given',
+        subject: doc,
+        grade: doc === 'tarbiya-islamiya' ? '5AS' : '6C',
+      })
       expect(body.sources.length).toBeGreaterThan(0)
       expect(body.sources.every((x: { document_id: string }) => x.document_id === docs[doc])).toBe(true)
     }
     // the catalogue's listing reads them the same way
-    const listed = async (query: string) => ((await (await fetch(`${s.gw.url}/functions/v1/curriculum/textbooks?${query}`)).json()) as { textbooks: { id: string }[] }).textbooks.map((t) => t.id)
+    const listed = async (query: string) =>
+      ((await (await fetch(`${s.gw.url}/functions/v1/curriculum/textbooks?${query}`)).json()) as { textbooks: { id: string }[] }).textbooks.map((t) => t.id)
     expect(await listed(`grade=${encodeURIComponent('5ème AS')}&subject=education-islamique`)).toEqual([docs['tarbiya-islamiya']])
     expect(await listed('grade=6C&subject=physique')).toEqual([docs['sciences-physiques']])
     expect(await listed('subject=histoire')).toEqual([docs.tarikh])
@@ -244,7 +280,7 @@ describe('POST /chat infers the subject from the catalogue (offline provider)', 
   })
 
   it('takes kinematics to physics and derivatives to mathematics, though both speak of derivatives', async () => {
-    const physics = await ask(s, token, { message: 'Qu\'est-ce qu\'un référentiel galiléen ?' })
+    const physics = await ask(s, token, { message: "Qu'est-ce qu'un référentiel galiléen ?" })
     expect(physics).toMatchObject({ subject: 'sciences-physiques', reason: 'subject_inferred_from_catalogue' })
     expect(physics.sources[0]).toMatchObject({ document_id: docs['sciences-physiques'], page_number: 1 })
     const maths = await ask(s, token, { message: 'comment dériver un produit de deux fonctions u fois v ?' })
@@ -252,7 +288,7 @@ describe('POST /chat infers the subject from the catalogue (offline provider)', 
     expect(maths.sources[0]).toMatchObject({ document_id: docs.mathematiques, page_number: 2 })
   })
 
-  it('asks, for 2 tokens, what a greeting or an off-curriculum message is about, offering the catalogue\'s subjects in the question\'s language', async () => {
+  it("asks, for 2 tokens, what a greeting or an off-curriculum message is about, offering the catalogue's subjects in the question's language", async () => {
     const hello = await ask(s, token, { message: 'Bonjour ! Merci beaucoup' })
     expect(hello).toMatchObject({ path: 'clarify', reason: 'small_talk', outcome: 'clarified', usage: { charged: 2 } })
     expect(hello.answer).toContain('géographie')
@@ -266,14 +302,18 @@ describe('POST /chat infers the subject from the catalogue (offline provider)', 
   })
 
   it('reads a word with an invisible character inside (a zero-width joiner or non-joiner, a soft hyphen, a bidi mark) as the word', async () => {
-    for (const [plain, marked] of [
-      ['ما هو نصاب الفضة والذهب في الزكاة؟', 'ما هو ن\u200Cصاب الفض\u200Dة والذهب في الز\u200Cكاة؟'],
-      ['À quelle saison le fleuve déborde-t-il sur les terres ?', 'À quelle sai\u00ADson le fleu\u2060ve dé\u00ADborde-t-il sur les ter\u200Fres ?'],
-    ]) {
+    for (
+      const [plain, marked] of [
+        ['ما هو نصاب الفضة والذهب في الزكاة؟', 'ما هو ن\u200Cصاب الفض\u200Dة والذهب في الز\u200Cكاة؟'],
+        ['À quelle saison le fleuve déborde-t-il sur les terres ?', 'À quelle sai\u00ADson le fleu\u2060ve dé\u00ADborde-t-il sur les ter\u200Fres ?'],
+      ]
+    ) {
       const expected = await ask(s, token, { message: plain })
       const got = await ask(s, token, { message: marked })
       expect(got).toMatchObject({ path: 'answer', reason: 'subject_inferred_from_catalogue', subject: expected.subject, answer: expected.answer })
-      expect(got.sources.map((x: { chunk_id: string; excerpt: string }) => [x.chunk_id, x.excerpt])).toEqual(expected.sources.map((x: { chunk_id: string; excerpt: string }) => [x.chunk_id, x.excerpt]))
+      expect(got.sources.map((x: { chunk_id: string; excerpt: string }) => [x.chunk_id, x.excerpt])).toEqual(
+        expected.sources.map((x: { chunk_id: string; excerpt: string }) => [x.chunk_id, x.excerpt]),
+      )
     }
   })
 
@@ -289,7 +329,18 @@ describe('cross-lingual retrieval with a provider that translates', () => {
   let token: string
   beforeAll(async () => {
     server = await startOpenAiServer()
-    s = await stack(createOpenAiProvider({ apiKey: 'k', baseUrl: server.url, chatModel: 'chat-model', embeddingModel: 'embed-model', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 10_000 }))
+    s = await stack(
+      createOpenAiProvider({
+        apiKey: 'k',
+        baseUrl: server.url,
+        chatModel: 'chat-model',
+        embeddingModel: 'embed-model',
+        rerankModel: 'rerank-model',
+        translateModel: 'translate-model',
+        dimension: 1536,
+        timeoutMs: 10_000,
+      }),
+    )
   })
   beforeEach(async () => {
     token = (await createUser(db.sql)).token
@@ -304,8 +355,8 @@ describe('cross-lingual retrieval with a provider that translates', () => {
       body.model === 'translate-model'
         ? { content: body.messages.at(-1).content.includes('Zallaqa') ? 'من انتصر في معركة الزلاقة؟' : 'Quand la crue du fleuve arrive-t-elle ?' }
         : body.model === 'rerank-model'
-          ? { content: '{"ranking": [0, 1, 2]}' }
-          : { content: 'Réponse [1].' }
+        ? { content: '{"ranking": [0, 1, 2]}' }
+        : { content: 'Réponse [1].' }
     const before = server.calls.length
     const fr = await ask(s, token, { message: 'Qui a gagné la bataille de Zallaqa ?' })
     const translate = server.calls.slice(before).find((c) => c.body.model === 'translate-model')!
@@ -319,7 +370,7 @@ describe('cross-lingual retrieval with a provider that translates', () => {
     expect(ar.sources[0]).toMatchObject({ document_id: docs.geographie, page_number: 2 })
   })
 
-  it('does not translate when the search keeps to documents in the question\'s own language', async () => {
+  it("does not translate when the search keeps to documents in the question's own language", async () => {
     const before = server.calls.length
     const body = await ask(s, token, { message: 'كم نصاب الفضة؟', grade: '5AS', subject: 'tarbiya-islamiya', document_language: 'ar' })
     expect(body.retrieval.cross_lingual).toEqual({ status: 'not_needed', language: 'fr', query: null })
@@ -328,23 +379,36 @@ describe('cross-lingual retrieval with a provider that translates', () => {
   })
 })
 
-describe('the subject\'s votes in the order of the provider\'s rerank (CHAT_INFER_RERANK)', () => {
+describe("the subject's votes in the order of the provider's rerank (CHAT_INFER_RERANK)", () => {
   let server: OpenAiServer
   beforeAll(async () => {
     server = await startOpenAiServer()
     // the rerank puts the passages about speed first, the search's order the lesson on derivatives
     server.chat = (body) => {
       if (body.model !== 'rerank-model') return { content: 'Réponse [1].' }
-      const passages = [...String(body.messages.at(-1).content).matchAll(/^(\d+): (.*)$/gm)].map((m) => ({ i: Number(m[1]), speed: /vitesse|accélération|référentiel/.test(m[2]!) }))
+      const passages = [...String(body.messages.at(-1).content).matchAll(/^(\d+): (.*)$/gm)].map((m) => ({
+        i: Number(m[1]),
+        speed: /vitesse|accélération|référentiel/.test(m[2]!),
+      }))
       return { content: JSON.stringify({ ranking: [...passages.filter((p) => p.speed), ...passages.filter((p) => !p.speed)].map((p) => p.i) }) }
     }
   })
   afterAll(async () => server?.close())
-  const provider = () => createOpenAiProvider({ apiKey: 'k', baseUrl: server.url, chatModel: 'chat-model', embeddingModel: 'embed-model', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 10_000 })
+  const provider = () =>
+    createOpenAiProvider({
+      apiKey: 'k',
+      baseUrl: server.url,
+      chatModel: 'chat-model',
+      embeddingModel: 'embed-model',
+      rerankModel: 'rerank-model',
+      translateModel: 'translate-model',
+      dimension: 1536,
+      timeoutMs: 10_000,
+    })
   const rerankCalls = (from: number) => server.calls.slice(from).filter((c) => c.body.model === 'rerank-model').length
   const question = { message: 'La dérivée, à quoi elle sert et comment on la calcule ?', document_language: 'fr' }
 
-  it('follows the search\'s order with a model\'s rerank unless told to (auto, off), and the rerank\'s when on', async () => {
+  it("follows the search's order with a model's rerank unless told to (auto, off), and the rerank's when on", async () => {
     const token = (await createUser(db.sql)).token
     const results: Record<string, { subject: string; calls: number }> = {}
     for (const mode of ['auto', 'off', 'on']) {
@@ -364,7 +428,7 @@ describe('the subject\'s votes in the order of the provider\'s rerank (CHAT_INFE
     expect(results.on).toEqual({ subject: 'sciences-physiques', calls: 2 })
   })
 
-  it('keeps the search\'s order when the rerank fails', async () => {
+  it("keeps the search's order when the rerank fails", async () => {
     const token = (await createUser(db.sql)).token
     const ok = server.chat
     server.chat = (body) => (body.model === 'rerank-model' ? { status: 500 } : { content: 'Réponse [1].' })
@@ -391,8 +455,12 @@ describe('the small parts', () => {
   })
 
   it('tells small talk from a question', () => {
-    for (const t of ['Bonjour, ça va ?', 'merci beaucoup !', 'السلام عليكم ورحمة الله', 'شكرا جزيلا', 'شحالك؟ لاباس عليك؟', 'ok']) expect(isSmallTalk(t)).toBe(true)
-    for (const t of ['Bonjour, c\'est quoi un référentiel ?', 'السلام عليكم، ما هي أركان الإسلام؟', 'merci, et la dérivée de x² ?', '', '?!']) expect(isSmallTalk(t)).toBe(false)
+    for (const t of ['Bonjour, ça va ?', 'merci beaucoup !', 'السلام عليكم ورحمة الله', 'شكرا جزيلا', 'شحالك؟ لاباس عليك؟', 'ok']) {
+      expect(isSmallTalk(t)).toBe(true)
+    }
+    for (const t of ["Bonjour, c'est quoi un référentiel ?", 'السلام عليكم، ما هي أركان الإسلام؟', 'merci, et la dérivée de x² ?', '', '?!']) {
+      expect(isSmallTalk(t)).toBe(false)
+    }
   })
 
   it('hears Hassaniya in its question words, also behind a conjunction', () => {
@@ -403,8 +471,17 @@ describe('the small parts', () => {
     expect(detectLanguage('أين يقع نهر السنغال؟')).toBe('ar')
   })
 
-  it('fuses the lists of the question\'s forms by best rank, then by text coverage', () => {
-    const c = (id: string, distance: number, coverage?: number): Candidate => ({ chunk_id: id, file_id: 'f', namespace: 'n', distance, page_number: 1, source_url: null, ingestion_ts: null, ...(coverage === undefined ? {} : { text_coverage: coverage }) })
+  it("fuses the lists of the question's forms by best rank, then by text coverage", () => {
+    const c = (id: string, distance: number, coverage?: number): Candidate => ({
+      chunk_id: id,
+      file_id: 'f',
+      namespace: 'n',
+      distance,
+      page_number: 1,
+      source_url: null,
+      ingestion_ts: null,
+      ...(coverage === undefined ? {} : { text_coverage: coverage }),
+    })
     const fused = fuseLists([[c('a', 0.5, 0.1), c('b', 0.4)], [c('b', 0.2, 0.8), c('c', 0.3)]], 60, 10)
     expect(fused.map((x) => x.chunk_id)).toEqual(['b', 'a', 'c'])
     expect(fused[0]).toMatchObject({ distance: 0.2, text_coverage: 0.8 })
@@ -446,8 +523,11 @@ describe('the small parts', () => {
     // a letter alone names a quantity in a formula and counts; one that is a French word or an elision does not
     expect(['x', 'T', 'u', 'v', 'f', 'Δ', 'λ'].map(matchKey)).toEqual(['x', 't', 'u', 'v', 'f', 'δ', 'λ'])
     expect(['a', 'à', 'y', 'l', 'd', 's', 'n', 'c', 'j', 'm'].map(matchKey)).toEqual(Array(10).fill(null))
-    expect(keyCoverage('comment on dérive un produit u fois v ?', ['La dérivée d\'une fonction en a.', 'La dérivée de (u v) est u\' v + u v\'.'])).toEqual([0.2, 0.6])
-    expect(keyCoverage('il y a l\'accélération', ['Il y a une accélération.'])).toEqual([1])
+    expect(keyCoverage('comment on dérive un produit u fois v ?', ["La dérivée d'une fonction en a.", "La dérivée de (u v) est u' v + u v'."])).toEqual([
+      0.2,
+      0.6,
+    ])
+    expect(keyCoverage("il y a l'accélération", ['Il y a une accélération.'])).toEqual([1])
     // two letters are a symbol or a unit (pH, Ka, Ec, kJ, OH) and count, unless they are a French word
     expect(['pH', 'Ka', 'Ec', 'kJ', 'OH', 'km'].map(matchKey)).toEqual(['ph', 'ka', 'ec', 'kj', 'oh', 'km'])
     expect(['de', 'La', 'un', 'où', 'ça', 'qu', 'Si', 'né'].map(matchKey)).toEqual(Array(8).fill(null))
@@ -495,7 +575,10 @@ describe('the small parts', () => {
     const provider = createOfflineProvider()
     const nearer = [0.2, 0.8]
     expect(await provider.rerank('هل يصوم القادر', ['الصوم على القادر', 'الزكاة على القادر'], 2, undefined, nearer)).toEqual([0, 1])
-    expect(await provider.rerank('le budget de la mairie', ['Le maire vote le budget.', 'Le budget de l\'État.'], 2, undefined, nearer)).toEqual([0, 1])
-    expect(await provider.rerank('ما الخطوات في إجراء الاستعارة', ['إجراء الاستعارة يتم بخطوات', 'إجراء الاستعارة وبيان نوعها'], 2, undefined, nearer)).toEqual([0, 1])
+    expect(await provider.rerank('le budget de la mairie', ['Le maire vote le budget.', "Le budget de l'État."], 2, undefined, nearer)).toEqual([0, 1])
+    expect(await provider.rerank('ما الخطوات في إجراء الاستعارة', ['إجراء الاستعارة يتم بخطوات', 'إجراء الاستعارة وبيان نوعها'], 2, undefined, nearer)).toEqual([
+      0,
+      1,
+    ])
   })
 })

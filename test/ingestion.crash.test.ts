@@ -16,7 +16,7 @@ import { createUser } from './helpers/users.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { SourceSchema } from '../functions-shared/sources-file.ts'
 import { resolveHostNode } from '../scripts/lib/node-adapter.ts'
-import { claimNextJob, processJob, type JobOutcome } from '../functions-shared/ingestion/pipeline.ts'
+import { claimNextJob, type JobOutcome, processJob } from '../functions-shared/ingestion/pipeline.ts'
 
 const root = new URL('..', import.meta.url).pathname
 let db: TestDatabase
@@ -34,7 +34,10 @@ let hold: Promise<void> | null = null
 async function pdfOf(version: string): Promise<Uint8Array> {
   let pdf = pdfs.get(version)
   if (!pdf) {
-    const page = (n: number) => `Version ${version}, page ${n}. Une équation du premier degré se résout en isolant l'inconnue: on ajoute, on soustrait, puis on divise les deux membres par le même nombre non nul. ${'Exemple résolu pas à pas. '.repeat(4)}`
+    const page = (n: number) =>
+      `Version ${version}, page ${n}. Une équation du premier degré se résout en isolant l'inconnue: on ajoute, on soustrait, puis on divise les deux membres par le même nombre non nul. ${
+        'Exemple résolu pas à pas. '.repeat(4)
+      }`
     pdf = await makePdf([page(1), page(2)])
     pdfs.set(version, pdf)
   }
@@ -66,7 +69,8 @@ beforeAll(async () => {
       sleep: async () => {},
       onJobTransition: async (e) => {
         if (e.status === 'tokenizing') {
-          const [row] = await db.sql`select r.pdf_source from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id where j.id = ${e.job_id}`
+          const [row] = await db
+            .sql`select r.pdf_source from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id where j.id = ${e.job_id}`
           downloaded.set(`${e.job_id}:${e.attempt}`, current.get(new URL(row!.pdf_source as string).pathname)!)
         }
         if (freeze && freeze.job === e.job_id && freeze.status === e.status) {
@@ -159,7 +163,8 @@ async function expectInStep(refId: string, served: string | null, context: strin
   } else {
     expect(listed, at).toBe(false)
     if (doc) {
-      const [n] = await db.sql`select (select count(*) from public.document_chunks where file_id = ${doc.id})::int + (select count(*) from public.vectors where file_id = ${doc.id})::int as n`
+      const [n] = await db
+        .sql`select (select count(*) from public.document_chunks where file_id = ${doc.id})::int + (select count(*) from public.vectors where file_id = ${doc.id})::int as n`
       expect(n!.n, at).toBe(0)
       expect(doc.status, at).toBe(active.length ? 'processing' : 'failed')
     }
@@ -228,7 +233,9 @@ async function runScenario(s: Scenario) {
 }
 
 const STATES = ['queued', 'parsing', 'tokenizing', 'embedding_request_sent'] as const
-const permutations = <T>(xs: T[]): T[][] => (xs.length <= 1 ? [xs] : xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((p) => [x, ...p])))
+const permutations = <T>(
+  xs: T[],
+): T[][] => (xs.length <= 1 ? [xs] : xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((p) => [x, ...p])))
 
 describe('a run stopped dead at each job state, then reclaim, requeue and force in every order', () => {
   for (const state of STATES) {
@@ -262,7 +269,15 @@ describe('a worker process killed with SIGKILL during a re-ingestion', () => {
     expect((await post(`/admin/ingest/${ref.id}?force=true`)).status).toBe(202)
     let release!: () => void
     hold = new Promise<void>((r) => (release = r))
-    const env = { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, FETCH_ALLOW_LOOPBACK: 'true', FETCH_ALLOWED_HOSTS: new URL(base).host, SCRAPER_SOURCES_FILE: 'none.json', LOG_LEVEL: 'warn', JOB_STALE_SECONDS: '1' }
+    const env = {
+      PATH: process.env.PATH ?? '',
+      DATABASE_URL: db.url,
+      FETCH_ALLOW_LOOPBACK: 'true',
+      FETCH_ALLOWED_HOSTS: new URL(base).host,
+      SCRAPER_SOURCES_FILE: 'none.json',
+      LOG_LEVEL: 'warn',
+      JOB_STALE_SECONDS: '1',
+    }
     const worker = spawn(`${root}node_modules/.bin/node`, ['scripts/worker.ts'], { cwd: root, env, stdio: 'ignore' })
     try {
       // the worker claims the job and waits on the download: kill -9

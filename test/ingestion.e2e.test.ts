@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { bearer } from './helpers/tokens.ts'
-import { startPortal, type Portal } from './helpers/portal.ts'
+import { type Portal, startPortal } from './helpers/portal.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { SourceSchema } from '../functions-shared/sources-file.ts'
@@ -40,10 +40,14 @@ beforeAll(async () => {
     sql: db.sql,
     env: { FETCH_ALLOW_LOOPBACK: 'true', RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000' },
     deps: {
-      sources: [SourceSchema.parse({ name: 'fixture', index_urls: [`${portal.url}/programmes/page1.html`], rules: [
-        { field: 'grade', from: 'url', pattern: '/fichiers/(\\d+AS)/' },
-        { field: 'subject', from: 'url', pattern: '/fichiers/\\d+AS/([a-z-]+)/' },
-      ] })],
+      sources: [SourceSchema.parse({
+        name: 'fixture',
+        index_urls: [`${portal.url}/programmes/page1.html`],
+        rules: [
+          { field: 'grade', from: 'url', pattern: '/fichiers/(\\d+AS)/' },
+          { field: 'subject', from: 'url', pattern: '/fichiers/\\d+AS/([a-z-]+)/' },
+        ],
+      })],
       resolveHost: resolveHostNode,
       connectGuard: connectGuardNode,
       embedder: flaky,
@@ -60,7 +64,11 @@ afterAll(async () => {
 })
 
 const post = async (path: string, body?: unknown) => {
-  const res = await t.request(path, { method: 'POST', headers: { ...service, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  const res = await t.request(path, {
+    method: 'POST',
+    headers: { ...service, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
   return { status: res.status, headers: res.headers, body: await json(res) }
 }
 const get = async (path: string, headers: Record<string, string> = service) => {
@@ -94,22 +102,39 @@ describe('sync → dispatch → ready', () => {
     const [first] = (await get('/admin/jobs?status=ready')).body.items
     const job = await get(`/admin/jobs/${first.id}`)
     expect(job.body.audit.map((a: { from_status: string | null; to_status: string }) => `${a.from_status}→${a.to_status}`)).toEqual([
-      'null→queued', 'queued→parsing', 'parsing→tokenizing', 'tokenizing→embedding_request_sent', 'embedding_request_sent→embedding_upserted', 'embedding_upserted→ready',
+      'null→queued',
+      'queued→parsing',
+      'parsing→tokenizing',
+      'tokenizing→embedding_request_sent',
+      'embedding_request_sent→embedding_upserted',
+      'embedding_upserted→ready',
     ])
   })
 
   it('stored chunks with deterministic ids and vectors with only light metadata, in the namespace grade-{grade}-{subject}', async () => {
-    const [doc] = await db.sql`select d.id, d.vectordb_namespace, d.chunk_count, d.page_count, d.status from public.documents d join public.curriculum_references r on r.id = d.reference_id where r.source_url like '%equations.pdf'`
+    const [doc] = await db
+      .sql`select d.id, d.vectordb_namespace, d.chunk_count, d.page_count, d.status from public.documents d join public.curriculum_references r on r.id = d.reference_id where r.source_url like '%equations.pdf'`
     expect(doc).toMatchObject({ vectordb_namespace: 'grade-4as-mathematiques', status: 'ready', page_count: 1 })
     const chunks = await db.sql`select id, page_number, chunk_index from public.document_chunks where file_id = ${doc!.id} order by page_number, chunk_index`
     expect(chunks.length).toBe(doc!.chunk_count)
     for (const c of chunks) expect(c.id).toBe(createHash('sha256').update(`${doc!.id}:${c.page_number}:${c.chunk_index}`).digest('hex'))
     const vectors = await db.sql`select namespace, index_name, metadata from public.vectors where file_id = ${doc!.id}`
     expect(vectors.length).toBe(chunks.length)
-    expect(Object.keys(vectors[0]!.metadata as object).sort()).toEqual(['chunk_id', 'file_id', 'grade', 'ingestion_ts', 'language', 'page_number', 'source_url', 'subject', 'text_source'])
+    expect(Object.keys(vectors[0]!.metadata as object).sort()).toEqual([
+      'chunk_id',
+      'file_id',
+      'grade',
+      'ingestion_ts',
+      'language',
+      'page_number',
+      'source_url',
+      'subject',
+      'text_source',
+    ])
     expect((vectors[0]!.metadata as { text_source: string }).text_source).toBe('pdf')
     expect(vectors[0]).toMatchObject({ namespace: 'grade-4as-mathematiques', index_name: 'curriculum-1536' })
-    const [ref] = await db.sql`select status, vectordb_namespace, vectordb_vector_count from public.curriculum_references where source_url like '%equations.pdf'`
+    const [ref] = await db
+      .sql`select status, vectordb_namespace, vectordb_vector_count from public.curriculum_references where source_url like '%equations.pdf'`
     expect(ref).toEqual({ status: 'ready', vectordb_namespace: 'grade-4as-mathematiques', vectordb_vector_count: chunks.length })
   })
 
@@ -143,14 +168,18 @@ describe('ingest requests', () => {
     expect((await post(`/admin/ingest/${crypto.randomUUID()}`)).status).toBe(404)
     expect((await post(`/admin/ingest/${duplicate.id}`)).body).toMatchObject({ error: 'conflict', message: expect.stringContaining('duplicate') })
 
-    const before = await db.sql`select d.id, d.ingestion_ts, (select array_agg(id order by id) from public.document_chunks c where c.file_id = d.id) as ids from public.documents d where reference_id = ${maths.id}`
+    const before = await db
+      .sql`select d.id, d.ingestion_ts, (select array_agg(id order by id) from public.document_chunks c where c.file_id = d.id) as ids from public.documents d where reference_id = ${maths.id}`
     // what a longer earlier run, or one under another namespace, would have left behind
     await db.sql`insert into public.document_chunks (id, file_id, page_number, chunk_index, content) values ('stale-chunk', ${before[0]!.id}, 9, 0, 'old page')`
-    await db.sql`insert into public.vectors (index_name, namespace, id, file_id, embedding) values ('curriculum-1536', 'grade-old-namespace', 'stale-vector', ${before[0]!.id}, ${`[${Array(1536).fill(0.01).join(',')}]`})`
+    await db.sql`insert into public.vectors (index_name, namespace, id, file_id, embedding) values ('curriculum-1536', 'grade-old-namespace', 'stale-vector', ${
+      before[0]!.id
+    }, ${`[${Array(1536).fill(0.01).join(',')}]`})`
     const queued = await post(`/admin/ingest/${maths.id}?force=true`)
     expect(queued).toMatchObject({ status: 202, body: { status: 'queued', reference_id: maths.id } })
     await dispatchAll()
-    const after = await db.sql`select d.id, d.ingestion_ts, (select array_agg(id order by id) from public.document_chunks c where c.file_id = d.id) as ids from public.documents d where reference_id = ${maths.id}`
+    const after = await db
+      .sql`select d.id, d.ingestion_ts, (select array_agg(id order by id) from public.document_chunks c where c.file_id = d.id) as ids from public.documents d where reference_id = ${maths.id}`
     expect(after).toHaveLength(1)
     expect(after[0]!.id).toBe(before[0]!.id)
     expect(after[0]!.ids).toEqual(before[0]!.ids) // the same ids, and the stale rows gone

@@ -10,7 +10,10 @@ afterAll(async () => db?.close())
 
 describe('claim_next_job', () => {
   it('gives 8 racing claimers 8 different jobs, oldest first, and null once the queue is empty', async () => {
-    const refs = Array.from({ length: 6 }, (_, i) => ({ source: 'race', pdf_source: `http://p.test/${i}.pdf`, source_url: `http://p.test/${i}.pdf`, grade: '4AS', subject: 'math', language: 'fr' }))
+    const refs = Array.from(
+      { length: 6 },
+      (_, i) => ({ source: 'race', pdf_source: `http://p.test/${i}.pdf`, source_url: `http://p.test/${i}.pdf`, grade: '4AS', subject: 'math', language: 'fr' }),
+    )
     const inserted = await db.sql`insert into public.curriculum_references ${db.sql(refs)} returning id`
     const jobs: string[] = []
     for (const r of inserted) jobs.push((await db.sql`select id from public.request_ingestion(${r.id})`)[0]!.id as string)

@@ -27,7 +27,10 @@ let beforeBatch: ((n: number) => Promise<void>) | null = null
 beforeAll(async () => {
   db = await createTestDatabase()
   const pdf = await makePdf([FR_LESSON, PHYSICS_LESSON, `${FR_LESSON} ${PHYSICS_LESSON}`, PHYSICS_LESSON])
-  server = createServer((req, res) => (req.url!.startsWith('/gone/') ? res.writeHead(404).end() : res.writeHead(200, { 'content-type': 'application/pdf' }).end(pdf)))
+  server = createServer((
+    req,
+    res,
+  ) => (req.url!.startsWith('/gone/') ? res.writeHead(404).end() : res.writeHead(200, { 'content-type': 'application/pdf' }).end(pdf)))
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const offline = createOfflineEmbedder()
@@ -44,8 +47,19 @@ beforeAll(async () => {
   t = createTestApp({
     sql: db.sql,
     // one chunk per embedding request, so a book takes several
-    env: { FETCH_ALLOW_LOOPBACK: 'true', EMBED_BATCH_SIZE: '1', JOB_STALE_SECONDS: String(STALE_SECONDS), RATE_LIMIT_ADMIN_PER_MINUTE: '100000', LOG_LEVEL: 'silent' },
-    deps: { sources: [SourceSchema.parse({ name: 'queue', index_urls: [`${base}/index.html`] })], resolveHost: resolveHostNode, embedder, sleep: async () => {} },
+    env: {
+      FETCH_ALLOW_LOOPBACK: 'true',
+      EMBED_BATCH_SIZE: '1',
+      JOB_STALE_SECONDS: String(STALE_SECONDS),
+      RATE_LIMIT_ADMIN_PER_MINUTE: '100000',
+      LOG_LEVEL: 'silent',
+    },
+    deps: {
+      sources: [SourceSchema.parse({ name: 'queue', index_urls: [`${base}/index.html`] })],
+      resolveHost: resolveHostNode,
+      embedder,
+      sleep: async () => {},
+    },
   })
   admin = bearer((await createUser(db.sql, { role: 'admin' })).token)
 })
@@ -100,7 +114,9 @@ describe('a job whose worker is alive', () => {
 describe('a document deleted while its job waits', () => {
   const state = async (ref: string) => ({
     reference: (await db.sql`select status from public.curriculum_references where id = ${ref}`)[0]!.status as string,
-    jobs: (await db.sql`select status, error_message from public.ingestion_jobs where reference_id = ${ref} order by seq`).map((j) => `${j.status}${j.error_message ? `: ${j.error_message}` : ''}`),
+    jobs: (await db.sql`select status, error_message from public.ingestion_jobs where reference_id = ${ref} order by seq`).map((j) =>
+      `${j.status}${j.error_message ? `: ${j.error_message}` : ''}`
+    ),
     documents: (await db.sql`select status from public.documents where reference_id = ${ref}`).map((d) => d.status as string),
   })
   const deleteDocumentOf = async (ref: string) => {
@@ -142,10 +158,19 @@ describe('a document an admin edits', () => {
     while ((await post('/admin/jobs/dispatch')).body.status !== 'idle') await t.deps.background.idle()
     const [doc] = await db.sql`select id from public.documents where reference_id = ${ref}`
     const edit = { title: 'Équations du premier degré', major: 'sciences', weight: 7, category: 'manuel' }
-    const res = await t.request(`/admin/documents/${doc!.id}`, { method: 'PATCH', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify(edit) })
+    const res = await t.request(`/admin/documents/${doc!.id}`, {
+      method: 'PATCH',
+      headers: { ...admin, 'content-type': 'application/json' },
+      body: JSON.stringify(edit),
+    })
     expect(await json(res)).toMatchObject(edit)
     const [audit] = await db.sql`select details from public.ingestion_audit where reference_id = ${ref} and details->>'trigger' = 'reference update'`
-    expect(audit!.details.changes).toEqual({ title: { from: 'Maths 4AS', to: edit.title }, major: { from: null, to: edit.major }, weight: { from: 0, to: 7 }, category: { from: null, to: edit.category } })
+    expect(audit!.details.changes).toEqual({
+      title: { from: 'Maths 4AS', to: edit.title },
+      major: { from: null, to: edit.major },
+      weight: { from: 0, to: 7 },
+      category: { from: null, to: edit.category },
+    })
     expect((await post(`/admin/ingest/${ref}?force=true`)).status).toBe(202)
     while ((await post('/admin/jobs/dispatch')).body.status !== 'idle') await t.deps.background.idle()
     const [after] = await db.sql`select status, title, major, weight, category from public.documents where id = ${doc!.id}`
@@ -156,11 +181,15 @@ describe('a document an admin edits', () => {
 })
 
 describe('the legacy POST /admin/vector-embedding', () => {
-  it('puts a reference\'s failed job back in the queue, retry_count + 1, rather than starting a new job', async () => {
+  it("puts a reference's failed job back in the queue, retry_count + 1, rather than starting a new job", async () => {
     const ref = await newReference('gone/')
     const first = (await post(`/admin/ingest/${ref}`)).body.job_id as string
     while ((await post('/admin/jobs/dispatch')).body.status !== 'idle') await t.deps.background.idle()
-    const res = await t.request('/admin/vector-embedding', { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ reference_id: ref }) })
+    const res = await t.request('/admin/vector-embedding', {
+      method: 'POST',
+      headers: { ...admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ reference_id: ref }),
+    })
     expect(res.status).toBe(202)
     expect(await json(res)).toEqual({ status: 'queued', job_id: first, reference_id: ref })
     const jobs = await db.sql`select id, status, retry_count from public.ingestion_jobs where reference_id = ${ref}`

@@ -55,7 +55,13 @@ describe('token windows', () => {
 
   it('starts and ends each window between two words, and loses no word', () => {
     const isWord = (c: string | undefined) => c !== undefined && /[\p{L}\p{M}\p{N}]/u.test(c)
-    for (const [text, size, overlap] of [[Array.from({ length: 6 }, () => FR_LESSON).join(' '), 64, 12], [Array.from({ length: 6 }, () => AR_LESSON).join(' '), 48, 8]] as const) {
+    for (
+      const [text, size, overlap] of [[Array.from({ length: 6 }, () => FR_LESSON).join(' '), 64, 12], [
+        Array.from({ length: 6 }, () => AR_LESSON).join(' '),
+        48,
+        8,
+      ]] as const
+    ) {
       const windows = tokenWindows(text, defaultTokenizer, size, overlap)
       let at = 0
       const cut: string[] = []
@@ -92,7 +98,10 @@ describe('character windows', () => {
 
 describe('chunks', () => {
   it('stay within their page and are numbered per page', () => {
-    const chunks = chunkPages([{ number: 1, text: 'a'.repeat(1500) }, { number: 2, text: 'b'.repeat(400) }], (t) => charWindows(t, 1000, 150).map((text) => ({ text })))
+    const chunks = chunkPages(
+      [{ number: 1, text: 'a'.repeat(1500) }, { number: 2, text: 'b'.repeat(400) }],
+      (t) => charWindows(t, 1000, 150).map((text) => ({ text })),
+    )
     expect(chunks.map((c) => [c.page_number, c.chunk_index, c.text[0]])).toEqual([[1, 0, 'a'], [1, 1, 'a'], [2, 0, 'b']])
   })
 

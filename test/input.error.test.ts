@@ -69,8 +69,14 @@ describe('every kind of field refuses text the database cannot store', () => {
 
   it('POST /wallet/topup reference and POST /wallet/transactions/expense description', async () => {
     const user = await createUser(db.sql)
-    await expectRefused(await send('POST', '/wallet/topup', { user_id: user.id, tokens: 10, amount: 20, currency: 'MRU', payment_method: 'cash', reference: NUL }, admin), 'reference')
-    await expectRefused(await send('POST', '/wallet/transactions/expense', { type: 'server_cost', amount: 3, currency: 'EUR', description: HIGH }, admin), 'description')
+    await expectRefused(
+      await send('POST', '/wallet/topup', { user_id: user.id, tokens: 10, amount: 20, currency: 'MRU', payment_method: 'cash', reference: NUL }, admin),
+      'reference',
+    )
+    await expectRefused(
+      await send('POST', '/wallet/transactions/expense', { type: 'server_cost', amount: 3, currency: 'EUR', description: HIGH }, admin),
+      'description',
+    )
     const [n] = await db.sql`select count(*)::int as n from public.financial_transactions`
     expect(n!.n).toBe(0)
     const [w] = await db.sql`select count(*)::int as n from public.wallets where user_id = ${user.id}`
@@ -113,14 +119,17 @@ describe('every kind of field refuses text the database cannot store', () => {
     for (const bad of [NUL, LOW]) await expectRefused(await send('POST', '/auth/signin', { email: 'someone@example.mr', password: bad }), 'password')
   })
 
-  it('the local auth server (/auth/v1) answers GoTrue\'s 400 validation_failed', async () => {
-    const post = (path: string, body: unknown) => t.auth.request(`/auth/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
-    for (const [path, body] of [
-      ['/signup', { email: 'x@example.mr', password: 'secret-123', data: { full_name: NUL } }],
-      ['/signup', { email: 'x@example.mr', password: 'secret-123', data: { [HIGH]: 'v' } }],
-      ['/token?grant_type=password', { email: 'x@example.mr', password: `secret${NUL}` }],
-      ['/recover', { email: `x${LOW}@example.mr` }],
-    ] as const) {
+  it("the local auth server (/auth/v1) answers GoTrue's 400 validation_failed", async () => {
+    const post = (path: string, body: unknown) =>
+      t.auth.request(`/auth/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    for (
+      const [path, body] of [
+        ['/signup', { email: 'x@example.mr', password: 'secret-123', data: { full_name: NUL } }],
+        ['/signup', { email: 'x@example.mr', password: 'secret-123', data: { [HIGH]: 'v' } }],
+        ['/token?grant_type=password', { email: 'x@example.mr', password: `secret${NUL}` }],
+        ['/recover', { email: `x${LOW}@example.mr` }],
+      ] as const
+    ) {
       const res = await post(path, body)
       const b = await json(res)
       expect(res.status, `${path} ${JSON.stringify(b)}`).toBe(400)
@@ -134,10 +143,13 @@ describe('every kind of field refuses text the database cannot store', () => {
 describe('POST /chat with text the database cannot store', () => {
   it('is a 400 before anything is reserved (the billing hole: an answer with usage null)', async () => {
     const user = await createUser(db.sql)
-    for (const message of ['Qu\'est-ce qu\'une équation ?\u0000', 'Qu\'est-ce qu\'une équation ?\ud800', '\udffféquation']) {
+    for (const message of ["Qu'est-ce qu'une équation ?\u0000", "Qu'est-ce qu'une équation ?\ud800", '\udffféquation']) {
       await expectRefused(await send('POST', '/chat', { message, subject: 'mathematiques', stream: false }, bearer(user.token)), 'message')
     }
-    await expectRefused(await send('POST', '/chat', { message: 'Une équation ?', history: [{ role: 'user', content: NUL }], stream: false }, bearer(user.token)), 'history.0.content')
+    await expectRefused(
+      await send('POST', '/chat', { message: 'Une équation ?', history: [{ role: 'user', content: NUL }], stream: false }, bearer(user.token)),
+      'history.0.content',
+    )
     // nothing to read: zero-width and bidi characters, a no-break space, vowel marks without a letter
     for (const message of ['\u200b\u200e', '\u2066\u2069\u00a0', '\u064e\u0650\u0651']) {
       await expectRefused(await send('POST', '/chat', { message, stream: false }, bearer(user.token)), 'message')

@@ -27,7 +27,14 @@ beforeAll(async () => {
   db = await createTestDatabase()
   t = createTestApp({
     sql: db.sql,
-    env: { ...HIGH_LIMITS, AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '10000000', AUTH_RATE_LIMIT_TOKEN_REFRESH: '10000000', AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS: '10000000', AUTH_RATE_LIMIT_EMAIL_SENT: '10000000', LOG_LEVEL: 'silent' },
+    env: {
+      ...HIGH_LIMITS,
+      AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '10000000',
+      AUTH_RATE_LIMIT_TOKEN_REFRESH: '10000000',
+      AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS: '10000000',
+      AUTH_RATE_LIMIT_EMAIL_SENT: '10000000',
+      LOG_LEVEL: 'silent',
+    },
   })
   doc = openApiDocument(t.deps)
   student = await createUser(db.sql, { fullName: 'Élève' })
@@ -146,7 +153,7 @@ function targets(op: Operation): string[] {
     if (p?.format === 'binary') continue
     out.push(`body:${key}`)
     const items = resolve(p?.items)
-    if (items?.properties) for (const k of Object.keys(items.properties)) out.push(`body:${key}.0.${k}`)
+    if (items?.properties) { for (const k of Object.keys(items.properties)) out.push(`body:${key}.0.${k}`) }
   }
   return out
 }
@@ -156,8 +163,9 @@ function encode(value: string): string {
   let out = ''
   for (const ch of value) {
     const cp = ch.codePointAt(0)!
-    if (cp >= 0xd800 && cp <= 0xdfff) out += [0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('')
-    else out += encodeURIComponent(ch)
+    if (cp >= 0xd800 && cp <= 0xdfff) {
+      out += [0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('')
+    } else out += encodeURIComponent(ch)
   }
   return out
 }
@@ -289,7 +297,10 @@ describe('the input sweep over every route of the OpenAPI document', () => {
     const ops = operations().filter((op) => targets(op).length > 0)
     const names = Object.keys(VALUES) as ValueName[]
     const scenario = fc.constantFrom(...ops).chain((op) =>
-      fc.tuple(fc.constant(op), fc.uniqueArray(fc.tuple(fc.constantFrom(...targets(op)), fc.constantFrom(...names)), { minLength: 1, maxLength: 4, selector: ([target]) => target })),
+      fc.tuple(
+        fc.constant(op),
+        fc.uniqueArray(fc.tuple(fc.constantFrom(...targets(op)), fc.constantFrom(...names)), { minLength: 1, maxLength: 4, selector: ([target]) => target }),
+      )
     )
     await fc.assert(
       fc.asyncProperty(scenario, async ([op, picks]) => {
@@ -311,27 +322,46 @@ describe('the input sweep over every route of the OpenAPI document', () => {
     // the only holds left are those the internal reserve endpoint made on purpose: every chat turn settled its own
     const held = await db.sql`select id from public.reservations where status = 'reserved'`
     expect(held.map((r) => r.id as string).filter((id) => !internalHolds.has(id))).toEqual([])
-    const [unsettled] = await db.sql`select count(*)::int as n from public.reservations r join public.usage_log u on u.reservation_id = r.id where r.status <> 'finalized'`
+    const [unsettled] = await db
+      .sql`select count(*)::int as n from public.reservations r join public.usage_log u on u.reservation_id = r.id where r.status <> 'finalized'`
     expect(unsettled!.n).toBe(0)
     const [turns] = await db.sql`select count(*)::int as n from public.usage_log where kind in ('chat', 'clarify') and user_id = ${student.id}`
     expect(turns!.n).toBeGreaterThan(0) // chat turns really ran, with odd text among them
-    console.log(`input sweep: ${stats.requests} requests over ${stats.routes.size} routes; statuses ${JSON.stringify(Object.fromEntries([...stats.statuses].sort()))}`)
+    console.log(
+      `input sweep: ${stats.requests} requests over ${stats.routes.size} routes; statuses ${JSON.stringify(Object.fromEntries([...stats.statuses].sort()))}`,
+    )
   })
 })
 
 describe('the same sweep over the local auth server (/auth/v1)', () => {
   const routes: { method: string; path: string; body?: Record<string, unknown>; fields: string[] }[] = [
-    { method: 'POST', path: '/signup', body: { email: 'a@example.mr', password: 'secret-123', data: { full_name: 'A' } }, fields: ['email', 'password', 'data.full_name', 'data'] },
+    {
+      method: 'POST',
+      path: '/signup',
+      body: { email: 'a@example.mr', password: 'secret-123', data: { full_name: 'A' } },
+      fields: ['email', 'password', 'data.full_name', 'data'],
+    },
     { method: 'POST', path: '/token?grant_type=password', body: { email: 'a@example.mr', password: 'secret-123' }, fields: ['email', 'password'] },
     { method: 'POST', path: '/token?grant_type=refresh_token', body: { refresh_token: 'abcdefghijklmnop' }, fields: ['refresh_token'] },
     { method: 'POST', path: '/recover', body: { email: 'a@example.mr' }, fields: ['email'] },
     { method: 'PUT', path: '/user', body: { data: { full_name: 'A' } }, fields: ['data.full_name', 'email', 'password', 'data'] },
-    { method: 'POST', path: '/admin/users', body: { email: 'b@example.mr', password: 'secret-123', user_metadata: { full_name: 'B' } }, fields: ['email', 'password', 'user_metadata.full_name', 'app_metadata', 'id'] },
+    {
+      method: 'POST',
+      path: '/admin/users',
+      body: { email: 'b@example.mr', password: 'secret-123', user_metadata: { full_name: 'B' } },
+      fields: ['email', 'password', 'user_metadata.full_name', 'app_metadata', 'id'],
+    },
   ]
 
-  it('answers every hostile value below 500, in GoTrue\'s error shape', async () => {
-    const service = bearer(await (await import('../functions-shared/lib/keys.ts')).apiKey((await import('../functions-shared/config.ts')).LOCAL_JWT_SECRET, 'service_role'))
-    const signup = await t.auth.request('/auth/v1/signup', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `u-${crypto.randomUUID().slice(0, 8)}@example.mr`, password: 'secret-123' }) })
+  it("answers every hostile value below 500, in GoTrue's error shape", async () => {
+    const service = bearer(
+      await (await import('../functions-shared/lib/keys.ts')).apiKey((await import('../functions-shared/config.ts')).LOCAL_JWT_SECRET, 'service_role'),
+    )
+    const signup = await t.auth.request('/auth/v1/signup', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `u-${crypto.randomUUID().slice(0, 8)}@example.mr`, password: 'secret-123' }),
+    })
     const userToken = (await signup.json()).access_token as string
     let n = 0
     for (const route of routes) {
@@ -342,14 +372,22 @@ describe('the same sweep over the local auth server (/auth/v1)', () => {
           let at = body
           for (const k of keys.slice(0, -1)) at = at[k] ??= {}
           at[keys.at(-1)!] = structuredClone(VALUES[name])
-          const headers = { 'content-type': 'application/json', ...(route.path.startsWith('/admin') ? service : route.path === '/user' ? bearer(userToken) : {}) }
+          const headers = {
+            'content-type': 'application/json',
+            ...(route.path.startsWith('/admin') ? service : route.path === '/user' ? bearer(userToken) : {}),
+          }
           const res = await t.auth.request(`/auth/v1${route.path}`, { method: route.method, headers, body: JSON.stringify(body) })
           n++
           const text = await res.text()
           const where = `${route.method} ${route.path} ${field}=${name} → ${res.status} ${text.slice(0, 200)}`
           expect(res.status, where).toBeLessThan(500)
           // GoTrue's error shape, or the OAuth one it keeps for the token endpoint's missing refresh_token
-          if (res.status >= 400) expect(JSON.parse(text), where).toSatisfy((b: Record<string, unknown>) => (b.code === res.status && typeof b.error_code === 'string' && typeof b.msg === 'string') || (typeof b.error === 'string' && typeof b.error_description === 'string'))
+          if (res.status >= 400) {
+            expect(JSON.parse(text), where).toSatisfy((b: Record<string, unknown>) =>
+              (b.code === res.status && typeof b.error_code === 'string' && typeof b.msg === 'string') ||
+              (typeof b.error === 'string' && typeof b.error_description === 'string')
+            )
+          }
           if (unstorable(name)) expect(res.status, where).toBeGreaterThanOrEqual(400)
         }
       }

@@ -7,7 +7,7 @@ import { decodeJwt } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
@@ -23,14 +23,27 @@ const options = { auth: { persistSession: false, autoRefreshToken: false, detect
 const client = (gw: Gateway): SupabaseClient => createClient(gw.url, anonKey, options)
 const admin = (gw: Gateway) => createClient(gw.url, serviceKey, options).auth.admin
 const mail = async (gw: Gateway, to: string): Promise<MailMessage[]> =>
-  ((await (await fetch(`${gw.url}/mail/api/messages?to=${encodeURIComponent(to)}`, { headers: { Authorization: `Bearer ${serviceKey}` } })).json()) as { messages: MailMessage[] }).messages
+  ((await (await fetch(`${gw.url}/mail/api/messages?to=${encodeURIComponent(to)}`, { headers: { Authorization: `Bearer ${serviceKey}` } })).json()) as {
+    messages: MailMessage[]
+  }).messages
 const address = () => `m-${crypto.randomUUID().slice(0, 8)}@example.mr`
-const limits = { AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000', AUTH_RATE_LIMIT_EMAIL_SENT: '100000', AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS: '100000', AUTH_EMAIL_MAX_FREQUENCY_SECONDS: '0', LOG_LEVEL: 'silent' }
+const limits = {
+  AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000',
+  AUTH_RATE_LIMIT_EMAIL_SENT: '100000',
+  AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS: '100000',
+  AUTH_EMAIL_MAX_FREQUENCY_SECONDS: '0',
+  LOG_LEVEL: 'silent',
+}
 
 beforeAll(async () => {
   db = await createTestDatabase()
   plain = await startGateway({ config: testConfig(limits), sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }) } })
-  strict = await startGateway({ config: testConfig({ ...limits, AUTH_ENABLE_CONFIRMATIONS: 'true', AUTH_ANONYMOUS_SIGN_INS: 'true' }), sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }) } })
+  strict = await startGateway({
+    config: testConfig({ ...limits, AUTH_ENABLE_CONFIRMATIONS: 'true', AUTH_ANONYMOUS_SIGN_INS: 'true' }),
+    sql: db.sql,
+    port: 0,
+    deps: { logs: createLogRoot({ level: 'silent' }) },
+  })
   anonKey = await apiKey(LOCAL_JWT_SECRET, 'anon')
   serviceKey = await apiKey(LOCAL_JWT_SECRET, 'service_role')
 })
@@ -102,7 +115,7 @@ describe('sign-up confirmation (AUTH_ENABLE_CONFIRMATIONS)', () => {
 })
 
 describe('admin mail: invitations and generated links', () => {
-  it('invites by email, and the invitation\'s link signs the invitee in', async () => {
+  it("invites by email, and the invitation's link signs the invitee in", async () => {
     const email = address()
     const invited = await admin(plain).inviteUserByEmail(email, { data: { full_name: 'Invitée' } })
     expect(invited.error).toBeNull()
@@ -117,7 +130,12 @@ describe('admin mail: invitations and generated links', () => {
     const email = address()
     const link = await admin(plain).generateLink({ type: 'magiclink', email })
     expect(link.error).toBeNull()
-    expect(link.data.properties).toMatchObject({ email_otp: expect.stringMatching(/^\d{6}$/), hashed_token: expect.stringMatching(/^[0-9a-f]{56}$/), verification_type: 'signup', action_link: expect.stringContaining('token=') })
+    expect(link.data.properties).toMatchObject({
+      email_otp: expect.stringMatching(/^\d{6}$/),
+      hashed_token: expect.stringMatching(/^[0-9a-f]{56}$/),
+      verification_type: 'signup',
+      action_link: expect.stringContaining('token='),
+    })
     expect(await mail(plain, email)).toEqual([])
     const verified = await client(plain).auth.verifyOtp({ token_hash: link.data.properties!.hashed_token, type: 'signup' })
     expect(verified.data.user).toMatchObject({ email })
@@ -169,10 +187,20 @@ describe('what the local auth server does not serve', () => {
     const supabase = client(plain)
     const email = address()
     const { data } = await supabase.auth.signUp({ email, password: 'secret-123' })
-    expect((await supabase.auth.mfa.enroll({ factorType: 'webauthn' } as never)).error).toMatchObject({ status: 422, code: 'mfa_webauthn_enroll_not_enabled', message: 'MFA enroll is disabled for WebAuthn' })
+    expect((await supabase.auth.mfa.enroll({ factorType: 'webauthn' } as never)).error).toMatchObject({
+      status: 422,
+      code: 'mfa_webauthn_enroll_not_enabled',
+      message: 'MFA enroll is disabled for WebAuthn',
+    })
     expect((await supabase.auth.mfa.challenge({ factorId: crypto.randomUUID() })).error).toMatchObject({ status: 404, code: 'mfa_factor_not_found' })
-    expect((await supabase.auth.signInWithSSO({ domain: 'example.mr' })).error).toMatchObject({ status: 404, code: 'saml_provider_disabled', message: 'SAML 2.0 is disabled' })
-    const link = await fetch(`${plain.url}/auth/v1/user/identities/authorize?provider=github`, { headers: { apikey: anonKey, Authorization: `Bearer ${data.session!.access_token}` } })
+    expect((await supabase.auth.signInWithSSO({ domain: 'example.mr' })).error).toMatchObject({
+      status: 404,
+      code: 'saml_provider_disabled',
+      message: 'SAML 2.0 is disabled',
+    })
+    const link = await fetch(`${plain.url}/auth/v1/user/identities/authorize?provider=github`, {
+      headers: { apikey: anonKey, Authorization: `Bearer ${data.session!.access_token}` },
+    })
     expect(link.status).toBe(404)
     expect(await link.json()).toMatchObject({ code: 404, error_code: 'manual_linking_disabled', msg: 'Manual linking is disabled' })
     expect(await admin(plain).mfa.listFactors({ userId: data.user!.id })).toMatchObject({ error: null, data: { factors: [] } })
@@ -184,14 +212,30 @@ describe('what the local auth server does not serve', () => {
   })
 
   it('refuses phone codes and other grants as GoTrue does where those providers are off', async () => {
-    expect((await client(plain).auth.verifyOtp({ phone: '22236123456', token: '123456', type: 'sms' })).error).toMatchObject({ status: 403, code: 'otp_expired' })
-    expect((await client(plain).auth.verifyOtp({ phone: 'not-a-number', token: '123456', type: 'sms' })).error).toMatchObject({ status: 400, message: 'Invalid phone number format (E.164 required)' })
-    expect((await client(plain).auth.signUp({ phone: '22236123456', password: 'secret-123' })).error).toMatchObject({ status: 400, code: 'phone_provider_disabled' })
-    const web3 = await fetch(`${plain.url}/auth/v1/token?grant_type=web3`, { method: 'POST', headers: { apikey: anonKey, 'content-type': 'application/json' }, body: '{"chain":"solana"}' })
+    expect((await client(plain).auth.verifyOtp({ phone: '22236123456', token: '123456', type: 'sms' })).error).toMatchObject({
+      status: 403,
+      code: 'otp_expired',
+    })
+    expect((await client(plain).auth.verifyOtp({ phone: 'not-a-number', token: '123456', type: 'sms' })).error).toMatchObject({
+      status: 400,
+      message: 'Invalid phone number format (E.164 required)',
+    })
+    expect((await client(plain).auth.signUp({ phone: '22236123456', password: 'secret-123' })).error).toMatchObject({
+      status: 400,
+      code: 'phone_provider_disabled',
+    })
+    const web3 = await fetch(`${plain.url}/auth/v1/token?grant_type=web3`, {
+      method: 'POST',
+      headers: { apikey: anonKey, 'content-type': 'application/json' },
+      body: '{"chain":"solana"}',
+    })
     expect(await web3.json()).toMatchObject({ code: 422, error_code: 'web3_provider_disabled' })
-    const pkce = await fetch(`${plain.url}/auth/v1/token?grant_type=pkce`, { method: 'POST', headers: { apikey: anonKey, 'content-type': 'application/json' }, body: '{"auth_code":"x","code_verifier":"y"}' })
+    const pkce = await fetch(`${plain.url}/auth/v1/token?grant_type=pkce`, {
+      method: 'POST',
+      headers: { apikey: anonKey, 'content-type': 'application/json' },
+      body: '{"auth_code":"x","code_verifier":"y"}',
+    })
     expect(pkce.status).toBe(404)
     expect(await pkce.json()).toMatchObject({ error_code: 'flow_state_not_found' })
   })
 })
-

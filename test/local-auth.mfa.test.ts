@@ -7,7 +7,7 @@ import * as OTPAuth from 'otpauth'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
@@ -26,7 +26,9 @@ const client = (): SupabaseClient => createClient(gw.url, anonKey, options)
 const admin = () => createClient(gw.url, serviceKey, options).auth.admin
 /** The code an authenticator app shows for `secret` at the server's time. */
 const codeFor = (secret: string, offsetSeconds = 0) =>
-  new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret), digits: 6, period: 30, algorithm: 'SHA1' }).generate({ timestamp: clock.now() + offsetSeconds * 1000 })
+  new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret), digits: 6, period: 30, algorithm: 'SHA1' }).generate({
+    timestamp: clock.now() + offsetSeconds * 1000,
+  })
 
 /** A signed-in student with a TOTP factor enrolled (not yet verified). */
 async function enrolled(name?: string) {
@@ -44,8 +46,18 @@ beforeAll(async () => {
   const config = { AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000', AUTH_RATE_LIMIT_MFA: '100000', LOG_LEVEL: 'silent' }
   gw = await startGateway({ config: testConfig(config), sql: db.sql, port: 0, deps: { clock, logs: createLogRoot({ level: 'silent' }) } })
   // GoTrue's MFA limit (15 a minute, burst 30)
-  slow = await startGateway({ config: testConfig({ ...config, AUTH_RATE_LIMIT_MFA: '15' }), sql: db.sql, port: 0, deps: { clock, logs: createLogRoot({ level: 'silent' }) } })
-  off = await startGateway({ config: testConfig({ ...config, AUTH_MFA_TOTP_ENABLED: 'false' }), sql: db.sql, port: 0, deps: { clock, logs: createLogRoot({ level: 'silent' }) } })
+  slow = await startGateway({
+    config: testConfig({ ...config, AUTH_RATE_LIMIT_MFA: '15' }),
+    sql: db.sql,
+    port: 0,
+    deps: { clock, logs: createLogRoot({ level: 'silent' }) },
+  })
+  off = await startGateway({
+    config: testConfig({ ...config, AUTH_MFA_TOTP_ENABLED: 'false' }),
+    sql: db.sql,
+    port: 0,
+    deps: { clock, logs: createLogRoot({ level: 'silent' }) },
+  })
   anonKey = await apiKey(LOCAL_JWT_SECRET, 'anon')
   serviceKey = await apiKey(LOCAL_JWT_SECRET, 'service_role')
 })
@@ -143,7 +155,11 @@ describe('TOTP factors', () => {
     // with TOTP turned off (config.toml auth.mfa.totp.enroll_enabled = false)
     const offAuth = createClient(off.url, anonKey, options).auth
     await offAuth.setSession((await auth.getSession()).data.session!)
-    expect((await offAuth.mfa.enroll({ factorType: 'totp' })).error).toMatchObject({ status: 422, code: 'mfa_totp_enroll_not_enabled', message: 'MFA enroll is disabled for TOTP' })
+    expect((await offAuth.mfa.enroll({ factorType: 'totp' })).error).toMatchObject({
+      status: 422,
+      code: 'mfa_totp_enroll_not_enabled',
+      message: 'MFA enroll is disabled for TOTP',
+    })
     expect((await offAuth.mfa.challenge({ factorId })).error).toMatchObject({ status: 422, code: 'mfa_totp_verify_not_enabled' })
   })
 

@@ -18,7 +18,7 @@ beforeAll(async () => {
 })
 afterAll(async () => db?.close())
 
-describe('redirect patterns and the redirect rule (GoTrue\'s)', () => {
+describe("redirect patterns and the redirect rule (GoTrue's)", () => {
   it('compiles globs whose * and ? stop at "." and "/" while ** does not', () => {
     const cases: [string, string, boolean][] = [
       ['https://*.app.example/**', 'https://m.app.example/cb?x=1', true],
@@ -74,12 +74,24 @@ describe('recovery links and /verify send the tokens only to allowed places', ()
   let t: TestApp
   beforeAll(async () => {
     // one address recovered again and again: no minute between two emails here
-    t = createTestApp({ sql: db.sql, env: { AUTH_SITE_URL: SITE, AUTH_ADDITIONAL_REDIRECT_URLS: 'https://*.app.example/**', RATE_LIMIT_AUTH_PER_MINUTE: '1000', AUTH_EMAIL_MAX_FREQUENCY_SECONDS: '0' } })
+    t = createTestApp({
+      sql: db.sql,
+      env: {
+        AUTH_SITE_URL: SITE,
+        AUTH_ADDITIONAL_REDIRECT_URLS: 'https://*.app.example/**',
+        RATE_LIMIT_AUTH_PER_MINUTE: '1000',
+        AUTH_EMAIL_MAX_FREQUENCY_SECONDS: '0',
+      },
+    })
   })
 
   async function recover(email: string, redirectTo: string): Promise<URL> {
     const before = t.logs.lines.length
-    const res = await t.request('/auth/reset-password', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, redirect_to: redirectTo }) })
+    const res = await t.request('/auth/reset-password', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, redirect_to: redirectTo }),
+    })
     expect(res.status).toBe(200)
     const line = t.logs.lines.slice(before).find((l) => typeof l.recovery_link === 'string')
     return new URL(line!.recovery_link as string)
@@ -95,7 +107,13 @@ describe('recovery links and /verify send the tokens only to allowed places', ()
 
   it('replaces a foreign redirect_to by SITE_URL in the link, and again at /verify if the link is edited', async () => {
     const email = `r-${crypto.randomUUID().slice(0, 8)}@example.mr`
-    expect((await t.request('/auth/signup', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'secret-123', full_name: 'R' }) })).status).toBe(201)
+    expect(
+      (await t.request('/auth/signup', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: 'secret-123', full_name: 'R' }),
+      })).status,
+    ).toBe(201)
     for (const evil of ['http://evil.example/', 'javascript:alert(1)', 'file:///etc/passwd']) {
       const link = await recover(email, evil)
       expect(link.searchParams.get('redirect_to')).toBe(SITE)
@@ -111,23 +129,36 @@ describe('recovery links and /verify send the tokens only to allowed places', ()
 
   it('signs no banned user in: a recovery link sent before the ban is refused (403 user_banned), and so is a refresh', async () => {
     const email = `b-${crypto.randomUUID().slice(0, 8)}@example.mr`
-    const signUp = await t.auth.request('/auth/v1/signup', { method: 'POST', headers: { 'content-type': 'application/json', ...API_VERSION }, body: JSON.stringify({ email, password: 'secret-123' }) })
+    const signUp = await t.auth.request('/auth/v1/signup', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...API_VERSION },
+      body: JSON.stringify({ email, password: 'secret-123' }),
+    })
     const { user, refresh_token: refresh } = await json(signUp)
     const link = await recover(email, SITE)
     const service = { authorization: `Bearer ${await apiKey(LOCAL_JWT_SECRET, 'service_role')}`, 'content-type': 'application/json', ...API_VERSION }
-    expect((await t.auth.request(`/auth/v1/admin/users/${user.id}`, { method: 'PUT', headers: service, body: JSON.stringify({ ban_duration: '24h' }) })).status).toBe(200)
+    expect((await t.auth.request(`/auth/v1/admin/users/${user.id}`, { method: 'PUT', headers: service, body: JSON.stringify({ ban_duration: '24h' }) })).status)
+      .toBe(200)
     const refused = await t.auth.request(`${link.pathname}${link.search}`)
     expect(refused.status).toBe(403)
     expect(await json(refused)).toEqual({ code: 403, error_code: 'user_banned', msg: 'User is banned' })
     expect(await db.sql`select count(*)::int as n from auth.sessions where user_id = ${user.id}`).toEqual([{ n: 0 }])
     // a ban written another way (SQL, a hosted dashboard) leaves the sessions: their refreshes end with it
     await db.sql`update auth.users set banned_until = null where id = ${user.id}`
-    const signIn = await t.auth.request('/auth/v1/token?grant_type=password', { method: 'POST', headers: { 'content-type': 'application/json', ...API_VERSION }, body: JSON.stringify({ email, password: 'secret-123' }) })
+    const signIn = await t.auth.request('/auth/v1/token?grant_type=password', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...API_VERSION },
+      body: JSON.stringify({ email, password: 'secret-123' }),
+    })
     const session = await json(signIn)
     await db.sql`update auth.users set banned_until = now() + interval '1 hour' where id = ${user.id}`
     // (the sign-up's session ended with the admin ban)
     for (const [token, code] of [[session.refresh_token, 'user_banned'], [refresh, 'refresh_token_not_found']]) {
-      const res = await t.auth.request('/auth/v1/token?grant_type=refresh_token', { method: 'POST', headers: { 'content-type': 'application/json', ...API_VERSION }, body: JSON.stringify({ refresh_token: token }) })
+      const res = await t.auth.request('/auth/v1/token?grant_type=refresh_token', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...API_VERSION },
+        body: JSON.stringify({ refresh_token: token }),
+      })
       expect(res.status).toBe(400)
       expect(await json(res)).toMatchObject({ code })
     }
@@ -137,7 +168,7 @@ describe('recovery links and /verify send the tokens only to allowed places', ()
   })
 })
 
-describe('rate limits per client IP (GoTrue\'s defaults)', () => {
+describe("rate limits per client IP (GoTrue's defaults)", () => {
   let t: TestApp
   beforeAll(async () => {
     // X-Forwarded-For picks the client's address here, as behind a proxy
@@ -145,7 +176,11 @@ describe('rate limits per client IP (GoTrue\'s defaults)', () => {
   })
 
   const auth = (path: string, ip: string, body: unknown, headers: Record<string, string> = {}) =>
-    t.auth.request(`/auth/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip, ...API_VERSION, ...headers }, body: JSON.stringify(body) })
+    t.auth.request(`/auth/v1${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': ip, ...API_VERSION, ...headers },
+      body: JSON.stringify(body),
+    })
 
   async function account(ip: string): Promise<{ email: string; refresh: string }> {
     const email = `l-${crypto.randomUUID().slice(0, 8)}@example.mr`
@@ -156,7 +191,9 @@ describe('rate limits per client IP (GoTrue\'s defaults)', () => {
 
   it('counts an IPv6 /64 as one client: 30 sign-ins from 30 of its addresses use up its bucket', async () => {
     const { email } = await account('198.51.100.40')
-    for (let i = 1; i <= 30; i++) expect((await auth('/token?grant_type=password', `2001:db8:40:1::${i.toString(16)}`, { email, password: `wrong-${i}` })).status).toBe(400)
+    for (let i = 1; i <= 30; i++) {
+      expect((await auth('/token?grant_type=password', `2001:db8:40:1::${i.toString(16)}`, { email, password: `wrong-${i}` })).status).toBe(400)
+    }
     expect((await auth('/token?grant_type=password', '2001:db8:40:1:a:b:c:d', { email, password: 'secret-123' })).status).toBe(429)
     expect((await auth('/token?grant_type=password', '2001:db8:40:2::1', { email, password: 'secret-123' })).status).toBe(200)
   })
@@ -171,13 +208,19 @@ describe('rate limits per client IP (GoTrue\'s defaults)', () => {
     // another address is not concerned
     expect((await auth('/token?grant_type=password', '198.51.100.3', { email, password: 'secret-123' })).status).toBe(200)
     // nor is an address that only claims to be another through Sb-Forwarded-For (believed only in process from the service)
-    expect((await auth('/token?grant_type=password', '198.51.100.2', { email, password: 'secret-123' }, { 'sb-forwarded-for': '203.0.113.99' })).status).toBe(429)
+    expect((await auth('/token?grant_type=password', '198.51.100.2', { email, password: 'secret-123' }, { 'sb-forwarded-for': '203.0.113.99' })).status).toBe(
+      429,
+    )
     // 30 per 5 minutes: one every 10 s
     t.clock.advance(10_000)
     expect((await auth('/token?grant_type=password', '198.51.100.2', { email, password: 'secret-123' })).status).toBe(200)
     expect((await auth('/token?grant_type=password', '198.51.100.2', { email, password: 'secret-123' })).status).toBe(429)
     // the legacy error shape without the API version header
-    const legacy = await t.auth.request('/auth/v1/token?grant_type=password', { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.2' }, body: JSON.stringify({ email, password: 'x' }) })
+    const legacy = await t.auth.request('/auth/v1/token?grant_type=password', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.2' },
+      body: JSON.stringify({ email, password: 'x' }),
+    })
     expect(await json(legacy)).toEqual({ code: 429, error_code: 'over_request_rate_limit', msg: 'Request rate limit reached' })
   })
 
@@ -200,7 +243,10 @@ describe('rate limits per client IP (GoTrue\'s defaults)', () => {
     for (const address of [victim, unknown]) {
       const again = await auth('/recover', '198.51.100.34', { email: address })
       expect(again.status, address).toBe(429)
-      expect(await json(again), address).toEqual({ code: 'over_email_send_rate_limit', message: expect.stringMatching(/^For security purposes, you can only request this after \d+ seconds\.$/) })
+      expect(await json(again), address).toEqual({
+        code: 'over_email_send_rate_limit',
+        message: expect.stringMatching(/^For security purposes, you can only request this after \d+ seconds\.$/),
+      })
     }
     t.clock.advance(60_000)
     expect((await auth('/recover', '198.51.100.34', { email: victim })).status).toBe(200)
@@ -208,7 +254,9 @@ describe('rate limits per client IP (GoTrue\'s defaults)', () => {
 
   it('limits sign-ups, recoveries and verifications the same way; refreshes at 150 per 5 minutes', async () => {
     const ip = '198.51.100.10'
-    for (let i = 0; i < 30; i++) expect((await auth('/signup', ip, { email: `s${i}-${crypto.randomUUID().slice(0, 6)}@example.mr`, password: 'secret-123' })).status).toBe(200)
+    for (let i = 0; i < 30; i++) {
+      expect((await auth('/signup', ip, { email: `s${i}-${crypto.randomUUID().slice(0, 6)}@example.mr`, password: 'secret-123' })).status).toBe(200)
+    }
     expect((await auth('/signup', ip, { email: 'one-more@example.mr', password: 'secret-123' })).status).toBe(429)
     expect((await auth('/recover', ip, { email: 'one-more@example.mr' })).status).toBe(429)
     const verifyIp = '198.51.100.11'
@@ -231,15 +279,25 @@ describe('rate limits per client IP (GoTrue\'s defaults)', () => {
     expect((await auth('/token?grant_type=refresh_token', refreshIp, { refresh_token: token })).status).toBe(200)
   })
 
-  it('through the service\'s own /auth endpoints, each student is limited by their own address, and a 429 is ours', async () => {
+  it("through the service's own /auth endpoints, each student is limited by their own address, and a 429 is ours", async () => {
     const { email } = await account('198.51.100.20')
     const signin = (ip: string, password: string) =>
-      t.request('/auth/signin', { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: JSON.stringify({ email, password }) })
+      t.request('/auth/signin', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': ip },
+        body: JSON.stringify({ email, password }),
+      })
     for (let i = 0; i < 30; i++) expect((await signin('198.51.100.21', 'wrong-password')).status).toBe(401)
     const limited = await signin('198.51.100.21', 'secret-123')
     const body = await json(limited)
     expect(limited.status, JSON.stringify(body)).toBe(429)
-    expect(body).toMatchObject({ error: 'rate_limited', retry_after: expect.any(Number), limit: 30, window: '5m', request_id: limited.headers.get('x-request-id') })
+    expect(body).toMatchObject({
+      error: 'rate_limited',
+      retry_after: expect.any(Number),
+      limit: 30,
+      window: '5m',
+      request_id: limited.headers.get('x-request-id'),
+    })
     // a classmate behind another address signs in
     expect((await signin('198.51.100.22', 'secret-123')).status).toBe(200)
   })
@@ -251,9 +309,13 @@ describe('the rate limits of password resets, each with its own window and wait'
     t = createTestApp({ sql: db.sql, env: { RATE_LIMIT_AUTH_PER_MINUTE: '1000', AUTH_EMAIL_MAX_FREQUENCY_SECONDS: '60' } })
   })
   const reset = (email: string, ip: string) =>
-    t.request('/auth/reset-password', { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: JSON.stringify({ email }) })
+    t.request('/auth/reset-password', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': ip },
+      body: JSON.stringify({ email }),
+    })
 
-  it('says the seconds left of an address\'s minute between two emails, and a client\'s hourly emails refill one every two minutes', async () => {
+  it("says the seconds left of an address's minute between two emails, and a client's hourly emails refill one every two minutes", async () => {
     const email = `spaced-${crypto.randomUUID().slice(0, 8)}@example.mr`
     expect((await reset(email, '198.51.100.40')).status).toBe(200)
     t.clock.advance(45_000)

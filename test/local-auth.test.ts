@@ -21,7 +21,11 @@ beforeAll(async () => {
 afterAll(async () => db?.close())
 
 const gotrue = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-  const res = await t.auth.request(`/auth/v1${path}`, { method, headers: { 'content-type': 'application/json;charset=UTF-8', ...V, ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  const res = await t.auth.request(`/auth/v1${path}`, {
+    method,
+    headers: { 'content-type': 'application/json;charset=UTF-8', ...V, ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
   const text = await res.text()
   return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : null }
 }
@@ -36,13 +40,17 @@ async function signUp(email = newEmail(), password = 'secret-123', data: Record<
 }
 
 describe('POST /signup', () => {
-  it('returns a session (autoconfirm) with GoTrue\'s session and user shapes', async () => {
+  it("returns a session (autoconfirm) with GoTrue's session and user shapes", async () => {
     const s = await signUp('Fatimetou@Example.MR', 'secret-123', { full_name: 'Fatimetou' })
     expect(Object.keys(s).sort()).toEqual(['access_token', 'expires_at', 'expires_in', 'refresh_token', 'token_type', 'user'])
     expect(s).toMatchObject({ token_type: 'bearer', expires_in: 3600 })
     expect(s.expires_at).toBe(claimsOf(s.access_token).exp)
     expect(s.user).toMatchObject({
-      aud: 'authenticated', role: 'authenticated', email: 'fatimetou@example.mr', phone: '', is_anonymous: false,
+      aud: 'authenticated',
+      role: 'authenticated',
+      email: 'fatimetou@example.mr',
+      phone: '',
+      is_anonymous: false,
       user_metadata: { full_name: 'Fatimetou', email: 'fatimetou@example.mr', email_verified: true, phone_verified: false, sub: s.user.id },
     })
     expect(s.user.app_metadata).toEqual({ provider: 'email', providers: ['email'] })
@@ -52,7 +60,7 @@ describe('POST /signup', () => {
     expect(s.user).not.toHaveProperty('encrypted_password')
   })
 
-  it('gives the profile the metadata\'s name trimmed and cut to 200 characters', async () => {
+  it("gives the profile the metadata's name trimmed and cut to 200 characters", async () => {
     for (const [given, stored] of [['  Mohamed Lemine  ', 'Mohamed Lemine'], ['ا'.repeat(500), 'ا'.repeat(200)], [`${'a'.repeat(199)} b`, 'a'.repeat(199)]]) {
       const s = await signUp(newEmail(), 'secret-123', { full_name: given })
       const [row] = await db.sql`select full_name from public.profiles where id = ${s.user.id}`
@@ -60,11 +68,20 @@ describe('POST /signup', () => {
     }
   })
 
-  it('issues access tokens with GoTrue\'s claims, app_metadata.role set by the hook', async () => {
+  it("issues access tokens with GoTrue's claims, app_metadata.role set by the hook", async () => {
     const s = await signUp()
     const claims = claimsOf(s.access_token)
-    for (const k of ['iss', 'sub', 'aud', 'exp', 'iat', 'email', 'phone', 'app_metadata', 'user_metadata', 'role', 'aal', 'amr', 'session_id', 'is_anonymous']) expect(claims).toHaveProperty(k)
-    expect(claims).toMatchObject({ aud: 'authenticated', role: 'authenticated', aal: 'aal1', amr: [{ method: 'password' }], app_metadata: { role: 'student' }, iss: 'http://127.0.0.1:54321/auth/v1' })
+    for (
+      const k of ['iss', 'sub', 'aud', 'exp', 'iat', 'email', 'phone', 'app_metadata', 'user_metadata', 'role', 'aal', 'amr', 'session_id', 'is_anonymous']
+    ) expect(claims).toHaveProperty(k)
+    expect(claims).toMatchObject({
+      aud: 'authenticated',
+      role: 'authenticated',
+      aal: 'aal1',
+      amr: [{ method: 'password' }],
+      app_metadata: { role: 'student' },
+      iss: 'http://127.0.0.1:54321/auth/v1',
+    })
     expect(JSON.parse(Buffer.from(s.access_token.split('.')[0], 'base64url').toString())).toEqual({ alg: 'HS256', typ: 'JWT' })
     const [row] = await db.sql`select count(*)::int as n from auth.sessions where id = ${claims.session_id}`
     expect(row!.n).toBe(1)
@@ -73,9 +90,15 @@ describe('POST /signup', () => {
   it('refuses a duplicate (422 user_already_exists), a short password (422 weak_password) and a bad email (400)', async () => {
     const email = newEmail()
     await signUp(email)
-    expect(await gotrue('POST', '/signup', { email: email.toUpperCase(), password: 'secret-123' })).toMatchObject({ status: 422, body: { code: 'user_already_exists', message: 'User already registered' } })
+    expect(await gotrue('POST', '/signup', { email: email.toUpperCase(), password: 'secret-123' })).toMatchObject({
+      status: 422,
+      body: { code: 'user_already_exists', message: 'User already registered' },
+    })
     const weak = await gotrue('POST', '/signup', { email: newEmail(), password: '12345' })
-    expect(weak).toMatchObject({ status: 422, body: { code: 'weak_password', message: 'Password should be at least 6 characters.', weak_password: { reasons: ['length'] } } })
+    expect(weak).toMatchObject({
+      status: 422,
+      body: { code: 'weak_password', message: 'Password should be at least 6 characters.', weak_password: { reasons: ['length'] } },
+    })
     expect(weak.headers.get('x-supabase-api-version')).toBe('2024-01-01')
     expect(weak.headers.get('x-sb-error-code')).toBe('weak_password')
     expect(await gotrue('POST', '/signup', { email: 'nope', password: 'secret-123' })).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
@@ -85,24 +108,40 @@ describe('POST /signup', () => {
     // an app of its own: these requests would use up the burst of sign-ups the other tests share
     const own = createTestApp({ sql: db.sql, env: { AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000' } })
     const call = async (method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
-      const res = await own.auth.request(`/auth/v1${path}`, { method, headers: { 'content-type': 'application/json', ...V, ...headers }, body: JSON.stringify(body) })
+      const res = await own.auth.request(`/auth/v1${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...V, ...headers },
+        body: JSON.stringify(body),
+      })
       return { status: res.status, body: (await res.json()) as Record<string, any> }
     }
     const email = `e-${crypto.randomUUID().slice(0, 8)}@example.mr`
     expect((await call('POST', '/signup', { email, password: 'secret-123' })).status).toBe(200)
-    expect(await call('POST', '/signup', { email: email.toUpperCase(), password: 'secret-123' })).toMatchObject({ status: 422, body: { code: 'user_already_exists' } })
+    expect(await call('POST', '/signup', { email: email.toUpperCase(), password: 'secret-123' })).toMatchObject({
+      status: 422,
+      body: { code: 'user_already_exists' },
+    })
     expect((await call('POST', '/token?grant_type=password', { email: email.toUpperCase(), password: 'secret-123' })).status).toBe(200)
     // GoTrue's format check (checkmail): what it refuses is refused here too, never stored as another account
     for (const refused of [`é${email}`, `e\u0301${email}`, email.replace('example', 'ｅｘａｍｐｌｅ'), 'xx:;x@x.x', 'a b@example.mr', 'a@exa_mple.mr']) {
-      expect(await call('POST', '/signup', { email: refused, password: 'secret-123' }), refused).toMatchObject({ status: 400, body: { code: 'validation_failed', message: 'Unable to validate email address: invalid format' } })
+      expect(await call('POST', '/signup', { email: refused, password: 'secret-123' }), refused).toMatchObject({
+        status: 400,
+        body: { code: 'validation_failed', message: 'Unable to validate email address: invalid format' },
+      })
     }
     // the same domain with a dot at its end or a label left empty is no address: refused
     for (const dotted of [`${email}.`, email.replace('.mr', '..mr'), email.replace('@', '@.')]) {
-      expect(await call('POST', '/signup', { email: dotted, password: 'secret-123' }), dotted).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+      expect(await call('POST', '/signup', { email: dotted, password: 'secret-123' }), dotted).toMatchObject({
+        status: 400,
+        body: { code: 'validation_failed' },
+      })
     }
     for (const unseen of ['\u200b', '\u200e', '\u00ad', '\u00a0', '\u3000', '\u0007']) {
       const hidden = email.replace('@', `@${unseen}`)
-      expect(await call('POST', '/signup', { email: hidden, password: 'secret-123' }), JSON.stringify(hidden)).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+      expect(await call('POST', '/signup', { email: hidden, password: 'secret-123' }), JSON.stringify(hidden)).toMatchObject({
+        status: 400,
+        body: { code: 'validation_failed' },
+      })
     }
     const other = await call('POST', '/signup', { email: newEmail(), password: 'secret-123' })
     const token = { authorization: `Bearer ${other.body.access_token}` }
@@ -119,7 +158,10 @@ describe('POST /signup', () => {
     expect(await gotrue('PUT', '/user', { email }, bearer(s.access_token))).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
     expect(await gotrue('POST', '/admin/users', { email, password: 'secret-123' }, service)).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
     expect(await gotrue('PUT', `/admin/users/${s.user.id}`, { email }, service)).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
-    expect(await gotrue('POST', '/token?grant_type=password', { email, password: 'secret-123' })).toMatchObject({ status: 400, body: { code: 'invalid_credentials' } })
+    expect(await gotrue('POST', '/token?grant_type=password', { email, password: 'secret-123' })).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_credentials' },
+    })
   })
 
   it('writes the legacy error shape without the API version header', async () => {
@@ -161,8 +203,14 @@ describe('POST /token', () => {
   it('password grant: 400 invalid_credentials for a wrong password or unknown email', async () => {
     const email = newEmail()
     await signUp(email)
-    expect(await gotrue('POST', '/token?grant_type=password', { email, password: 'wrong-one' })).toMatchObject({ status: 400, body: { code: 'invalid_credentials', message: 'Invalid login credentials' } })
-    expect(await gotrue('POST', '/token?grant_type=password', { email: newEmail(), password: 'secret-123' })).toMatchObject({ status: 400, body: { code: 'invalid_credentials' } })
+    expect(await gotrue('POST', '/token?grant_type=password', { email, password: 'wrong-one' })).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_credentials', message: 'Invalid login credentials' },
+    })
+    expect(await gotrue('POST', '/token?grant_type=password', { email: newEmail(), password: 'secret-123' })).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_credentials' },
+    })
     expect((await gotrue('POST', '/token?grant_type=password', { email, password: 'secret-123' })).status).toBe(200)
   })
 
@@ -197,8 +245,14 @@ describe('POST /token', () => {
   })
 
   it('refuses unknown, short and missing refresh tokens, and unknown grants', async () => {
-    expect(await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: 'abcdefghijklmnop' })).toMatchObject({ status: 400, body: { code: 'refresh_token_not_found' } })
-    expect(await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: 'short' })).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+    expect(await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: 'abcdefghijklmnop' })).toMatchObject({
+      status: 400,
+      body: { code: 'refresh_token_not_found' },
+    })
+    expect(await gotrue('POST', '/token?grant_type=refresh_token', { refresh_token: 'short' })).toMatchObject({
+      status: 400,
+      body: { code: 'validation_failed' },
+    })
     expect(await gotrue('POST', '/token?grant_type=refresh_token', {})).toMatchObject({ status: 400, body: { error: 'invalid_request' } })
     expect(await gotrue('POST', '/token?grant_type=magic', {})).toMatchObject({ status: 400, body: { code: 'invalid_credentials' } })
   })
@@ -218,16 +272,23 @@ describe('GET and PUT /user', () => {
     expect(await gotrue('GET', '/user', undefined, bearer(await studentToken()))).toMatchObject({ status: 403, body: { code: 'user_not_found' } })
   })
 
-  it('holds a user\'s metadata to 16 KB of JSON, sent at once or merged over updates, as every token carries it', async () => {
+  it("holds a user's metadata to 16 KB of JSON, sent at once or merged over updates, as every token carries it", async () => {
     // an app of its own: its rate limits are not the file's (the clock is fake, so nothing refills them)
     const own = createTestApp({ sql: db.sql, env: { AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000' } })
     const call = async (method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
-      const res = await own.auth.request(`/auth/v1${path}`, { method, headers: { 'content-type': 'application/json', ...V, ...headers }, body: JSON.stringify(body) })
+      const res = await own.auth.request(`/auth/v1${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...V, ...headers },
+        body: JSON.stringify(body),
+      })
       return { status: res.status, body: (await res.json()) as Record<string, any> }
     }
     const big = { notes: 'x'.repeat(20_000) }
     const refused = await call('POST', '/signup', { email: newEmail(), password: 'secret-123', data: big })
-    expect(refused).toMatchObject({ status: 400, body: { code: 'validation_failed', message: expect.stringMatching(/^data is 2\d{4} bytes as JSON, more than 16384/) } })
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { code: 'validation_failed', message: expect.stringMatching(/^data is 2\d{4} bytes as JSON, more than 16384/) },
+    })
     const s = (await call('POST', '/signup', { email: newEmail(), password: 'secret-123', data: { notes: 'x'.repeat(10_000) } })).body
     expect(s.user.user_metadata.notes).toHaveLength(10_000)
     // a second key of 10 KB makes the merged metadata too large: refused, and the first kept
@@ -243,7 +304,10 @@ describe('GET and PUT /user', () => {
     const res = await gotrue('PUT', '/user', { data: { grade: null, city: 'Nouakchott' } }, bearer(s.access_token))
     expect(res.body!.user_metadata).toMatchObject({ full_name: 'A', city: 'Nouakchott' })
     expect(res.body!.user_metadata).not.toHaveProperty('grade')
-    expect(await gotrue('PUT', '/user', { app_metadata: { role: 'admin' } }, bearer(s.access_token))).toMatchObject({ status: 403, body: { code: 'not_admin' } })
+    expect(await gotrue('PUT', '/user', { app_metadata: { role: 'admin' } }, bearer(s.access_token))).toMatchObject({
+      status: 403,
+      body: { code: 'not_admin' },
+    })
   })
 
   it('changes the password, refuses the same one, and signs out the other sessions', async () => {
@@ -260,10 +324,16 @@ describe('GET and PUT /user', () => {
     // an app of its own: its rate limits are not the file's (the clock is fake, so nothing refills them)
     const own = createTestApp({ sql: db.sql, env: { AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000' } })
     const call = async (method: string, path: string, body: unknown, headers: Record<string, string>) => {
-      const res = await own.auth.request(`/auth/v1${path}`, { method, headers: { 'content-type': 'application/json', ...V, ...headers }, body: JSON.stringify(body) })
+      const res = await own.auth.request(`/auth/v1${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...V, ...headers },
+        body: JSON.stringify(body),
+      })
       return { status: res.status, body: (await res.json()) as Record<string, any> }
     }
-    const users = await Promise.all(Array.from({ length: 6 }, async () => (await call('POST', '/signup', { email: newEmail(), password: 'secret-123' }, {})).body))
+    const users = await Promise.all(
+      Array.from({ length: 6 }, async () => (await call('POST', '/signup', { email: newEmail(), password: 'secret-123' }, {})).body),
+    )
     const target = newEmail()
     const results = await Promise.all(users.map((u) => call('PUT', '/user', { email: target }, bearer(u.access_token))))
     expect(results.filter((r) => r.status === 200)).toHaveLength(1)
@@ -307,14 +377,27 @@ describe('admin endpoints', () => {
     expect(await gotrue('GET', '/admin/users')).toMatchObject({ status: 401, body: { code: 'no_authorization' } })
     const s = await signUp()
     expect(await gotrue('GET', '/admin/users', undefined, bearer(s.access_token))).toMatchObject({ status: 403, body: { code: 'not_admin' } })
-    expect(await gotrue('GET', '/admin/users', undefined, bearer(await apiKey(LOCAL_JWT_SECRET, 'anon')))).toMatchObject({ status: 403, body: { code: 'not_admin' } })
+    expect(await gotrue('GET', '/admin/users', undefined, bearer(await apiKey(LOCAL_JWT_SECRET, 'anon')))).toMatchObject({
+      status: 403,
+      body: { code: 'not_admin' },
+    })
   })
 
   it('create: user_metadata as given, app_metadata merged, email confirmed; duplicate 422 email_exists', async () => {
     const email = newEmail()
-    const res = await gotrue('POST', '/admin/users', { email, password: 'secret-123', email_confirm: true, user_metadata: { full_name: 'Prof' }, app_metadata: { role: 'teacher' } }, service)
+    const res = await gotrue('POST', '/admin/users', {
+      email,
+      password: 'secret-123',
+      email_confirm: true,
+      user_metadata: { full_name: 'Prof' },
+      app_metadata: { role: 'teacher' },
+    }, service)
     expect(res.status).toBe(200)
-    expect(res.body).toMatchObject({ email, user_metadata: { full_name: 'Prof', email_verified: true }, app_metadata: { provider: 'email', providers: ['email'], role: 'teacher' } })
+    expect(res.body).toMatchObject({
+      email,
+      user_metadata: { full_name: 'Prof', email_verified: true },
+      app_metadata: { provider: 'email', providers: ['email'], role: 'teacher' },
+    })
     expect(res.body!.email_confirmed_at).toEqual(expect.any(String))
     const [p] = await db.sql`select role from public.profiles where id = ${res.body!.id}`
     expect(p!.role).toBe('teacher')
@@ -329,7 +412,9 @@ describe('admin endpoints', () => {
     expect(res.body).toMatchObject({ aud: 'authenticated' })
     expect(res.body!.users).toHaveLength(2)
     const last = Math.ceil(total / 2)
-    expect(res.headers.get('link')).toBe(`<http://localhost/auth/v1/admin/users?page=2&per_page=2>; rel="next", <http://localhost/auth/v1/admin/users?page=${last}&per_page=2>; rel="last"`)
+    expect(res.headers.get('link')).toBe(
+      `<http://localhost/auth/v1/admin/users?page=2&per_page=2>; rel="next", <http://localhost/auth/v1/admin/users?page=${last}&per_page=2>; rel="last"`,
+    )
     const lastPage = await gotrue('GET', `/admin/users?page=${last}&per_page=2`, undefined, service)
     expect(lastPage.headers.get('link')).not.toContain('rel="next"')
     // a page past any row: empty while its offset is a number, 400 beyond (it was a 500 from the database)
@@ -348,7 +433,10 @@ describe('admin endpoints', () => {
     expect(await gotrue('GET', `/admin/users/${crypto.randomUUID()}`, undefined, service)).toMatchObject({ status: 404, body: { code: 'user_not_found' } })
     expect(await gotrue('GET', '/admin/users/123', undefined, service)).toMatchObject({ status: 404, body: { code: 'validation_failed' } })
     expect(await gotrue('DELETE', `/admin/users/${id}`, { should_soft_delete: false }, service)).toMatchObject({ status: 200, body: {} })
-    expect(await gotrue('DELETE', `/admin/users/${id}`, { should_soft_delete: false }, service)).toMatchObject({ status: 404, body: { code: 'user_not_found' } })
+    expect(await gotrue('DELETE', `/admin/users/${id}`, { should_soft_delete: false }, service)).toMatchObject({
+      status: 404,
+      body: { code: 'user_not_found' },
+    })
   })
 
   it('an admin password change signs out every session; a ban refuses sign-in', async () => {
@@ -363,10 +451,16 @@ describe('admin endpoints', () => {
     // the longest ban is Go's longest duration, as GoTrue parses it; a longer one is 400, never 500 (it was
     // an invalid date on its way to the database)
     for (const ban of ['9999999999999999h', '99999999999999999999999h', '2562048h']) {
-      expect(await gotrue('PUT', `/admin/users/${s.user.id}`, { ban_duration: ban }, service), ban).toMatchObject({ status: 400, body: { code: 'validation_failed' } })
+      expect(await gotrue('PUT', `/admin/users/${s.user.id}`, { ban_duration: ban }, service), ban).toMatchObject({
+        status: 400,
+        body: { code: 'validation_failed' },
+      })
     }
     expect((await gotrue('POST', '/token?grant_type=password', { email, password: 'changed-789' })).status).toBe(200)
-    expect(await gotrue('PUT', `/admin/users/${s.user.id}`, { ban_duration: '2562047h' }, service)).toMatchObject({ status: 200, body: { banned_until: expect.stringMatching(/^23\d\d-/) } })
+    expect(await gotrue('PUT', `/admin/users/${s.user.id}`, { ban_duration: '2562047h' }, service)).toMatchObject({
+      status: 200,
+      body: { banned_until: expect.stringMatching(/^23\d\d-/) },
+    })
     expect(await gotrue('POST', '/token?grant_type=password', { email, password: 'changed-789' })).toMatchObject({ status: 400, body: { code: 'user_banned' } })
   })
 })
@@ -384,7 +478,11 @@ describe('password hashes (bcrypt on the thread pool, as pgcrypto and GoTrue sto
   const ownApp = (cost: string) => {
     const own = createTestApp({ sql: db.sql, env: { AUTH_BCRYPT_COST: cost, AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS: '100000' } })
     return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-      own.auth.request(`/auth/v1${path}`, { method, headers: { 'content-type': 'application/json', ...V, ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+      own.auth.request(`/auth/v1${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...V, ...headers },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
   }
 
   it('stores $2a$ hashes that pgcrypto checks, and signs in with a hash pgcrypto made', async () => {
@@ -392,7 +490,8 @@ describe('password hashes (bcrypt on the thread pool, as pgcrypto and GoTrue sto
     // an Arabic password of 100 bytes: bcrypt reads the first 72, in pgcrypto as here
     const long = 'كلمة-سر-طويلة-'.repeat(4)
     const s = (await (await call('POST', '/signup', { email: newEmail(), password: long })).json()) as { user: { id: string } }
-    const [row] = await db.sql`select encrypted_password as h, extensions.crypt(${long}, encrypted_password) = encrypted_password as ok from auth.users where id = ${s.user.id}`
+    const [row] = await db
+      .sql`select encrypted_password as h, extensions.crypt(${long}, encrypted_password) = encrypted_password as ok from auth.users where id = ${s.user.id}`
     expect(row!.h).toMatch(/^\$2a\$04\$/)
     expect(row!.ok).toBe(true)
     const email = newEmail()
@@ -423,7 +522,10 @@ describe('password hashes (bcrypt on the thread pool, as pgcrypto and GoTrue sto
     // six wrong passwords at once, each a few hundred milliseconds of bcrypt: without the limit they took
     // the pool's four threads, and a token's HMAC check waited for one of them to finish
     let signedIn = 0
-    const signIns = Array.from({ length: 6 }, () => call('POST', '/token?grant_type=password', { email, password: 'wrong-password' }).then((r) => (signedIn++, r.status)))
+    const signIns = Array.from(
+      { length: 6 },
+      () => call('POST', '/token?grant_type=password', { email, password: 'wrong-password' }).then((r) => (signedIn++, r.status)),
+    )
     let answered = 0
     while (signedIn === 0) {
       const res = await call('GET', '/user', undefined, { authorization: `Bearer ${session.access_token}` })

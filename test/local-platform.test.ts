@@ -12,15 +12,20 @@ const functions = readdirSync(join(root, 'supabase/functions'), { withFileTypes:
   .map((d) => d.name)
 
 describe('the deployed code and the local platform', () => {
-  it.each(functions)('the %s function\'s module graph stays out of local-platform/', (name) => {
-    const out = execFileSync(join(root, 'node_modules/.bin/deno'), ['info', '--json', `supabase/functions/${name}/index.ts`], { cwd: root, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+  it.each(functions)("the %s function's module graph stays out of local-platform/", (name) => {
+    const out = execFileSync(join(root, 'node_modules/.bin/deno'), ['info', '--json', `supabase/functions/${name}/index.ts`], {
+      cwd: root,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    })
     const modules = (JSON.parse(out) as { modules: { specifier: string }[] }).modules.map((m) => m.specifier).filter((s) => s.startsWith('file://'))
     expect(modules.some((s) => s.includes('/functions-shared/'))).toBe(true)
     expect(modules.filter((s) => s.includes('/local-platform/'))).toEqual([])
   })
 
   it('has no file of functions-shared/ that imports from local-platform/', () => {
-    const walk = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? walk(join(dir, d.name)) : d.name.endsWith('.ts') ? [join(dir, d.name)] : []))
+    const walk = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? walk(join(dir, d.name)) : d.name.endsWith('.ts') ? [join(dir, d.name)] : []))
     const offenders = walk(join(root, 'functions-shared')).filter((f) => /from ['"][^'"]*local-platform\//.test(readFileSync(f, 'utf8')))
     expect(offenders).toEqual([])
   })

@@ -12,7 +12,7 @@ import { horizontalRules, readFormulas, scriptForm } from '../functions-shared/p
 import { placedAccents } from '../functions-shared/pdf/placed-accents.ts'
 import { foldText } from '../functions-shared/text/fold.ts'
 import { excerpt } from '../functions-shared/chat/excerpt.ts'
-import { CURRICULUM_FILE, lessonPdf, resolveLesson, type Curriculum, type Lesson } from '../scripts/lib/demo-portal.ts'
+import { type Curriculum, CURRICULUM_FILE, type Lesson, lessonPdf, resolveLesson } from '../scripts/lib/demo-portal.ts'
 
 const fixture = (name: string) => new Uint8Array(readFileSync(new URL(`./fixtures/science/${name}`, import.meta.url)))
 const stored = async (name: string) => canonicalize((await extractPdf(fixture(name), { deadlineMs: 30_000 })).pages.map((p) => p.text).join('\n'))
@@ -25,7 +25,9 @@ const read = (runs: TextRun[], rules: Parameters<typeof readFormulas>[1] = []) =
 describe('accents placed by position', () => {
   it('composes the accents pdfTeX draws over their letter with its default OT1 fonts, in NFC', async () => {
     const text = await stored('pdflatex-ot1.pdf')
-    for (const word of ['arithmétiques', 'géométriques', 'Équation', 'À partir', 'coïncident', 'connaît', 'entièrement', 'trinôme']) expect(text).toContain(word)
+    for (const word of ['arithmétiques', 'géométriques', 'Équation', 'À partir', 'coïncident', 'connaît', 'entièrement', 'trinôme']) {
+      expect(text).toContain(word)
+    }
     expect(text).not.toMatch(/[´`¸¨ˆ\u0300-\u036F]/u)
     expect(text).toBe(text.normalize('NFC'))
   })
@@ -49,16 +51,29 @@ describe('accents placed by position', () => {
 describe('formulas from positioned glyphs', () => {
   it('writes pdfTeX maths (OT1) as a student types it: scripts, fractions, radicals, in their sentence', async () => {
     const text = await stored('pdflatex-ot1.pdf')
-    for (const formula of ['on ait uₙ₊₁ = quₙ.', 'uₙ = u₀qⁿ pour', 'est égale à (1−qⁿ⁺¹)/(1−q).', 'x₁ = (−b − √(Δ))/(2a) et la seconde', 'Lorsque q ≠ 1,', 'α = −b/(2a) et', 'a(x − α)².', 'Δ = b² − 4ac.']) {
+    for (
+      const formula of [
+        'on ait uₙ₊₁ = quₙ.',
+        'uₙ = u₀qⁿ pour',
+        'est égale à (1−qⁿ⁺¹)/(1−q).',
+        'x₁ = (−b − √(Δ))/(2a) et la seconde',
+        'Lorsque q ≠ 1,',
+        'α = −b/(2a) et',
+        'a(x − α)².',
+        'Δ = b² − 4ac.',
+      ]
+    ) {
       expect(text).toContain(formula)
     }
   })
 
-  it('reads Latin Modern (T1), LuaLaTeX\'s Unicode maths and LibreOffice\'s raised and lowered runs alike', async () => {
+  it("reads Latin Modern (T1), LuaLaTeX's Unicode maths and LibreOffice's raised and lowered runs alike", async () => {
     const t1 = await stored('pdflatex-t1.pdf')
     for (const formula of ['E_(c) = 1/2 mv².', '10⁻³ s', 'vₘₐₓ', 'ω₀ = √(k/m), où', '2,5 µm', '25 °C', 'λ = vT.']) expect(t1).toContain(formula)
     const lua = await stored('lualatex-unicode.pdf')
-    for (const formula of ['SO₄²⁻,', 'Kₐ = ([A⁻][H₃O⁺])/([AH]) et', 'CH₃COOH + H₂O ⇌ CH₃COO⁻ + H₃O⁺', 'c₁ = c₀ ÷ 10', 'moyenne x̄ des']) expect(lua).toContain(formula)
+    for (const formula of ['SO₄²⁻,', 'Kₐ = ([A⁻][H₃O⁺])/([AH]) et', 'CH₃COOH + H₂O ⇌ CH₃COO⁻ + H₃O⁺', 'c₁ = c₀ ÷ 10', 'moyenne x̄ des']) {
+      expect(lua).toContain(formula)
+    }
     const writer = await stored('libreoffice-writer.pdf')
     for (const formula of ['H₂O', 'Fe³⁺', 'm·s⁻²', '½', '√Δ']) expect(writer).toContain(formula)
   })
@@ -78,7 +93,7 @@ describe('formulas from positioned glyphs', () => {
     expect(read([run('SO', 100, 15), run('2−', 115, 9, { y: 704, size: 8 }), run('4', 115, 4, { y: 697, size: 8 })])).toBe('SO₄²⁻')
   })
 
-  it('reads no fraction without its rule, nor from a rule much longer than the text around it (a table\'s line)', () => {
+  it("reads no fraction without its rule, nor from a rule much longer than the text around it (a table's line)", () => {
     const above = run('Total', 100, 30, { y: 712 })
     const below = run('Moyenne', 100, 44, { y: 700 })
     expect(read([above, below])).toBe('Total Moyenne')
@@ -113,7 +128,14 @@ describe('any runs', () => {
       width: fc.double({ min: 0, max: 80, noNaN: true }),
       hasEOL: fc.boolean(),
     })
-    const rules = fc.array(fc.record({ x0: fc.double({ min: 0, max: 600, noNaN: true }), x1: fc.double({ min: 0, max: 600, noNaN: true }), y: fc.double({ min: 0, max: 800, noNaN: true }) }), { maxLength: 3 })
+    const rules = fc.array(
+      fc.record({
+        x0: fc.double({ min: 0, max: 600, noNaN: true }),
+        x1: fc.double({ min: 0, max: 600, noNaN: true }),
+        y: fc.double({ min: 0, max: 800, noNaN: true }),
+      }),
+      { maxLength: 3 },
+    )
     fc.assert(
       fc.property(fc.array(runArb, { maxLength: 12 }), rules, (drawn, lines) => {
         const runs = drawn.map((r) => run(r.str, r.x, r.width, { y: r.y, size: r.size, hasEOL: r.hasEOL }))
@@ -139,13 +161,13 @@ describe('notation in the display text, folded in the match forms only', () => {
     expect(matchingForm('x² = ½')).toBe('x2 = 1⁄2')
   })
 
-  it('quotes a source\'s excerpt in the stored form', () => {
+  it("quotes a source's excerpt in the stored form", () => {
     const chunk = 'Le discriminant du trinôme ax² + bx + c est Δ = b² − 4ac. Si Δ > 0, il y a deux racines x₁ = (−b − √(Δ))/(2a) et x₂.'
     expect(excerpt(chunk, ['comment calculer le discriminant de ax2 + bx + c ?'])).toContain('ax² + bx + c est Δ = b² − 4ac.')
   })
 })
 
-describe('the demo\'s PDFs', () => {
+describe("the demo's PDFs", () => {
   it('draw every character of demo/curriculum.json in a font they embed, so that each is read back', async () => {
     const curriculum = JSON.parse(readFileSync(CURRICULUM_FILE, 'utf8')) as Curriculum
     const byId = new Map<string, Lesson>(curriculum.lessons.map((l) => [l.id, l]))

@@ -58,7 +58,11 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     const path = new URL(req.url!, 'http://portal').pathname
     const listing = listings[path.slice(1)]
-    if (listing) return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html><ul>${listing.map((l) => `<li><a href="${l}">Leçon</a></li>`).join('')}</ul>`)
+    if (listing) {
+      return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(
+        `<!doctype html><ul>${listing.map((l) => `<li><a href="${l}">Leçon</a></li>`).join('')}</ul>`,
+      )
+    }
     const file = files.get(path)
     if (file) return res.writeHead(200, { 'content-type': 'application/pdf' }).end(Buffer.from(file))
     res.writeHead(404).end()
@@ -81,7 +85,11 @@ afterAll(async () => {
 })
 
 const post = async (t: TestApp, path: string, body?: unknown, headers = service) => {
-  const res = await t.request(path, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  const res = await t.request(path, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
   return { status: res.status, body: await json(res) }
 }
 const get = async (t: TestApp, path: string) => json(await t.request(path, { headers: service }))
@@ -95,10 +103,11 @@ async function dispatchAll(t: TestApp) {
   }
   return out
 }
-const referenceOf = async (file: string) => (await db.sql`select id, status, language from public.curriculum_references where pdf_source like ${`%${file}`}`)[0]!
+const referenceOf = async (file: string) =>
+  (await db.sql`select id, status, language from public.curriculum_references where pdf_source like ${`%${file}`}`)[0]!
 
 describe('a scanned French and a scanned Arabic lesson, portal to cited answers', () => {
-  it('the scraper recognizes the scans, judges them by the recognizer\'s confidence and queues them for a worker that can OCR', async () => {
+  it("the scraper recognizes the scans, judges them by the recognizer's confidence and queues them for a worker that can OCR", async () => {
     const sync = await post(node, '/scraping/scans/sync')
     expect(sync.body).toMatchObject({ status: 'completed', found_count: 2, new_count: 2, quality_failed: 0 })
     const jobs = await db.sql`select needs_ocr from public.ingestion_jobs`
@@ -108,7 +117,7 @@ describe('a scanned French and a scanned Arabic lesson, portal to cited answers'
     expect(await node.deps.metrics.registry.getSingleMetricAsString('ingestion_ocr_pages_total')).toContain('ingestion_ocr_pages_total{outcome="used"} 4')
   })
 
-  it('an Edge Function (no recognizer) leaves those jobs queued; the Node process ingests them, showing pages read and OCR\'d', async () => {
+  it("an Edge Function (no recognizer) leaves those jobs queued; the Node process ingests them, showing pages read and OCR'd", async () => {
     expect(await dispatchAll(edge)).toEqual(['idle'])
     expect(await dispatchAll(node)).toEqual(['dispatched', 'dispatched', 'idle'])
     const { items } = await get(node, '/admin/jobs')
@@ -136,7 +145,7 @@ describe('a scanned French and a scanned Arabic lesson, portal to cited answers'
       return res.body
     }
     const cases = [
-      ['Dans quelle partie de la cellule le glucose est-il dégradé pour libérer de l\'énergie ?', 'photosynthese.pdf', 2],
+      ["Dans quelle partie de la cellule le glucose est-il dégradé pour libérer de l'énergie ?", 'photosynthese.pdf', 2],
       ['Où se trouve la chlorophylle qui permet aux plantes de fabriquer leur matière ?', 'photosynthese.pdf', 1],
       ['ماذا يزرع الناس على ضفة نهر السنغال؟', 'nahr-senegal.pdf', 2],
       ['أين ينبع نهر السنغال وأين يصب؟', 'nahr-senegal.pdf', 1],
@@ -234,7 +243,8 @@ describe('a blank page', () => {
     expect(rejected.map((r) => r.error_message)).toEqual([])
     expect(sync.body).toMatchObject({ found_count: 2, new_count: 2, quality_failed: 0 })
     expect(await dispatchAll(blank)).toEqual(['dispatched', 'dispatched', 'idle'])
-    const ready = await db.sql`select d.status from public.documents d join public.curriculum_references r on r.id = d.reference_id where r.pdf_source like '%/physique/mesures%'`
+    const ready = await db
+      .sql`select d.status from public.documents d join public.curriculum_references r on r.id = d.reference_id where r.pdf_source like '%/physique/mesures%'`
     expect(ready.map((d) => d.status)).toEqual(['ready', 'ready'])
   })
 })
@@ -265,12 +275,17 @@ describe('manual uploads of a scan', () => {
 })
 
 describe('npm run admin -- watch', () => {
-  const job = (status: string, progress: { pages_done: number; pages_total: number | null; pages_ocr: number }, extra: Partial<{ chunks_created: number; vectors_upserted: number; needs_ocr: boolean }> = {}) =>
-    jobProgress({ status, progress, chunks_created: 0, vectors_upserted: 0, needs_ocr: false, ...extra })
+  const job = (
+    status: string,
+    progress: { pages_done: number; pages_total: number | null; pages_ocr: number },
+    extra: Partial<{ chunks_created: number; vectors_upserted: number; needs_ocr: boolean }> = {},
+  ) => jobProgress({ status, progress, chunks_created: 0, vectors_upserted: 0, needs_ocr: false, ...extra })
   it('draws a progress bar per job: pages read while it reads them, then vectors stored', () => {
     expect(job('queued', { pages_done: 0, pages_total: null, pages_ocr: 0 }, { needs_ocr: true })).toBe('waiting for a worker that can OCR (npm run worker)')
     expect(job('parsing', { pages_done: 0, pages_total: null, pages_ocr: 0 })).toBe('reading pages')
     expect(job('parsing', { pages_done: 5, pages_total: 20, pages_ocr: 4 })).toBe('[#####...............] pages 5/20, 4 by OCR')
-    expect(job('embedding_request_sent', { pages_done: 20, pages_total: 20, pages_ocr: 20 }, { chunks_created: 40, vectors_upserted: 40 })).toBe('[####################] vectors 40/40 (20 pages by OCR)')
+    expect(job('embedding_request_sent', { pages_done: 20, pages_total: 20, pages_ocr: 20 }, { chunks_created: 40, vectors_upserted: 40 })).toBe(
+      '[####################] vectors 40/40 (20 pages by OCR)',
+    )
   })
 })

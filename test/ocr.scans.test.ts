@@ -7,7 +7,7 @@ import { createCanvas, loadImage } from '@napi-rs/canvas'
 import PDFDocument from 'pdfkit'
 import { canonicalize } from '../functions-shared/text/canonicalize.ts'
 import { extractPdf } from '../functions-shared/pdf/extract.ts'
-import { readPdf, type OcrEngine, type ReadPdfOptions } from '../functions-shared/pdf/read.ts'
+import { type OcrEngine, readPdf, type ReadPdfOptions } from '../functions-shared/pdf/read.ts'
 import { OCR_BUDGET_SPENT } from '../functions-shared/pdf/ocr-port.ts'
 import { createNodeOcr } from '../scripts/lib/ocr.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
@@ -31,26 +31,30 @@ describe('scans as scanners write them', () => {
   })
   afterAll(async () => engine?.close())
 
-  it('reads a page scanned at 300, 600 and 1,200 dpi alike: a scan past the text reader\'s image limit is still a scan, drawn downscaled for the recognizer', async () => {
-    const patientEngine = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 200_000, idleMs: 0 })
-    onTestFinished(() => patientEngine.close())
-    const [png] = await renderPages(await makePdf([SCAN_LESSON]), 300)
-    const page = await loadImage(png!)
-    for (const dpi of [300, 600, 1200]) {
-      // the same page as one JPEG of that resolution (1,200 dpi: 139 million pixels, past MAX_IMAGE_PIXELS)
-      const scale = dpi / 300
-      const canvas = createCanvas(Math.round(page.width * scale), Math.round(page.height * scale))
-      canvas.getContext('2d').drawImage(page, 0, 0, canvas.width, canvas.height)
-      const scan = await pdfOfImage(canvas.toBuffer('image/jpeg', 80))
-      const layer = await extractPdf(scan, { deadlineMs: 60_000, imageCheckBelowChars: 200 })
-      expect(layer.pages[0], `${dpi} dpi`).toEqual({ number: 1, text: '', images: true })
-      // (what is asserted is the reading, not its time: the deadlines leave room for a machine busy with
-      // the rest of the suite, where drawing 139 million pixels took past the minute the others take)
-      const read = await readPdf(scan, options({ engine: patientEngine, language: 'fr', deadlineMs: 200_000 }))
-      expect(read.ocr, `${dpi} dpi`).toMatchObject({ attempted: 1, pages: 1, failed: 0 })
-      expect(canonicalize(read.pages[0]!.text), `${dpi} dpi`).toContain('Leçon 4 : les suites géométriques.')
-    }
-  }, 600_000)
+  it(
+    "reads a page scanned at 300, 600 and 1,200 dpi alike: a scan past the text reader's image limit is still a scan, drawn downscaled for the recognizer",
+    async () => {
+      const patientEngine = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 200_000, idleMs: 0 })
+      onTestFinished(() => patientEngine.close())
+      const [png] = await renderPages(await makePdf([SCAN_LESSON]), 300)
+      const page = await loadImage(png!)
+      for (const dpi of [300, 600, 1200]) {
+        // the same page as one JPEG of that resolution (1,200 dpi: 139 million pixels, past MAX_IMAGE_PIXELS)
+        const scale = dpi / 300
+        const canvas = createCanvas(Math.round(page.width * scale), Math.round(page.height * scale))
+        canvas.getContext('2d').drawImage(page, 0, 0, canvas.width, canvas.height)
+        const scan = await pdfOfImage(canvas.toBuffer('image/jpeg', 80))
+        const layer = await extractPdf(scan, { deadlineMs: 60_000, imageCheckBelowChars: 200 })
+        expect(layer.pages[0], `${dpi} dpi`).toEqual({ number: 1, text: '', images: true })
+        // (what is asserted is the reading, not its time: the deadlines leave room for a machine busy with
+        // the rest of the suite, where drawing 139 million pixels took past the minute the others take)
+        const read = await readPdf(scan, options({ engine: patientEngine, language: 'fr', deadlineMs: 200_000 }))
+        expect(read.ocr, `${dpi} dpi`).toMatchObject({ attempted: 1, pages: 1, failed: 0 })
+        expect(canonicalize(read.pages[0]!.text), `${dpi} dpi`).toContain('Leçon 4 : les suites géométriques.')
+      }
+    },
+    600_000,
+  )
 
   it('reads scans whose page images are JBIG2 (a generic region, MMR coded, as scanners write lossless JBIG2)', async () => {
     // the same pages, their Group 4 data carried in JBIG2 segments (JBIG2Decode): MMR is Group 4 coding
@@ -68,7 +72,7 @@ describe('scans as scanners write them', () => {
     }
   })
 
-  it('spends at most the document\'s budget: no page begun past it, none going on past it, and the reading fails naming the pages', async () => {
+  it("spends at most the document's budget: no page begun past it, none going on past it, and the reading fails naming the pages", async () => {
     // three pages whose drawing takes seconds each (a 60 s page deadline would let them run for minutes)
     const slow = type3Storm(20_000, 2_000, false, 3)
     const patient = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 60_000, idleMs: 0 })
@@ -86,7 +90,8 @@ describe('scans as scanners write them', () => {
   }, 60_000)
 })
 
-const SCAN_LESSON = 'Leçon 4 : les suites géométriques. Une suite est géométrique lorsque chaque terme est le produit du précédent par un même nombre, la raison.'
+const SCAN_LESSON =
+  'Leçon 4 : les suites géométriques. Une suite est géométrique lorsque chaque terme est le produit du précédent par un même nombre, la raison.'
 
 /** A one-page A4 PDF that is one image (a scan with no text layer). */
 async function pdfOfImage(image: Buffer): Promise<Uint8Array> {
@@ -126,7 +131,14 @@ function jbig2FromCcitt(ccittPdf: Buffer): Uint8Array {
     Buffer.from('<< /Type /Pages /Kids [3 0 R] /Count 1 >>', 'latin1'),
     Buffer.from('<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im1 5 0 R >> >> /Contents 4 0 R >>', 'latin1'),
     Buffer.from(`<< /Length ${content.length} >>\nstream\n${content}\nendstream`, 'latin1'),
-    Buffer.concat([Buffer.from(`<< /Type /XObject /Subtype /Image /Width ${width} /Height ${height} /BitsPerComponent 1 /ColorSpace /DeviceGray /Filter /JBIG2Decode /Length ${jbig2.length} >>\nstream\n`, 'latin1'), jbig2, Buffer.from('\nendstream', 'latin1')]),
+    Buffer.concat([
+      Buffer.from(
+        `<< /Type /XObject /Subtype /Image /Width ${width} /Height ${height} /BitsPerComponent 1 /ColorSpace /DeviceGray /Filter /JBIG2Decode /Length ${jbig2.length} >>\nstream\n`,
+        'latin1',
+      ),
+      jbig2,
+      Buffer.from('\nendstream', 'latin1'),
+    ]),
   ]
   const parts: Buffer[] = [Buffer.from('%PDF-1.7\n', 'latin1')]
   const offsets: number[] = []
@@ -137,7 +149,13 @@ function jbig2FromCcitt(ccittPdf: Buffer): Uint8Array {
     parts.push(framed)
     length += framed.length
   })
-  parts.push(Buffer.from(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`, 'latin1'))
+  parts.push(
+    Buffer.from(
+      `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size ${
+        objects.length + 1
+      } /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`,
+      'latin1',
+    ),
+  )
   return new Uint8Array(Buffer.concat(parts))
 }
-

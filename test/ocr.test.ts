@@ -6,7 +6,7 @@ import { deflateSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readability } from '../functions-shared/text/readability.ts'
 import { canonicalize } from '../functions-shared/text/canonicalize.ts'
-import { ocrLanguagesFor, pagesNeedingOcr, readPdf, separateRunOnWords, type OcrEngine, type ReadPdfOptions } from '../functions-shared/pdf/read.ts'
+import { type OcrEngine, ocrLanguagesFor, pagesNeedingOcr, readPdf, type ReadPdfOptions, separateRunOnWords } from '../functions-shared/pdf/read.ts'
 import { createNodeOcr } from '../scripts/lib/ocr.ts'
 import { createPageRenderer } from '../scripts/lib/render-isolate.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
@@ -100,7 +100,7 @@ describe('the recognizer on scanned and damaged PDFs', () => {
   })
   afterAll(async () => engine?.close())
 
-  it('reads a scanned French lesson page by page, with the recognizer\'s confidence, and reports progress', async () => {
+  it("reads a scanned French lesson page by page, with the recognizer's confidence, and reports progress", async () => {
     const progress: string[] = []
     const read = await readPdf(scanFr, options({ language: 'fr', onProgress: ({ done, total }) => void progress.push(`${done}/${total}`) }))
     expect(read.pageCount).toBe(2)
@@ -166,7 +166,7 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     }
   })
 
-  it('puts right a layer that reads lam-alef backwards by the recognizer\'s reading, keeping its letters and marks', async () => {
+  it("puts right a layer that reads lam-alef backwards by the recognizer's reading, keeping its letters and marks", async () => {
     // LibreOffice with Noto Sans Arabic (test/fixtures/typeset): "اإلسالم" for "الإسلام", "التالميذ" for "التلاميذ"
     const pdf = new Uint8Array(readFileSync(new URL('./fixtures/typeset/libreoffice-notosansarabic.pdf', import.meta.url)))
     const source = readFileSync(new URL('./fixtures/typeset/ar.txt', import.meta.url), 'utf8')
@@ -186,7 +186,7 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     expect(canonicalize(auto.pages[0]!.text)).toContain('الإسلام')
   })
 
-  it('puts right a layer that reads lam-alef backwards only after a joining letter, and the name of God backwards, by the recognizer\'s reading', async () => {
+  it("puts right a layer that reads lam-alef backwards only after a joining letter, and the name of God backwards, by the recognizer's reading", async () => {
     // LibreOffice with Noto Kufi Arabic (test/fixtures/typeset): "الإسالم", "التالميذ" and "هللا", the lone لا
     // and على right; the words' shapes pass the check, the name read backwards on a page that reads no
     // joined lam-alef right does not
@@ -302,7 +302,9 @@ describe('the recognizer on scanned and damaged PDFs', () => {
       '<< /Length 5 >>\nstream\n/X Do\nendstream',
       ...Array.from({ length: 30 }, (_, i) => {
         const data = i === 29 ? '0 0 m 10 10 l S' : '/X Do /X Do'
-        return `<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /XObject << /X ${i + 6} 0 R >> >> /Length ${data.length} >>\nstream\n${data}\nendstream`
+        return `<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /XObject << /X ${
+          i + 6
+        } 0 R >> >> /Length ${data.length} >>\nstream\n${data}\nendstream`
       }),
     ]
     const renderer = createPageRenderer(rawPdf(objects), { heapMb: 64 })
@@ -321,11 +323,19 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     const objects = [
       '<< /Type /Catalog /Pages 2 0 R >>',
       '<< /Type /Pages /Kids [3 0 R 5 0 R] /Count 2 >>',
-      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << ${Array.from({ length: count }, (_, i) => `/I${i} ${i + 7} 0 R`).join(' ')} >> >> /Contents 4 0 R >>`,
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << ${
+        Array.from({ length: count }, (_, i) => `/I${i} ${i + 7} 0 R`).join(' ')
+      } >> >> /Contents 4 0 R >>`,
       streamObject(Array.from({ length: count }, (_, i) => `q 612 0 0 792 0 0 cm /I${i} Do Q`).join('\n')),
       '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 6 0 R >>',
       streamObject('0 0 m 100 100 l S'),
-      ...Array.from({ length: count }, () => `<< /Type /XObject /Subtype /Image /Width 2000 /Height 2000 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter [/ASCIIHexDecode /FlateDecode] /Length ${image.length + 1} >>\nstream\n${image}>\nendstream`),
+      ...Array.from(
+        { length: count },
+        () =>
+          `<< /Type /XObject /Subtype /Image /Width 2000 /Height 2000 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter [/ASCIIHexDecode /FlateDecode] /Length ${
+            image.length + 1
+          } >>\nstream\n${image}>\nendstream`,
+      ),
     ]
     const renderer = createPageRenderer(rawPdf(objects), { externalMb: 64 })
     try {
@@ -349,7 +359,9 @@ describe('the recognizer on scanned and damaged PDFs', () => {
       streamObject('0 0 m 100 100 l S'),
       ...Array.from({ length: depth }, (_, i) => {
         const data = i === depth - 1 ? '0 0 m 612 792 l S' : '0 0 m 10 10 l S /X Do'
-        return `<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Group << /S /Transparency /I true /K true >> /Resources << /XObject << /X ${i + 8} 0 R >> >> /Length ${data.length} >>\nstream\n${data}\nendstream`
+        return `<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Group << /S /Transparency /I true /K true >> /Resources << /XObject << /X ${
+          i + 8
+        } 0 R >> >> /Length ${data.length} >>\nstream\n${data}\nendstream`
       }),
     ]
     const renderer = createPageRenderer(rawPdf(objects), { canvasMb: 16 })

@@ -24,7 +24,9 @@ describe('GET /docs/openapi.json', () => {
     const served = new Set(
       t.app.routes.filter((r) => r.method !== 'ALL' && !r.path.endsWith('*')).map((r) => `${r.method.toLowerCase()} ${openApiPath(r.path)}`),
     )
-    const documented = new Set(Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m} ${p}`)))
+    const documented = new Set(
+      Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m} ${p}`)),
+    )
     expect([...documented].sort()).toEqual([...served].sort())
     expect(served.has('get /health')).toBe(true)
   })
@@ -85,12 +87,14 @@ describe('GET /docs', () => {
       expect(new Uint8Array(await res.arrayBuffer())).toEqual(file)
     }
     // the same bytes, not a copy of them per answer
-    const [a, b] = await Promise.all([1, 2].map(async () => (await (await counted.request('/docs/assets/swagger-ui-bundle.js')).body!.getReader().read()).value!))
+    const [a, b] = await Promise.all(
+      [1, 2].map(async () => (await (await counted.request('/docs/assets/swagger-ui-bundle.js')).body!.getReader().read()).value!),
+    )
     expect(a!.buffer).toBe(b!.buffer)
     expect(reads).toBe(1)
   })
 
-  it('redirects /docs/ to /docs, where the page\'s relative links resolve, with a Location right behind any base path', async () => {
+  it("redirects /docs/ to /docs, where the page's relative links resolve, with a Location right behind any base path", async () => {
     const res = await t.request('/docs/?x=1')
     expect(res.status).toBe(301)
     expect(res.headers.get('location')).toBe('../docs?x=1')

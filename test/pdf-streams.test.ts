@@ -30,7 +30,13 @@ function pdfWith(dictionary: string, data: Buffer, options: { eol?: string; extr
     parts.push(Buffer.from(`${i + 1} 0 obj\n`), Buffer.isBuffer(body) ? body : Buffer.from(body, 'latin1'), Buffer.from('\nendobj\n'))
   }
   const xref = length()
-  parts.push(Buffer.from(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`))
+  parts.push(
+    Buffer.from(
+      `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size ${
+        objects.length + 1
+      } /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`,
+    ),
+  )
   return new Uint8Array(Buffer.concat(parts))
 }
 
@@ -134,7 +140,12 @@ describe('inflatedSize reads a PDF as pdf.js does', () => {
       ['Flate twice', '[/FlateDecode /FlateDecode]', deflateSync(flate), CONTENT.length],
       ['ASCII85 then Flate', '[/A85 /Fl]', ascii85(flate), CONTENT.length],
       ['hex then Flate', '[/ASCIIHexDecode /FlateDecode]', Buffer.from(`${flate.toString('hex')}>`), CONTENT.length],
-      ['RunLength', '/RunLengthDecode', Buffer.concat([Buffer.alloc((some.length / 128) * 2).map((_, i) => (i % 2 === 0 ? 129 : 0x20)), Buffer.from([128])]), some.length],
+      [
+        'RunLength',
+        '/RunLengthDecode',
+        Buffer.concat([Buffer.alloc((some.length / 128) * 2).map((_, i) => (i % 2 === 0 ? 129 : 0x20)), Buffer.from([128])]),
+        some.length,
+      ],
       ['Brotli', '/BrotliDecode', brotliCompressSync(CONTENT), CONTENT.length],
     ]
     for (const [name, filter, data, expected] of cases) {
@@ -144,7 +155,10 @@ describe('inflatedSize reads a PDF as pdf.js does', () => {
     for (const early of [0, 1] as const) {
       const data = lzw(text, early)
       expect(data.length).toBeLessThan(text.length / 4)
-      expect(await inflatedSize(pdfWith(`<< /Length ${data.length} /Filter /LZWDecode /DecodeParms << /EarlyChange ${early} >> >>`, data), 64 * MB), `LZW, EarlyChange ${early}`).toBe(text.length)
+      expect(
+        await inflatedSize(pdfWith(`<< /Length ${data.length} /Filter /LZWDecode /DecodeParms << /EarlyChange ${early} >> >>`, data), 64 * MB),
+        `LZW, EarlyChange ${early}`,
+      ).toBe(text.length)
     }
   })
 
@@ -161,7 +175,11 @@ describe('inflatedSize reads a PDF as pdf.js does', () => {
   })
 
   it('looks at a stream inside the data of another: a /Length that spans it does not hide it', async () => {
-    const bomb = Buffer.concat([Buffer.from(`6 0 obj\n<< /Length ${flate.length} /Filter /FlateDecode >>\nstream\n`), flate, Buffer.from('\nendstream\nendobj\n')])
+    const bomb = Buffer.concat([
+      Buffer.from(`6 0 obj\n<< /Length ${flate.length} /Filter /FlateDecode >>\nstream\n`),
+      flate,
+      Buffer.from('\nendstream\nendobj\n'),
+    ])
     const decoy = Buffer.concat([Buffer.from(`<< /Length ${bomb.length + 2} >>\nstream\nq\n`), bomb, Buffer.from('Q\nendstream')])
     const pdf = pdfWith('<< /Length 0 >>', Buffer.alloc(0), { extra: [decoy] })
     expect(await inflatedSize(pdf, 64 * MB)).toBe(CONTENT.length)
@@ -171,11 +189,27 @@ describe('inflatedSize reads a PDF as pdf.js does', () => {
     const pixels = Buffer.alloc(2048 * 2048, 0x80) // 4 MB of grey
     const image = deflateSync(pixels)
     const honest = pdfWith('<< /Length 0 >>', Buffer.alloc(0), {
-      extra: [Buffer.concat([Buffer.from(`<< /Type /XObject /Subtype /Image /Width 2048 /Height 2048 /ColorSpace /DeviceGray /BitsPerComponent 8 /Length ${image.length} /Filter /FlateDecode >>\nstream\n`), image, Buffer.from('\nendstream')])],
+      extra: [
+        Buffer.concat([
+          Buffer.from(
+            `<< /Type /XObject /Subtype /Image /Width 2048 /Height 2048 /ColorSpace /DeviceGray /BitsPerComponent 8 /Length ${image.length} /Filter /FlateDecode >>\nstream\n`,
+          ),
+          image,
+          Buffer.from('\nendstream'),
+        ]),
+      ],
     })
     expect(await inflatedSize(honest, LIMIT / 2)).toBe(0)
     const small = pdfWith('<< /Length 0 >>', Buffer.alloc(0), {
-      extra: [Buffer.concat([Buffer.from(`<< /Type /XObject /Subtype /Image /Width 16 /Height 16 /ColorSpace /DeviceGray /BitsPerComponent 8 /Length ${flate.length} /Filter /FlateDecode >>\nstream\n`), flate, Buffer.from('\nendstream')])],
+      extra: [
+        Buffer.concat([
+          Buffer.from(
+            `<< /Type /XObject /Subtype /Image /Width 16 /Height 16 /ColorSpace /DeviceGray /BitsPerComponent 8 /Length ${flate.length} /Filter /FlateDecode >>\nstream\n`,
+          ),
+          flate,
+          Buffer.from('\nendstream'),
+        ]),
+      ],
     })
     expect(await inflatedSize(small, 64 * MB)).toBe(CONTENT.length)
   })
@@ -183,7 +217,9 @@ describe('inflatedSize reads a PDF as pdf.js does', () => {
   it('refuses a file whose streams would make the check read it over and over: keywords by the hundred before one far endstream', async () => {
     // 300 stream keywords, each with a Flate dictionary, then 1 MB before the only "endstream"
     const keywords = Array.from({ length: 300 }, (_, i) => `${i + 10} 0 obj\n<< /Filter /FlateDecode >>\nstream\n`).join('')
-    const pdf = pdfWith('<< /Length 0 >>', Buffer.alloc(0), { extra: [Buffer.concat([Buffer.from(`<< /Length 1 >>\nstream\n${keywords}`), Buffer.alloc(MB, 0x61), Buffer.from('\nendstream')])] })
+    const pdf = pdfWith('<< /Length 0 >>', Buffer.alloc(0), {
+      extra: [Buffer.concat([Buffer.from(`<< /Length 1 >>\nstream\n${keywords}`), Buffer.alloc(MB, 0x61), Buffer.from('\nendstream')])],
+    })
     await expect(inflatedSize(pdf)).rejects.toThrow(/written inside one another/)
     await expect(extractPdf(pdf, { deadlineMs: 20_000 })).rejects.toThrow(/written inside one another: they cannot be checked: refused before reading/)
   })

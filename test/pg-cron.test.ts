@@ -34,7 +34,9 @@ describe.runIf(url)('pg_cron on the server', () => {
     expect(turnJob).toMatchObject({ command: 'select public.interrupt_stale_turns()' })
     const [held] = await sql`select id from public.reserve_tokens(${user}, 5)`
     const turn = crypto.randomUUID()
-    await sql`select public.begin_conversation_turn(${turn}, ${user}, null, ${(held as { id: string }).id}, 'cron-turn', 'Une question ?', 'Une question ?', '{}', 0)`
+    await sql`select public.begin_conversation_turn(${turn}, ${user}, null, ${
+      (held as { id: string }).id
+    }, 'cron-turn', 'Une question ?', 'Une question ?', '{}', 0)`
     const since = new Date()
 
     const deadline = Date.now() + 75_000

@@ -36,9 +36,12 @@ let url = ''
 const routes = new Map<string, (res: import('node:http').ServerResponse) => void>()
 const requested: string[] = []
 
-const pdf = (bytes: Uint8Array, type = 'application/pdf') => (res: import('node:http').ServerResponse) => void res.writeHead(200, { 'content-type': type }).end(Buffer.from(bytes))
+const pdf = (bytes: Uint8Array, type = 'application/pdf') => (res: import('node:http').ServerResponse) =>
+  void res.writeHead(200, { 'content-type': type }).end(Buffer.from(bytes))
 const html = (body: string) => (res: import('node:http').ServerResponse) =>
-  void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html><html lang="fr"><head><meta charset="utf-8"><title>Ressources</title></head><body>${body}</body></html>`)
+  void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(
+    `<!doctype html><html lang="fr"><head><meta charset="utf-8"><title>Ressources</title></head><body>${body}</body></html>`,
+  )
 
 beforeAll(async () => {
   db = await createTestDatabase()
@@ -51,7 +54,11 @@ beforeAll(async () => {
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  t = createTestApp({ sql: db.sql, env: { FETCH_ALLOW_LOOPBACK: 'true', FETCH_TIMEOUT_MS: '5000', FETCH_ALLOWED_HOSTS: new URL(url).host }, deps: { resolveHost: resolveHostNode, connectGuard: connectGuardNode, embedder: createOfflineEmbedder(), sleep: async () => {} } })
+  t = createTestApp({
+    sql: db.sql,
+    env: { FETCH_ALLOW_LOOPBACK: 'true', FETCH_TIMEOUT_MS: '5000', FETCH_ALLOWED_HOSTS: new URL(url).host },
+    deps: { resolveHost: resolveHostNode, connectGuard: connectGuardNode, embedder: createOfflineEmbedder(), sleep: async () => {} },
+  })
 })
 afterAll(async () => {
   await t?.deps.background.idle()
@@ -64,15 +71,19 @@ const sync = (source: Record<string, unknown>) =>
   syncSource({ ctx: { deps: t.deps, requestId: String(source.name) }, source: SourceSchema.parse({ allowed_hosts: [new URL(url).host], ...source }) })
 const references = async (source: string) =>
   Object.fromEntries(
-    (await db.sql`select r.pdf_source, r.grade, r.subject, r.title, r.status, j.status as job from public.curriculum_references r left join public.ingestion_jobs j on j.reference_id = r.id where r.source = ${source}`).map((r) => [
-      new URL(r.pdf_source as string).pathname,
-      r,
-    ]),
+    (await db
+      .sql`select r.pdf_source, r.grade, r.subject, r.title, r.status, j.status as job from public.curriculum_references r left join public.ingestion_jobs j on j.reference_id = r.id where r.source = ${source}`)
+      .map((r) => [
+        new URL(r.pdf_source as string).pathname,
+        r,
+      ]),
   )
 
 describe('a portal that says grade and subject only in the headings above its lists', () => {
   it('gives each lesson the grade and subject of the headings it sits under, and queues it', async () => {
-    routes.set('/ressources/index.html', html(`
+    routes.set(
+      '/ressources/index.html',
+      html(`
       <h1>Ressources pédagogiques</h1>
       <h2>Cinquième année secondaire (5AS)</h2>
         <h3>Mathématiques</h3>
@@ -82,7 +93,8 @@ describe('a portal that says grade and subject only in the headings above its li
       <h2>Sixième année secondaire (6AS)</h2>
         <div class="bloc"><h3>Histoire</h3>
           <ul><li><a href="/dl/103.pdf">Chapitre 5 : l'indépendance</a></li></ul></div>
-        <ul><li><a href="/dl/104.pdf">Chapitre 6 : l'État moderne</a></li></ul>`))
+        <ul><li><a href="/dl/104.pdf">Chapitre 6 : l'État moderne</a></li></ul>`),
+    )
     routes.set('/dl/101.pdf', pdf(await pdfOf('maths-5as-pourcentages')))
     routes.set('/dl/102.pdf', pdf(await pdfOf('geographie-5as-fleuve-senegal')))
     routes.set('/dl/103.pdf', pdf(await pdfOf('histoire-6as-independance')))
@@ -189,11 +201,14 @@ describe('a portal with broken links, wrong types and files that are no lessons'
 
 describe('a listing whose rows say grade and subject in cells of their own', () => {
   it('reads the row as its cells, apart: "5AS" and "Mathématiques" are words a rule can find', async () => {
-    routes.set('/tableau/index.html', html(`<table>
+    routes.set(
+      '/tableau/index.html',
+      html(`<table>
       <tr><td>5AS</td><td>Mathématiques</td><td><a href="/tableau/a.pdf">Télécharger</a></td></tr>
       <tr><td>6AS</td><td>Histoire</td><td><a href="/tableau/b.pdf">Télécharger</a></td></tr>
       </table>
-      <ul><li><p>7C</p><p>Physique</p><div><a href="/tableau/c.pdf">Télécharger</a></div></li></ul>`))
+      <ul><li><p>7C</p><p>Physique</p><div><a href="/tableau/c.pdf">Télécharger</a></div></li></ul>`),
+    )
     routes.set('/tableau/a.pdf', pdf(await pdfOf('maths-7c')))
     routes.set('/tableau/b.pdf', pdf(await pdfOf('svt-5c')))
     routes.set('/tableau/c.pdf', pdf(await pdfOf('physique-7c')))
@@ -218,9 +233,16 @@ describe('a portal that writes one grade several ways', () => {
   it('stores the one level whatever the spelling: "5ème AS", "5e AS", "5 AS", "5-as", "٥ AS" and "5AS" are 5AS', async () => {
     const spellings = ['5ème AS', '5e AS', '5 AS', '5-as', '5AS', '7ème C', '1ère AS', '٥ AS']
     const ids = ['maths-5as-statistiques', 'arabe-5as-tashbih', 'maths-4as', 'islam-4as', 'arabe-6as', 'islam-5as-zakat', 'histoire-7d', 'islam-5as-siyam']
-    routes.set('/niveaux/index.html', html(`<table><thead><tr><th>Niveau</th><th>Cours</th></tr></thead><tbody>${spellings
-      .map((grade, i) => `<tr><td>${grade}</td><td><a href="/niveaux/${i}.pdf" data-niveau="${grade}" data-matiere="Mathématiques">Cours ${i}</a></td></tr>`)
-      .join('')}</tbody></table>`))
+    routes.set(
+      '/niveaux/index.html',
+      html(`<table><thead><tr><th>Niveau</th><th>Cours</th></tr></thead><tbody>${
+        spellings
+          .map((grade, i) =>
+            `<tr><td>${grade}</td><td><a href="/niveaux/${i}.pdf" data-niveau="${grade}" data-matiere="Mathématiques">Cours ${i}</a></td></tr>`
+          )
+          .join('')
+      }</tbody></table>`),
+    )
     for (const [i, id] of ids.entries()) routes.set(`/niveaux/${i}.pdf`, pdf(await pdfOf(id)))
     const result = await sync({
       name: 'spellings',
@@ -251,14 +273,17 @@ describe('one lesson filed under two grades, and a second edition', () => {
   it('ingests the lesson for each grade it is filed under; the second edition of a lesson of one grade is its duplicate', async () => {
     const commune = await pdfOf('civique-5as-commune')
     const peche = lesson('svt-6c-muscle')
-    routes.set('/civique/index.html', html(`
+    routes.set(
+      '/civique/index.html',
+      html(`
       <ul>
         <li><a href="/civique/5AS/education-civique/la-commune.pdf">La commune (5AS)</a></li>
         <li><a href="/civique/6AS/education-civique/la-commune-rappel.pdf">La commune, rappel (6AS)</a></li>
         <li><a href="/civique/6C/sciences-naturelles/muscle.pdf">Le muscle (6C)</a></li>
         <li><a href="/civique/6C/sciences-naturelles/muscle-2e-edition.pdf">Le muscle, 2e édition (6C)</a></li>
         <li><a href="/civique/sans-niveau/muscle-copie.pdf">Copie</a></li>
-      </ul>`))
+      </ul>`),
+    )
     routes.set('/civique/5AS/education-civique/la-commune.pdf', pdf(commune))
     // the same file, linked again under another grade
     routes.set('/civique/6AS/education-civique/la-commune-rappel.pdf', pdf(commune, 'application/octet-stream'))
@@ -296,10 +321,23 @@ describe('a portal that names subjects its own way', () => {
       ['التربية الإسلامية', 'education-islamique'],
       ['PC', 'physique-chimie'],
     ]
-    const texts = [[FR_LESSON], [PHYSICS_LESSON], [FR_LESSON_NEAR], [AR_LESSON], lesson('histoire-7d-muqawama').pages, lesson('histoire-7d-mahadir').pages, lesson('arabe-5as-istiara').pages]
-    routes.set('/matieres/index.html', html(`<table><thead><tr>${subjects.map(([name]) => `<th>${name}</th>`).join('')}</tr></thead><tbody><tr>${subjects
-      .map((_, i) => `<td><a href="/matieres/${i}.pdf">Leçon</a></td>`)
-      .join('')}</tr></tbody></table>`))
+    const texts = [
+      [FR_LESSON],
+      [PHYSICS_LESSON],
+      [FR_LESSON_NEAR],
+      [AR_LESSON],
+      lesson('histoire-7d-muqawama').pages,
+      lesson('histoire-7d-mahadir').pages,
+      lesson('arabe-5as-istiara').pages,
+    ]
+    routes.set(
+      '/matieres/index.html',
+      html(`<table><thead><tr>${subjects.map(([name]) => `<th>${name}</th>`).join('')}</tr></thead><tbody><tr>${
+        subjects
+          .map((_, i) => `<td><a href="/matieres/${i}.pdf">Leçon</a></td>`)
+          .join('')
+      }</tr></tbody></table>`),
+    )
     for (const [i, pages] of texts.entries()) routes.set(`/matieres/${i}.pdf`, pdf(await makePdf(pages, { arabic: /[\u0600-\u06ff]/u.test(pages.join('')) })))
     const result = await sync({
       name: 'subjects',
@@ -319,12 +357,15 @@ describe('a portal that links its PDFs through a viewer or a download page', () 
   const source = () => ({ name: 'viewer', index_urls: [`${url}/viewer/index.html`], defaults: { grade: '6C', subject: 'physique' } })
 
   it('downloads the PDF a viewer link names, or the one PDF a download page leads to, and says what a page of several PDFs is', async () => {
-    routes.set('/viewer/index.html', html(`<ul>
+    routes.set(
+      '/viewer/index.html',
+      html(`<ul>
       <li><a href="/pdfjs/web/viewer.html?file=%2Fstock%2Fa.pdf">Cinématique (lire en ligne)</a></li>
       <li><a href="/telecharger/b.pdf">Newton (téléchargement)</a></li>
       <li><a href="/telecharger/c.pdf">Énergie (téléchargement)</a></li>
       <li><a href="/telecharger/d.pdf">Dossier</a></li>
-    </ul>`))
+    </ul>`),
+    )
     // the viewer's page names no PDF: it reads it from its query with a script
     routes.set('/pdfjs/web/viewer.html', html('<div id="viewerContainer"></div><script src="viewer.mjs"></script>'))
     routes.set('/telecharger/b.pdf', html('<meta http-equiv="refresh" content="0; url=/stock/b.pdf"><p>Le téléchargement va commencer.</p>'))
@@ -352,14 +393,23 @@ describe('a portal that links its PDFs through a viewer or a download page', () 
 describe('a portal in Arabic that lists lessons written in French', () => {
   it('stores the language the PDF is written in, not the one its link text is in', async () => {
     // the demo portal's rule: a link text in Arabic script makes the lesson Arabic
-    routes.set('/ar/index.html', html(`<ul dir="rtl">
+    routes.set(
+      '/ar/index.html',
+      html(`<ul dir="rtl">
       <li><a href="/ar/maths.pdf">الرياضيات — الدرس الثالث</a></li>
       <li><a href="/ar/fiqh.pdf">الفقه — الدرس الأول</a></li>
       <li><a href="/ar/arabic-by-french-link.pdf">Leçon d'arabe</a></li>
-    </ul>`))
+    </ul>`),
+    )
     routes.set('/ar/maths.pdf', pdf(await makePdf([lesson('chimie-7d-acides-faibles').pages[0]!, lesson('svt-6c-muscle').pages.at(-1)!])))
-    routes.set('/ar/fiqh.pdf', pdf(await makePdf([lesson('islam-5as-siyam').pages[0]!, lesson('arabe-5as-istiara').pages.at(-1)!], { arabic: true, rtl: true })))
-    routes.set('/ar/arabic-by-french-link.pdf', pdf(await makePdf([lesson('histoire-7d-mahadir').pages[0]!, lesson('islam-4as').pages.at(-1)!], { arabic: true, rtl: true })))
+    routes.set(
+      '/ar/fiqh.pdf',
+      pdf(await makePdf([lesson('islam-5as-siyam').pages[0]!, lesson('arabe-5as-istiara').pages.at(-1)!], { arabic: true, rtl: true })),
+    )
+    routes.set(
+      '/ar/arabic-by-french-link.pdf',
+      pdf(await makePdf([lesson('histoire-7d-mahadir').pages[0]!, lesson('islam-4as').pages.at(-1)!], { arabic: true, rtl: true })),
+    )
     const result = await sync({
       name: 'arabic-portal',
       index_urls: [`${url}/ar/index.html`],
@@ -380,8 +430,15 @@ describe('a portal that adds a new query string to its links on every page view'
   it('knows the lesson on the next sync instead of registering it again as its own duplicate', async () => {
     let views = 0
     routes.set('/cache/index.html', (res) => html(`<a href="/cache/5AS/histoire/lecon.pdf?v=${++views}">Histoire 5AS</a>`)(res))
-    routes.set('/cache/5AS/histoire/lecon.pdf', pdf(await makePdf([lesson('histoire-6as-etat').pages[0]!, lesson('islam-4as').pages.at(-1)!], { arabic: true })))
-    const source = { name: 'cache-buster', index_urls: [`${url}/cache/index.html`], rules: [{ field: 'grade', from: 'url', pattern: '/(\\d+AS)/' }, { field: 'subject', from: 'url', pattern: '/\\d+AS/([a-z]+)/' }] }
+    routes.set(
+      '/cache/5AS/histoire/lecon.pdf',
+      pdf(await makePdf([lesson('histoire-6as-etat').pages[0]!, lesson('islam-4as').pages.at(-1)!], { arabic: true })),
+    )
+    const source = {
+      name: 'cache-buster',
+      index_urls: [`${url}/cache/index.html`],
+      rules: [{ field: 'grade', from: 'url', pattern: '/(\\d+AS)/' }, { field: 'subject', from: 'url', pattern: '/\\d+AS/([a-z]+)/' }],
+    }
     expect(await sync(source)).toMatchObject({ status: 'completed', found_count: 1, new_count: 1 })
     for (let run = 0; run < 2; run++) expect(await sync(source)).toMatchObject({ status: 'completed', found_count: 1, new_count: 0, duplicates: 0, known: 1 })
     const rows = await db.sql`select status from public.curriculum_references where source = 'cache-buster'`
@@ -391,12 +448,15 @@ describe('a portal that adds a new query string to its links on every page view'
 
 describe('a portal whose links all say "Télécharger"', () => {
   it('titles each lesson with what its row or list item says, not with the word of its link', async () => {
-    routes.set('/titres/index.html', html(`<table>
+    routes.set(
+      '/titres/index.html',
+      html(`<table>
       <tr><td>Leçon 3 : les lois de Newton</td><td><a href="/titres/a.pdf">Télécharger</a></td></tr>
       <tr><td>Leçon 4 : l'énergie</td><td><a href="/titres/b.pdf"><img src="/pdf.png" alt="PDF"></a></td></tr>
       </table>
       <ul><li>الدرس الأول: أركان الإسلام <a href="/titres/c.pdf">تحميل</a></li>
-      <li><a href="/titres/d.pdf">Les acides faibles</a> — <a href="/titres/e.pdf">Télécharger</a></li></ul>`))
+      <li><a href="/titres/d.pdf">Les acides faibles</a> — <a href="/titres/e.pdf">Télécharger</a></li></ul>`),
+    )
     routes.set('/titres/a.pdf', pdf(await makePdf([lesson('physique-7c').pages[0]!, lesson('chimie-7d-acides-bases').pages.at(-1)!])))
     routes.set('/titres/b.pdf', pdf(await makePdf([lesson('svt-5c').pages[0]!, lesson('histoire-6as-independance').pages.at(-1)!])))
     routes.set('/titres/c.pdf', pdf(await makePdf([lesson('islam-5as-zakat').pages[0]!, lesson('arabe-6as').pages.at(-1)!], { arabic: true })))
@@ -425,12 +485,14 @@ describe('the catalogue the portal leaves', () => {
       if (body.status === 'idle') break
     }
     await t.deps.background.idle()
-    const jobs = await db.sql`select r.pdf_source, j.status, j.error_message from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id where j.status <> 'ready' and not (j.status = 'queued' and j.needs_ocr)`
+    const jobs = await db
+      .sql`select r.pdf_source, j.status, j.error_message from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id where j.status <> 'ready' and not (j.status = 'queued' and j.needs_ocr)`
     expect(jobs.map((j) => [j.pdf_source, j.status, j.error_message])).toEqual([])
     const all = await json(await t.request('/curriculum/textbooks'))
     // each level once, as the curriculum writes it, however the portal spelt it
     expect(all.levels).toEqual(['1AS', '5AS', '6AS', '6C', '7C', '7D'])
-    const served = await db.sql`select r.pdf_source from public.documents d join public.curriculum_references r on r.id = d.reference_id where d.status = 'ready'`
+    const served = await db
+      .sql`select r.pdf_source from public.documents d join public.curriculum_references r on r.id = d.reference_id where d.status = 'ready'`
     const paths = served.map((r) => new URL(r.pdf_source as string).pathname + new URL(r.pdf_source as string).search)
     // served as application/octet-stream, as text/html, with a query string, linked with a fragment and ../
     expect(paths).toEqual(expect.arrayContaining(['/pc/octets.pdf', '/pc/typed-html.pdf', '/pc/get.pdf?id=7&dl=1', '/pc/fragment.pdf']))

@@ -6,7 +6,7 @@
 // first request with an Idempotency-Key.
 import { spawn } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http'
+import { createServer, type IncomingHttpHeaders, request as httpRequest, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -15,8 +15,8 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
 import { seedDocument } from './helpers/corpus.ts'
 import { FR_LESSON } from './helpers/portal.ts'
-import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type OpenAiServer, startOpenAiServer } from './helpers/openai-server.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
 import { stackStatus, statusEnv } from '../scripts/lib/status.ts'
@@ -77,7 +77,7 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true })
 })
 
-describe('the app developers\' quickstart (docs/app-developers.md)', () => {
+describe("the app developers' quickstart (docs/app-developers.md)", () => {
   it('signs up, reads the profile through /rest/v1, invokes functions and streams a chat turn', async () => {
     const { code, out, err } = await runProgram('quickstart', await guideProgram('quickstart'), await dotEnv(gw))
     expect(code, `${out}\n${err}`).toBe(0)
@@ -170,7 +170,7 @@ async function startDroppingProxy(target: string): Promise<{ url: string; log: E
   }
 }
 
-describe('the app developers\' conversations, resumed streams, retries and cancels (docs/app-developers.md)', () => {
+describe("the app developers' conversations, resumed streams, retries and cancels (docs/app-developers.md)", () => {
   /** The answer the model streams, one word every 40 ms (about 2 s); one line, so that the program prints it as is. */
   const ANSWER = Array.from({ length: 50 }, (_, i) => `étape${i}`).join(' ')
   let server: OpenAiServer
@@ -181,7 +181,16 @@ describe('the app developers\' conversations, resumed streams, retries and cance
     // the answer is streamed slowly; the rerank and translations (not streamed) get an empty answer and fall back
     server.chat = (body) => (body.stream ? { content: ANSWER, pieceDelayMs: 40 } : { content: '' })
     await seedDocument(db.sql, { name: 'Mathématiques 4AS', grade: '4AS', subject: 'mathematiques', language: 'fr', texts: FR_LESSON.split(/(?<=\.) /) })
-    const ai = createOpenAiProvider({ apiKey: 'k', baseUrl: server.url, chatModel: 'chat-model', embeddingModel: 'embed-model', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 60_000 })
+    const ai = createOpenAiProvider({
+      apiKey: 'k',
+      baseUrl: server.url,
+      chatModel: 'chat-model',
+      embeddingModel: 'embed-model',
+      rerankModel: 'rerank-model',
+      translateModel: 'translate-model',
+      dimension: 1536,
+      timeoutMs: 60_000,
+    })
     slow = await startGateway({
       config: testConfig({ LOG_LEVEL: 'silent', DATA_DIR: join(dataDir, 'slow'), EXPIRY_INTERVAL_SECONDS: '0', PORT: '0' }),
       sql: db.sql,
@@ -208,7 +217,7 @@ describe('the app developers\' conversations, resumed streams, retries and cance
     const conversationId = line('conversation')!
     expect(conversationId).toMatch(/^[0-9a-f-]{36}$/)
     expect(line('follow-up in')).toBe(`${conversationId} on mathematiques`)
-    expect(line('conversations')).toBe('[ \'Comment résoudre une équation du premier degré ?\' ]')
+    expect(line('conversations')).toBe("[ 'Comment résoudre une équation du premier degré ?' ]")
     expect(line('messages')).toBe('student:sent teacher:answered student:sent teacher:answered')
 
     // 2. the stream was really cut after two pieces of text, and resumed after its last event's id: the
@@ -217,7 +226,9 @@ describe('the app developers\' conversations, resumed streams, retries and cance
     expect(cut).toHaveLength(1)
     const streamed = cut[0]!
     expect(streamed.deltas).toBe(2)
-    const resumes = proxy.log.filter((x) => x.method === 'GET' && x.path === `/functions/v1/chat/turns/${streamed.turnId}` && x.headers.accept === 'text/event-stream')
+    const resumes = proxy.log.filter((x) =>
+      x.method === 'GET' && x.path === `/functions/v1/chat/turns/${streamed.turnId}` && x.headers.accept === 'text/event-stream'
+    )
     expect(resumes).toHaveLength(1)
     expect(resumes[0]!.headers['last-event-id']).toBe(String(streamed.ids.at(-1)))
     const ids = [...streamed.ids, ...resumes[0]!.ids]

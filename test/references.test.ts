@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import * as cheerio from 'cheerio'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
-import { createTestApp, json, testConfig, type TestApp } from './helpers/app.ts'
+import { createTestApp, json, type TestApp, testConfig } from './helpers/app.ts'
 import { bearer } from './helpers/tokens.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
@@ -60,7 +60,14 @@ async function startListingPortal() {
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { url, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
+  return {
+    url,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections()
+        server.close(() => r())
+      }),
+  }
 }
 
 const source = () =>
@@ -93,7 +100,11 @@ afterAll(async () => {
 })
 
 const call = async (method: string, path: string, body?: unknown) => {
-  const res = await t.request(path, { method, headers: { ...service, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  const res = await t.request(path, {
+    method,
+    headers: { ...service, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
   return { status: res.status, body: await json(res) }
 }
 const refs: Record<string, Record<string, any>> = {}
@@ -105,41 +116,65 @@ describe('scraper rules over markup', () => {
     expect(columnHeader($, $('#m'))).toBe('Maths')
     expect(columnHeader($, $('#p'))).toBe('Physique')
     expect(columnHeader($, $('#x'))).toBeNull()
-    const meta = linkMetadata(source(), { url: 'http://p/a.pdf', text: 'Leçon', attrs: { 'data-grade': '6AS', title: 'Un titre' }, column_header: 'Géographie' })
+    const meta = linkMetadata(source(), {
+      url: 'http://p/a.pdf',
+      text: 'Leçon',
+      attrs: { 'data-grade': '6AS', title: 'Un titre' },
+      column_header: 'Géographie',
+    })
     expect(meta).toMatchObject({ grade: '6AS', subject: 'geographie', title: 'Un titre' })
     // a rule whose input the link does not have is skipped
     expect(linkMetadata(source(), { url: 'http://p/a.pdf', text: 'Leçon' })).toMatchObject({ grade: null, subject: null, title: 'Leçon' })
   })
 
-  it('reads a URL whose escapes are not UTF-8 (a legacy portal\'s %E9) as windows-1252 and a bare % as written, instead of failing the link', () => {
-    const byUrl = SourceSchema.parse({ name: 'legacy-urls', index_urls: ['http://p/'], rules: [
-      { field: 'grade', from: 'url', pattern: '/(\\d+AS)/' },
-      { field: 'subject', from: 'url', pattern: '/\\d+AS/([^/]+)/' },
-    ] })
+  it("reads a URL whose escapes are not UTF-8 (a legacy portal's %E9) as windows-1252 and a bare % as written, instead of failing the link", () => {
+    const byUrl = SourceSchema.parse({
+      name: 'legacy-urls',
+      index_urls: ['http://p/'],
+      rules: [
+        { field: 'grade', from: 'url', pattern: '/(\\d+AS)/' },
+        { field: 'subject', from: 'url', pattern: '/\\d+AS/([^/]+)/' },
+      ],
+    })
     // decodeURIComponent threw "URI malformed" on these: the sync counted each such PDF as an error, every run
     expect(linkMetadata(byUrl, { url: 'http://p/4AS/math%E9matiques/cours%20de%20g%E9om%E9trie.pdf', text: '' })).toMatchObject({
-      grade: '4AS', subject: 'mathematiques', title: 'cours de géométrie',
+      grade: '4AS',
+      subject: 'mathematiques',
+      title: 'cours de géométrie',
     })
     expect(linkMetadata(byUrl, { url: 'http://p/5AS/physique/r%C3%A9ussir%20%C3%A0%20100%.pdf', text: ' ' })).toMatchObject({
-      grade: '5AS', subject: 'physique', title: 'réussir à 100%',
+      grade: '5AS',
+      subject: 'physique',
+      title: 'réussir à 100%',
     })
     // Arabic escapes (UTF-8) still read as Arabic
     expect(linkMetadata(byUrl, { url: 'http://p/6AS/%D8%AF%D8%B1%D8%B3/a.pdf', text: 'x' })).toMatchObject({ subject: 'درس' })
     // a grade and subject as a question names them (an upload stores them so): a column headed
     // "Sciences Naturelles", a path's "Education_Islamique" or "4 AS"
     expect(linkMetadata(byUrl, { url: 'http://p/4AS/Education_Islamique/a.pdf', text: 'x' })).toMatchObject({ grade: '4AS', subject: 'education-islamique' })
-    const byHeader = SourceSchema.parse({ name: 'headers', index_urls: ['http://p/'], rules: [
-      { field: 'grade', from: 'context', pattern: 'Niveau : (.+)' },
-      { field: 'subject', from: 'column_header', pattern: '(.+)' },
-    ] })
-    expect(linkMetadata(byHeader, { url: 'http://p/a.pdf', text: 'x', context: 'Niveau : 4ème AS', column_header: ' Sciences Naturelles ' })).toMatchObject({ grade: '4AS', subject: 'sciences-naturelles' })
+    const byHeader = SourceSchema.parse({
+      name: 'headers',
+      index_urls: ['http://p/'],
+      rules: [
+        { field: 'grade', from: 'context', pattern: 'Niveau : (.+)' },
+        { field: 'subject', from: 'column_header', pattern: '(.+)' },
+      ],
+    })
+    expect(linkMetadata(byHeader, { url: 'http://p/a.pdf', text: 'x', context: 'Niveau : 4ème AS', column_header: ' Sciences Naturelles ' })).toMatchObject({
+      grade: '4AS',
+      subject: 'sciences-naturelles',
+    })
   })
 
-  it('bounds what a listing\'s text gives a reference: a title to 300 characters, a major or category to 100', () => {
-    const byText = SourceSchema.parse({ name: 'long-texts', index_urls: ['http://p/'], rules: [
-      { field: 'category', from: 'text', pattern: '^(.*)$' },
-      { field: 'major', from: 'context', pattern: 'Série (.*)' },
-    ] })
+  it("bounds what a listing's text gives a reference: a title to 300 characters, a major or category to 100", () => {
+    const byText = SourceSchema.parse({
+      name: 'long-texts',
+      index_urls: ['http://p/'],
+      rules: [
+        { field: 'category', from: 'text', pattern: '^(.*)$' },
+        { field: 'major', from: 'context', pattern: 'Série (.*)' },
+      ],
+    })
     const text = `Manuel de mathématiques ${'très '.repeat(20_000)}complet`
     const meta = linkMetadata(byText, { url: 'http://p/a.pdf', text, context: `Série ${'C '.repeat(1000)}` })
     // the title went to the model with every passage of the document a chat turn quoted (120,000 characters)
@@ -159,7 +194,9 @@ describe('scraper rules over markup', () => {
     // server's only thread (a page nested deeper than MAX_LISTING_DEPTH, 2,000, is now refused before it is parsed)
     const n = 8000
     const section = `<section>Série C ${Array.from({ length: n }, (_, i) => `<a href="/s/${i}.pdf">s${i}</a> `).join('')}</section>`
-    const row = `<table><tr><th>Niveau</th><th>Maths</th></tr><tr><td>4AS</td>${Array.from({ length: n }, (_, i) => `<td><a href="/r/${i}.pdf">r</a></td>`).join('')}</tr></table>`
+    const row = `<table><tr><th>Niveau</th><th>Maths</th></tr><tr><td>4AS</td>${
+      Array.from({ length: n }, (_, i) => `<td><a href="/r/${i}.pdf">r</a></td>`).join('')
+    }</tr></table>`
     const nested = Array.from({ length: MAX_LISTING_DEPTH }, (_, i) => `<div><a href="/n/${i}.pdf">n</a>`).join('')
     const html = `<html><body>${section}${row}<ul><li>Série D <a href="/li.pdf">li</a></li></ul>${nested}</body></html>`
     const listing = SourceSchema.parse({ name: 'hostile', index_urls: ['http://portal.test/index.html'], allowed_hosts: ['portal.test'] })
@@ -192,7 +229,9 @@ describe('scraper rules over markup', () => {
         fetch: (async () => new Response(html, { headers: { 'content-type': 'text/html' } })) as typeof fetch,
       })
     const nested = (n: number) => `<html><body>${'<div class="c">'.repeat(n)}<a href="/f/a.pdf">a</a>${'</div>'.repeat(n)}</body></html>`
-    await expect(read(nested(MAX_LISTING_DEPTH + 1))).rejects.toThrow(`the listing page http://portal.test/index.html nests elements ${MAX_LISTING_DEPTH + 1} deep (more than ${MAX_LISTING_DEPTH})`)
+    await expect(read(nested(MAX_LISTING_DEPTH + 1))).rejects.toThrow(
+      `the listing page http://portal.test/index.html nests elements ${MAX_LISTING_DEPTH + 1} deep (more than ${MAX_LISTING_DEPTH})`,
+    )
     expect((await read(nested(MAX_LISTING_DEPTH))).map((l) => l.url)).toEqual(['http://portal.test/f/a.pdf'])
     // tags the parser closes by itself, or that close themselves, are not counted as nesting
     expect(nestingDepth(`${'<li><p><td><b>'.repeat(5000)}<div/><br><span>x</span>`)).toBe(1)
@@ -213,13 +252,21 @@ describe('scraper rules over markup', () => {
 
   it('says when the walk stops at max_listing_pages with pages left, and reads a next page named with a fragment once', async () => {
     // page n links to page n+1, and back to page 1 with a fragment; 5 pages, 2 PDFs each
-    const pages = new Map(Array.from({ length: 5 }, (_, i) => [`/liste/${i + 1}.html`, `<html><body>
+    const pages = new Map(Array.from({ length: 5 }, (_, i) => [
+      `/liste/${i + 1}.html`,
+      `<html><body>
       <a href="/f/${i}-a.pdf">a</a><a href="/f/${i}-b.pdf">b</a><a href="/liste/1.html#haut">début</a>
-      ${i < 4 ? `<a rel="next" href="/liste/${i + 2}.html#contenu">suivant</a>` : ''}<a rel="next" href="/liste/1.html#haut">début</a></body></html>`]))
+      ${i < 4 ? `<a rel="next" href="/liste/${i + 2}.html#contenu">suivant</a>` : ''}<a rel="next" href="/liste/1.html#haut">début</a></body></html>`,
+    ]))
     const fetched: string[] = []
     const walk = async (max: number) => {
       const failures: { url: string; message: string }[] = []
-      const source = SourceSchema.parse({ name: 'paged', index_urls: ['http://portal.test/liste/1.html'], allowed_hosts: ['portal.test'], max_listing_pages: max })
+      const source = SourceSchema.parse({
+        name: 'paged',
+        index_urls: ['http://portal.test/liste/1.html'],
+        allowed_hosts: ['portal.test'],
+        max_listing_pages: max,
+      })
       const links = await discoverLinks(source, {
         maxBytes: 1024 * 1024,
         timeoutMs: 30_000,
@@ -252,24 +299,49 @@ describe('scraper rules over markup', () => {
     }
     const cp1256 = encoder('windows-1256')
     const cp1252 = encoder('windows-1252')
-    const arabic = (head: string) => `<html><head>${head}</head><body><ul><li>الجغرافيا — السنة الخامسة <a href="/f/ar.pdf">درس نهر السنغال</a></li></ul></body></html>`
+    const arabic = (head: string) =>
+      `<html><head>${head}</head><body><ul><li>الجغرافيا — السنة الخامسة <a href="/f/ar.pdf">درس نهر السنغال</a></li></ul></body></html>`
     const french = '<html><body><p>Géographie, 5e année : <a href="/f/fr.pdf">Le fleuve Sénégal et sa vallée</a></p></body></html>'
     const read = async (bytes: Uint8Array, contentType: string) =>
       discoverLinks(SourceSchema.parse({ name: 'encodings', index_urls: ['http://portal.test/listes/index.html'], allowed_hosts: ['portal.test'] }), {
         maxBytes: 1024 * 1024,
         timeoutMs: 30_000,
         resolve: async () => ['93.184.216.34'],
-        fetch: (async () => new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } })) as typeof fetch,
+        fetch: (async () => new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { 'content-type': contentType } })) as typeof fetch,
       })
     const cases: [string, Uint8Array, string, string, string][] = [
       ['windows-1256 in the header', cp1256(arabic('')), 'text/html; charset=windows-1256', 'درس نهر السنغال', 'الجغرافيا — السنة الخامسة درس نهر السنغال'],
-      ['windows-1256 in a <meta charset>', cp1256(arabic('<meta charset="windows-1256">')), 'text/html', 'درس نهر السنغال', 'الجغرافيا — السنة الخامسة درس نهر السنغال'],
-      ['windows-1256 in a <meta http-equiv>', cp1256(arabic('<meta http-equiv="Content-Type" content="text/html; charset=windows-1256">')), 'text/html', 'درس نهر السنغال', 'الجغرافيا — السنة الخامسة درس نهر السنغال'],
+      [
+        'windows-1256 in a <meta charset>',
+        cp1256(arabic('<meta charset="windows-1256">')),
+        'text/html',
+        'درس نهر السنغال',
+        'الجغرافيا — السنة الخامسة درس نهر السنغال',
+      ],
+      [
+        'windows-1256 in a <meta http-equiv>',
+        cp1256(arabic('<meta http-equiv="Content-Type" content="text/html; charset=windows-1256">')),
+        'text/html',
+        'درس نهر السنغال',
+        'الجغرافيا — السنة الخامسة درس نهر السنغال',
+      ],
       ['windows-1256 unsaid', cp1256(arabic('')), 'text/html', 'درس نهر السنغال', 'الجغرافيا — السنة الخامسة درس نهر السنغال'],
       ['windows-1252 unsaid', cp1252(french), 'text/html', 'Le fleuve Sénégal et sa vallée', 'Géographie, 5e année : Le fleuve Sénégal et sa vallée'],
       ['UTF-8 unsaid', new TextEncoder().encode(arabic('')), 'text/html', 'درس نهر السنغال', 'الجغرافيا — السنة الخامسة درس نهر السنغال'],
-      ['UTF-8 with a byte order mark, whatever the header says', new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(french)]), 'text/html; charset=windows-1252', 'Le fleuve Sénégal et sa vallée', 'Géographie, 5e année : Le fleuve Sénégal et sa vallée'],
-      ['an encoding no decoder knows, read as its bytes show', cp1252(french), 'text/html; charset=x-unknown', 'Le fleuve Sénégal et sa vallée', 'Géographie, 5e année : Le fleuve Sénégal et sa vallée'],
+      [
+        'UTF-8 with a byte order mark, whatever the header says',
+        new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(french)]),
+        'text/html; charset=windows-1252',
+        'Le fleuve Sénégal et sa vallée',
+        'Géographie, 5e année : Le fleuve Sénégal et sa vallée',
+      ],
+      [
+        'an encoding no decoder knows, read as its bytes show',
+        cp1252(french),
+        'text/html; charset=x-unknown',
+        'Le fleuve Sénégal et sa vallée',
+        'Géographie, 5e année : Le fleuve Sénégal et sa vallée',
+      ],
     ]
     for (const [what, bytes, contentType, text, context] of cases) {
       const [link] = await read(bytes, contentType)
@@ -278,13 +350,19 @@ describe('scraper rules over markup', () => {
     const based = await read(new TextEncoder().encode('<html><head><base href="/documents/"></head><body><a href="maths.pdf">m</a></body></html>'), 'text/html')
     expect(based.map((l) => l.url)).toEqual(['http://portal.test/documents/maths.pdf'])
     // links that are no document to download, whatever their names end with, are not links to PDFs
-    const others = await read(new TextEncoder().encode('<a href="mailto:prof@portal.test?subject=cours.pdf">m</a><a href="ftp://portal.test/a.pdf">f</a><a href="file:///c/a.pdf">l</a><a href="https://portal.test/b.pdf">b</a>'), 'text/html')
+    const others = await read(
+      new TextEncoder().encode(
+        '<a href="mailto:prof@portal.test?subject=cours.pdf">m</a><a href="ftp://portal.test/a.pdf">f</a><a href="file:///c/a.pdf">l</a><a href="https://portal.test/b.pdf">b</a>',
+      ),
+      'text/html',
+    )
     expect(others.map((l) => l.url)).toEqual(['https://portal.test/b.pdf'])
   })
 
   it('refuses a rule that could never match', () => {
     expect(() => SourceSchema.parse({ name: 'x', index_urls: ['http://p/'], rules: [{ field: 'grade', from: 'attr', pattern: '(.+)' }] })).toThrow(/attr/)
-    expect(() => SourceSchema.parse({ name: 'x', index_urls: ['http://p/'], rules: [{ field: 'grade', from: 'text', attr: 'title', pattern: '(.+)' }] })).toThrow(/attr/)
+    expect(() => SourceSchema.parse({ name: 'x', index_urls: ['http://p/'], rules: [{ field: 'grade', from: 'text', attr: 'title', pattern: '(.+)' }] }))
+      .toThrow(/attr/)
   })
 
   it('sync registers the three links; the one without grade or subject is not queued', async () => {
@@ -326,7 +404,12 @@ describe('a reference without a namespace', () => {
     expect(ok.status, JSON.stringify(ok.body)).toBe(200)
     expect(ok.body).toMatchObject({ id, grade: '5AS', subject: 'physique', title: 'Les ondes', weight: 2 })
     const [audit] = await db.sql`select details from public.ingestion_audit where reference_id = ${id} and details->>'trigger' = 'reference update'`
-    expect(audit!.details.changes).toEqual({ grade: { from: null, to: '5AS' }, subject: { from: null, to: 'physique' }, title: { from: 'Document', to: 'Les ondes' }, weight: { from: 0, to: 2 } })
+    expect(audit!.details.changes).toEqual({
+      grade: { from: null, to: '5AS' },
+      subject: { from: null, to: 'physique' },
+      title: { from: 'Document', to: 'Les ondes' },
+      weight: { from: 0, to: 2 },
+    })
     expect(audit!.details.by).toBeTruthy()
 
     const queued = await call('POST', `/admin/ingest/${id}`)
@@ -355,15 +438,36 @@ describe('a reference without a namespace', () => {
 describe('npm run admin -- references set', () => {
   it('fixes a reference through the API', async () => {
     const url = `http://${portal.url.split('//')[1]}/f/d.pdf`
-    const [ref] = await db.sql`insert into public.curriculum_references (source, pdf_source, source_url, language) values ('markup', ${url}, ${url}, 'fr') returning id`
-    const gw = await startGateway({ config: testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0' }), sql: db.connect(2), port: 0, deps: { logs: createLogRoot({ level: 'silent' }), sources: [] } })
+    const [ref] = await db
+      .sql`insert into public.curriculum_references (source, pdf_source, source_url, language) values ('markup', ${url}, ${url}, 'fr') returning id`
+    const gw = await startGateway({
+      config: testConfig({ LOG_LEVEL: 'silent', EXPIRY_INTERVAL_SECONDS: '0' }),
+      sql: db.connect(2),
+      port: 0,
+      deps: { logs: createLogRoot({ level: 'silent' }), sources: [] },
+    })
     try {
       const token = await apiKey(LOCAL_JWT_SECRET, 'service_role')
-      const { stdout } = await run(process.execPath, [`${root}scripts/admin.ts`, 'references', 'set', ref!.id as string, '--grade', '6C', '--subject', 'chimie', '--url', gw.url, '--token', token], { cwd: root })
+      const { stdout } = await run(process.execPath, [
+        `${root}scripts/admin.ts`,
+        'references',
+        'set',
+        ref!.id as string,
+        '--grade',
+        '6C',
+        '--subject',
+        'chimie',
+        '--url',
+        gw.url,
+        '--token',
+        token,
+      ], { cwd: root })
       expect(stdout).toContain('grade 6C, subject chimie')
       const [row] = await db.sql`select grade, subject from public.curriculum_references where id = ${ref!.id}`
       expect(row).toEqual({ grade: '6C', subject: 'chimie' })
-      const usage = await run(process.execPath, [`${root}scripts/admin.ts`, 'references', 'set', ref!.id as string, '--url', gw.url, '--token', token], { cwd: root }).catch((e: { stderr: string; code: number }) => e)
+      const usage = await run(process.execPath, [`${root}scripts/admin.ts`, 'references', 'set', ref!.id as string, '--url', gw.url, '--token', token], {
+        cwd: root,
+      }).catch((e: { stderr: string; code: number }) => e)
       expect((usage as { code: number }).code).not.toBe(0)
       expect((usage as { stderr: string }).stderr).toContain('--grade')
     } finally {

@@ -10,8 +10,19 @@ import { createOfflineProvider } from '../functions-shared/ai/offline.ts'
 import { keyCoverage } from '../functions-shared/text/keys.ts'
 import { featureCosine, offlineFeatures } from '../functions-shared/ai/offline-embedder.ts'
 
-interface Lesson { id: string; language: string; pages: string[]; near_duplicate_of?: string }
-interface Question { id: string; question: string; lesson: string | null; page?: number; cross_lingual?: boolean }
+interface Lesson {
+  id: string
+  language: string
+  pages: string[]
+  near_duplicate_of?: string
+}
+interface Question {
+  id: string
+  question: string
+  lesson: string | null
+  page?: number
+  cross_lingual?: boolean
+}
 
 const lessons = (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: Lesson[] }).lessons
 const byId = new Map(lessons.map((l) => [l.id, l]))
@@ -43,7 +54,7 @@ function wholeShareFirst(question: string, pages: string[]): number {
   return pages.map((_, i) => i).sort((a, b) => share[b]! - share[a]! || cosine[b]! - cosine[a]! || a - b)[0]!
 }
 
-describe('the offline rerank on the evaluation\'s lesson pages', () => {
+describe("the offline rerank on the evaluation's lesson pages", () => {
   const offline = createOfflineProvider()
 
   it('finds the right page first at least as often by its best passage as by the whole page, and more often on long pages', async () => {
@@ -57,7 +68,13 @@ describe('the offline rerank on the evaluation\'s lesson pages', () => {
         if ((await offline.rerank(q.question, pages, 1))[0] === q.page! - 1) passage++
       }
       rows.push({ extra, whole, passage })
-      if (process.env.RERANK_PAGES_PRINT) console.log(`${extra} paragraphs added: whole page ${((100 * whole) / questions.length).toFixed(1)} %, best passage ${((100 * passage) / questions.length).toFixed(1)} %`)
+      if (process.env.RERANK_PAGES_PRINT) {
+        console.log(
+          `${extra} paragraphs added: whole page ${((100 * whole) / questions.length).toFixed(1)} %, best passage ${
+            ((100 * passage) / questions.length).toFixed(1)
+          } %`,
+        )
+      }
     }
     expect(questions.length).toBeGreaterThanOrEqual(100)
     // the demo's own pages: within 1 % of the whole page's share (the eight lessons of longer pages added

@@ -3,7 +3,7 @@
 // paths, functions with select= and filters on their rows, GET and HEAD calls, Prefer (tx, max-affected,
 // count, resolution, missing, handling) and the media types. Each case is what a hosted project answers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startPostgrestFixture, type PostgrestFixture } from './helpers/postgrest-fixture.ts'
+import { type PostgrestFixture, startPostgrestFixture } from './helpers/postgrest-fixture.ts'
 
 let f: PostgrestFixture
 
@@ -13,16 +13,22 @@ beforeAll(async () => {
 afterAll(async () => f?.close())
 
 describe('embedding over foreign keys', () => {
-  it('reads many-to-one as an object, one-to-many as an array, nested two levels, under every table\'s policies', async () => {
+  it("reads many-to-one as an object, one-to-many as an array, nested two levels, under every table's policies", async () => {
     const books = await f.reader().from('pt_books').select('title, author:pt_authors!author_id(name), editor:pt_authors!editor_id(name)').order('id')
-    expect(books).toMatchObject({ error: null, data: [
-      { title: 'Les dunes', author: { name: 'Mariem' }, editor: { name: 'Ahmedou' } },
-      { title: 'La mer', author: { name: 'Mariem' }, editor: null },
-      { title: 'Le fleuve', author: { name: 'Ahmedou' }, editor: { name: 'Mariem' } },
-    ] })
+    expect(books).toMatchObject({
+      error: null,
+      data: [
+        { title: 'Les dunes', author: { name: 'Mariem' }, editor: { name: 'Ahmedou' } },
+        { title: 'La mer', author: { name: 'Mariem' }, editor: null },
+        { title: 'Le fleuve', author: { name: 'Ahmedou' }, editor: { name: 'Mariem' } },
+      ],
+    })
     const nested = await f.reader().from('pt_authors').select('name, pt_books!author_id(title, pt_chapters(title))').eq('id', 1).single()
     // the draft chapter is hidden by pt_chapters' policy, in an embed as in a read of its own
-    expect(nested.data).toEqual({ name: 'Mariem', pt_books: [{ title: 'Les dunes', pt_chapters: [{ title: 'Aube' }, { title: 'Nuit' }] }, { title: 'La mer', pt_chapters: [] }] })
+    expect(nested.data).toEqual({
+      name: 'Mariem',
+      pt_books: [{ title: 'Les dunes', pt_chapters: [{ title: 'Aube' }, { title: 'Nuit' }] }, { title: 'La mer', pt_chapters: [] }],
+    })
     const all = await f.service().from('pt_chapters').select('title').eq('book_id', 10)
     expect(all.data).toHaveLength(3)
   })
@@ -30,7 +36,10 @@ describe('embedding over foreign keys', () => {
   it('asks for a hint when two keys link the same tables (300 PGRST201), and says when none does (PGRST200)', async () => {
     const ambiguous = await f.reader().from('pt_books').select('title, pt_authors(name)')
     expect(ambiguous.status).toBe(300)
-    expect(ambiguous.error).toMatchObject({ code: 'PGRST201', message: "Could not embed because more than one relationship was found for 'pt_books' and 'pt_authors'" })
+    expect(ambiguous.error).toMatchObject({
+      code: 'PGRST201',
+      message: "Could not embed because more than one relationship was found for 'pt_books' and 'pt_authors'",
+    })
     expect(ambiguous.error!.hint).toContain("'pt_authors!pt_books_author_id_fkey'")
     const none = await f.reader().from('pt_chapters').select('title, pt_authors(name)')
     expect(none).toMatchObject({ status: 400, error: { code: 'PGRST200' } })
@@ -41,7 +50,10 @@ describe('embedding over foreign keys', () => {
       .order('title', { referencedTable: 'pt_books', ascending: true }).limit(1, { referencedTable: 'pt_books' }).single()
     expect(ordered.data).toEqual({ name: 'Mariem', pt_books: [{ title: 'La mer' }] })
     const filtered = await f.reader().from('pt_authors').select('name, pt_books!author_id(title)').eq('pt_books.title', 'Le fleuve').order('id')
-    expect(filtered.data).toEqual([{ name: 'Mariem', pt_books: [] }, { name: 'Ahmedou', pt_books: [{ title: 'Le fleuve' }] }, { name: 'Khadija', pt_books: [] }])
+    expect(filtered.data).toEqual([{ name: 'Mariem', pt_books: [] }, { name: 'Ahmedou', pt_books: [{ title: 'Le fleuve' }] }, {
+      name: 'Khadija',
+      pt_books: [],
+    }])
     const inner = await f.reader().from('pt_authors').select('name, pt_books!author_id!inner(title)').eq('pt_books.title', 'Le fleuve')
     expect(inner.data).toEqual([{ name: 'Ahmedou', pt_books: [{ title: 'Le fleuve' }] }])
     const withBooks = await f.reader().from('pt_authors').select('name, pt_books!author_id(id)').not('pt_books', 'is', null).order('id')
@@ -65,7 +77,9 @@ describe('filters', () => {
     expect(await names(base().or('id.in.(1,3),name.like.*dou'))).toEqual(['Mariem', 'Ahmedou', 'Khadija'])
     const r = await f.raw('pt_authors?select=name&not.or=(id.eq.1,id.eq.2)')
     expect(await r.json()).toEqual([{ name: 'Khadija' }])
-    const embedded = await f.reader().from('pt_authors').select('name, pt_books!author_id(title)').or('title.eq.La mer,title.eq.Le fleuve', { referencedTable: 'pt_books' }).order('id')
+    const embedded = await f.reader().from('pt_authors').select('name, pt_books!author_id(title)').or('title.eq.La mer,title.eq.Le fleuve', {
+      referencedTable: 'pt_books',
+    }).order('id')
     expect(embedded.data![0]).toEqual({ name: 'Mariem', pt_books: [{ title: 'La mer' }] })
   })
 
@@ -119,7 +133,10 @@ describe('functions', () => {
     expect((await f.reader().rpc('pt_norm', { p: { x: -3, y: 4 } })).data).toBe(7)
     const over = await f.reader().rpc('pt_over', { a: 1 })
     expect(over.status).toBe(300)
-    expect(over.error).toMatchObject({ code: 'PGRST203', message: expect.stringContaining('Could not choose the best candidate function between: public.pt_over(a => integer), public.pt_over(a => text)') })
+    expect(over.error).toMatchObject({
+      code: 'PGRST203',
+      message: expect.stringContaining('Could not choose the best candidate function between: public.pt_over(a => integer), public.pt_over(a => text)'),
+    })
     expect(await f.reader().rpc('pt_nope', { a: 1 })).toMatchObject({ status: 404, error: { code: 'PGRST202' } })
   })
 
@@ -140,7 +157,10 @@ describe('Prefer and media types', () => {
 
   it('fails and rolls back a write past max-affected (PGRST124), and lets one within it through', async () => {
     const over = await f.service().from('pt_chapters').delete().gte('id', 100).maxAffected(2)
-    expect(over).toMatchObject({ status: 400, error: { code: 'PGRST124', message: 'Query result exceeds max-affected preference constraint', details: 'The query affects 4 rows' } })
+    expect(over).toMatchObject({
+      status: 400,
+      error: { code: 'PGRST124', message: 'Query result exceeds max-affected preference constraint', details: 'The query affects 4 rows' },
+    })
     expect(await f.db.sql`select count(*)::int as n from public.pt_chapters`).toEqual([{ n: 4 }])
     // (supabase-js types maxAffected for PostgREST 13 clients; the request it sends is the same)
     const within = (await f.service().from('pt_chapters').update({ n: 9 }).eq('id', 103).maxAffected(1)) as unknown as { status: number }
@@ -163,14 +183,17 @@ describe('Prefer and media types', () => {
   })
 
   it('upserts merging or ignoring duplicates, on the primary key or on_conflict, with missing=default', async () => {
-    const merged = await f.service().from('pt_authors').upsert([{ id: 3, name: 'Khadija', rank: 4 }, { id: 4, name: 'Vatma', rank: 5 }]).select('id, rank').order('id')
+    const merged = await f.service().from('pt_authors').upsert([{ id: 3, name: 'Khadija', rank: 4 }, { id: 4, name: 'Vatma', rank: 5 }]).select('id, rank')
+      .order('id')
     expect(merged).toMatchObject({ status: 201, data: [{ id: 3, rank: 4 }, { id: 4, rank: 5 }] })
     const ignored = await f.service().from('pt_authors').upsert({ id: 4, name: 'Vatma', rank: 99 }, { ignoreDuplicates: true }).select('id')
     expect(ignored).toMatchObject({ status: 201, data: [] })
     const byName = await f.service().from('pt_authors').upsert({ id: 4, name: 'Vatma', rank: 6 }, { onConflict: 'name' }).select('rank')
     // only updated: 200, as PostgREST answers an upsert that inserted nothing
     expect(byName).toMatchObject({ status: 200, data: [{ rank: 6 }] })
-    const defaults = await f.service().from('pt_authors').upsert([{ id: 5, name: 'Oumou' }, { id: 6, name: 'Saad', rank: 1 }], { defaultToNull: false }).select('id, rank, tags').order('id')
+    const defaults = await f.service().from('pt_authors').upsert([{ id: 5, name: 'Oumou' }, { id: 6, name: 'Saad', rank: 1 }], { defaultToNull: false }).select(
+      'id, rank, tags',
+    ).order('id')
     expect(defaults.data).toEqual([{ id: 5, rank: 7, tags: [] }, { id: 6, rank: 1, tags: [] }])
     await f.db.sql`delete from public.pt_authors where id >= 4`
   })
@@ -183,6 +206,9 @@ describe('Prefer and media types', () => {
     const geo = await f.reader().from('pt_authors').select('name').geojson()
     expect(geo).toMatchObject({ status: 406, error: { code: 'PGRST107' } })
     const single = await f.reader().from('pt_authors').select('name').single()
-    expect(single).toMatchObject({ status: 406, error: { code: 'PGRST116', message: 'Cannot coerce the result to a single JSON object', details: 'The result contains 3 rows' } })
+    expect(single).toMatchObject({
+      status: 406,
+      error: { code: 'PGRST116', message: 'Cannot coerce the result to a single JSON object', details: 'The result contains 3 rows' },
+    })
   })
 })

@@ -2,7 +2,7 @@
 // computed fields and relationships, unnamed function parameters), names that need quotes, and the
 // bounds on what one query string may ask; the fixture is test/helpers/postgrest-fixture.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startPostgrestFixture, type PostgrestFixture } from './helpers/postgrest-fixture.ts'
+import { type PostgrestFixture, startPostgrestFixture } from './helpers/postgrest-fixture.ts'
 
 let f: PostgrestFixture
 
@@ -12,7 +12,7 @@ beforeAll(async () => {
 afterAll(async () => f?.close())
 
 describe('relationships as PostgREST reads them', () => {
-  it('reads one-to-one as an object, a table\'s children through its own key, and an embed named by a key\'s column or name', async () => {
+  it("reads one-to-one as an object, a table's children through its own key, and an embed named by a key's column or name", async () => {
     const one = await f.reader().from('pt_authors').select('name, pt_author_details(bio)').order('id').limit(2)
     expect(one.data).toEqual([{ name: 'Mariem', pt_author_details: { bio: 'Poétesse de Nouakchott' } }, { name: 'Ahmedou', pt_author_details: null }])
     const children = await f.reader().from('pt_topics').select('name, pt_topics(name)').eq('id', 1).single()
@@ -45,7 +45,9 @@ describe('relationships as PostgREST reads them', () => {
 
 describe('names that need quotes', () => {
   it('reads and writes columns whose names hold a space or other signs, written in double quotes', async () => {
-    const inserted = await f.service().from('pt_odd').insert([{ 'first name': 'Aly', 'n° de page': 1 }, { 'first name': 'Binta', 'n° de page': 2 }]).select('"first name","n° de page"')
+    const inserted = await f.service().from('pt_odd').insert([{ 'first name': 'Aly', 'n° de page': 1 }, { 'first name': 'Binta', 'n° de page': 2 }]).select(
+      '"first name","n° de page"',
+    )
     expect(inserted).toMatchObject({ status: 201, data: [{ 'first name': 'Aly', 'n° de page': 1 }, { 'first name': 'Binta', 'n° de page': 2 }] })
     expect((await f.service().from('pt_odd').select('"first name"').eq('"first name"', 'Binta')).data).toEqual([{ 'first name': 'Binta' }])
   })
@@ -63,7 +65,10 @@ describe('bounds on what one query string may ask', () => {
     expect(wide.error).toMatchObject({ code: 'PGRST100', details: 'a select names at most 40 embedded resources' })
     const tree = (levels: number): string => (levels === 0 ? 'id.eq.1' : `and(id.gt.0,${tree(levels - 1)})`)
     expect((await f.reader().from('pt_topics').select('name').or(tree(9))).status).toBe(200)
-    expect((await f.reader().from('pt_topics').select('name').or(tree(10))).error).toMatchObject({ code: 'PGRST100', details: 'a logic tree nests at most 10 levels deep' })
+    expect((await f.reader().from('pt_topics').select('name').or(tree(10))).error).toMatchObject({
+      code: 'PGRST100',
+      details: 'a logic tree nests at most 10 levels deep',
+    })
     const many = await f.reader().from('pt_topics').select('name').or(Array.from({ length: 201 }, (_, i) => `id.eq.${i}`).join(','))
     expect(many.error).toMatchObject({ code: 'PGRST100', details: 'a logic tree holds at most 200 conditions' })
     expect((await f.reader().from('pt_topics').select('name').eq('id', 1)).data).toEqual([{ name: 'Sciences' }])

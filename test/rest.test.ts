@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
 import { createUser, type TestUser } from './helpers/users.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
@@ -45,7 +45,7 @@ afterAll(async () => {
 })
 
 describe('a student with supabase-js', () => {
-  it('reads their own profile and nothing of anyone else\'s', async () => {
+  it("reads their own profile and nothing of anyone else's", async () => {
     const all = await as(me).from('profiles').select('*')
     expect(all.error).toBeNull()
     expect(all.data!.map((p) => p.id)).toEqual([me.id])
@@ -67,11 +67,18 @@ describe('a student with supabase-js', () => {
     expect(role.status).toBe(403)
     expect(role.error).toMatchObject({ code: '42501', message: expect.stringContaining('permission denied') })
     // the database keeps the API's bounds on a name: at most 200 characters, trimmed
-    for (const name of ['x'.repeat(201), ' Aïcha'])
+    for (const name of ['x'.repeat(201), ' Aïcha']) {
       expect(await as(me).from('profiles').update({ full_name: name }).eq('id', me.id)).toMatchObject({ status: 400, error: { code: '23514' } })
+    }
     // text that is not Unicode (an unpaired surrogate) or that PostgreSQL cannot store (NUL) is refused, as /me refuses it: never stored as U+FFFD
-    expect(await as(me).from('profiles').update({ full_name: 'Aïcha \ud800' }).eq('id', me.id)).toMatchObject({ status: 400, error: { code: '22P02', message: 'invalid input syntax for type json', hint: expect.stringContaining('full_name') } })
-    expect(await as(me).from('profiles').update({ full_name: 'Aïcha\u0000' }).eq('id', me.id)).toMatchObject({ status: 400, error: { code: '22P05', message: 'unsupported Unicode escape sequence' } })
+    expect(await as(me).from('profiles').update({ full_name: 'Aïcha \ud800' }).eq('id', me.id)).toMatchObject({
+      status: 400,
+      error: { code: '22P02', message: 'invalid input syntax for type json', hint: expect.stringContaining('full_name') },
+    })
+    expect(await as(me).from('profiles').update({ full_name: 'Aïcha\u0000' }).eq('id', me.id)).toMatchObject({
+      status: 400,
+      error: { code: '22P05', message: 'unsupported Unicode escape sequence' },
+    })
     expect(await as(me).rpc('nothing_here', { text: '\udc00' })).toMatchObject({ status: 400, error: { code: '22P02' } })
     const elsewhere = await as(me).from('profiles').update({ full_name: 'X' }).eq('id', other.id).select()
     expect(elsewhere).toMatchObject({ error: null, data: [] })
@@ -109,12 +116,21 @@ describe('an admin and the service role', () => {
     expect(firstTwo.data!.map((p) => p.full_name)).toEqual(['Admin', 'Aïcha Mint Ahmed Salem'])
     expect(firstTwo.count).toBe(n)
     expect(await as(admin).from('profiles').select('full_name').ilike('full_name', '%ould%')).toMatchObject({ data: [{ full_name: 'Sidi Ould Cheikh' }] })
-    expect(await as(admin).from('profiles').select('full_name').like('full_name', 'Sidi%').neq('id', me.id)).toMatchObject({ data: [{ full_name: 'Sidi Ould Cheikh' }] })
+    expect(await as(admin).from('profiles').select('full_name').like('full_name', 'Sidi%').neq('id', me.id)).toMatchObject({
+      data: [{ full_name: 'Sidi Ould Cheikh' }],
+    })
     expect((await as(admin).from('profiles').select('id').is('full_name', null)).data).toEqual([])
   })
 
   it('an admin writes what the policies let them write: a reference inserted, read back, deleted; rows inserted as an array', async () => {
-    const row = { source: 'manual', pdf_source: 'https://portail.example.mr/a.pdf', source_url: 'https://portail.example.mr/a.pdf', title: 'Manuel', grade: '4AS', subject: 'mathematiques' }
+    const row = {
+      source: 'manual',
+      pdf_source: 'https://portail.example.mr/a.pdf',
+      source_url: 'https://portail.example.mr/a.pdf',
+      title: 'Manuel',
+      grade: '4AS',
+      subject: 'mathematiques',
+    }
     const inserted = await as(admin).from('curriculum_references').insert(row).select('id, title, status').single()
     expect(inserted.status).toBe(201)
     expect(inserted.data).toMatchObject({ title: 'Manuel', status: 'discovered' })
@@ -129,15 +145,25 @@ describe('an admin and the service role', () => {
     const nulls = await as(admin).from('scrape_runs').insert([{ source: 'bulk-a', found_count: 3 }, { source: 'bulk-b' }]).select('source, found_count, status')
     expect(nulls).toMatchObject({ status: 400, error: { code: '23502' } })
     expect(await db.sql`select 1 from public.scrape_runs where source like 'bulk-%'`).toHaveLength(0)
-    const many = await as(admin).from('scrape_runs').insert([{ source: 'bulk-a', found_count: 3 }, { source: 'bulk-b' }], { defaultToNull: false }).select('source, found_count, status')
-    expect(many).toMatchObject({ status: 201, error: null, data: [{ source: 'bulk-a', found_count: 3, status: 'running' }, { source: 'bulk-b', found_count: 0, status: 'running' }] })
+    const many = await as(admin).from('scrape_runs').insert([{ source: 'bulk-a', found_count: 3 }, { source: 'bulk-b' }], { defaultToNull: false }).select(
+      'source, found_count, status',
+    )
+    expect(many).toMatchObject({
+      status: 201,
+      error: null,
+      data: [{ source: 'bulk-a', found_count: 3, status: 'running' }, { source: 'bulk-b', found_count: 0, status: 'running' }],
+    })
     await db.sql`delete from public.scrape_runs where source in ('bulk-a', 'bulk-b')`
   })
 
-  it('refuses (400) a bulk insert of more values than one statement carries, rather than a 500 with the driver\'s error', async () => {
+  it("refuses (400) a bulk insert of more values than one statement carries, rather than a 500 with the driver's error", async () => {
     // 70,000 values in 840 kB, under the body limit
     const body = JSON.stringify(Array.from({ length: 70_000 }, () => ({ id: null })))
-    const res = await fetch(`${gateway.url}/rest/v1/scrape_runs`, { method: 'POST', headers: { apikey: anonKey, Authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' }, body })
+    const res = await fetch(`${gateway.url}/rest/v1/scrape_runs`, {
+      method: 'POST',
+      headers: { apikey: anonKey, Authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' },
+      body,
+    })
     expect(res.status).toBe(400)
     expect(await res.json()).toMatchObject({ code: 'PGRST100', message: expect.stringContaining('more than 65534 values') })
     // within the bound, an array is one statement, as before
@@ -180,7 +206,7 @@ describe('anon, errors and the edges of the subset', () => {
     expect(forged.status).toBe(401)
   })
 
-  it('answers in PostgREST\'s shape: unknown table and column, bad values, and what is outside the subset', async () => {
+  it("answers in PostgREST's shape: unknown table and column, bad values, and what is outside the subset", async () => {
     const missing = await as(me).from('nope').select('*')
     expect(missing.status).toBe(404)
     expect(missing.error).toEqual({ code: 'PGRST205', message: "Could not find the table 'public.nope' in the schema cache", details: null, hint: null })
@@ -203,17 +229,26 @@ describe('anon, errors and the edges of the subset', () => {
     const spread = await as(me).from('profiles').select('id, ...wallets(token_balance)')
     expect(spread.status).toBe(400)
     expect(spread.error).toMatchObject({ code: 'PGRST100', message: expect.stringContaining('outside the /rest/v1 subset') })
-    const injected = await fetch(`${gateway.url}/rest/v1/profiles?${encodeURIComponent('id"; select 1; --')}=eq.1`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
+    const injected = await fetch(`${gateway.url}/rest/v1/profiles?${encodeURIComponent('id"; select 1; --')}=eq.1`, {
+      headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` },
+    })
     expect(injected.status).toBe(400)
-    const otherSchema = await fetch(`${gateway.url}/rest/v1/profiles`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}`, 'Accept-Profile': 'private' } })
+    const otherSchema = await fetch(`${gateway.url}/rest/v1/profiles`, {
+      headers: { apikey: anonKey, Authorization: `Bearer ${me.token}`, 'Accept-Profile': 'private' },
+    })
     expect(otherSchema.status).toBe(406)
-    expect(await otherSchema.json()).toMatchObject({ code: 'PGRST106', message: 'Invalid schema: private', hint: 'Only the following schemas are exposed: public' })
+    expect(await otherSchema.json()).toMatchObject({
+      code: 'PGRST106',
+      message: 'Invalid schema: private',
+      hint: 'Only the following schemas are exposed: public',
+    })
   })
 
-  it('reads a column named twice once, as PostgREST\'s row has one key of a name: a query string of repeats never makes a row its length times as large', async () => {
+  it("reads a column named twice once, as PostgREST's row has one key of a name: a query string of repeats never makes a row its length times as large", async () => {
     const [{ rows }] = await db.sql<[{ rows: number }]>`select count(*)::int as rows from public.reservations where user_id = ${me.id}`
     expect(rows).toBeGreaterThan(0)
-    const get = (select: string) => fetch(`${gateway.url}/rest/v1/reservations?select=${select}`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
+    const get = (select: string) =>
+      fetch(`${gateway.url}/rest/v1/reservations?select=${select}`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
     // each mention was once a copy of the column in every row the database built and the service parsed
     const one = await (await get('status')).text()
     for (const select of [Array(1600).fill('status').join(','), 'status,status']) {
@@ -233,9 +268,12 @@ describe('anon, errors and the edges of the subset', () => {
     const question = 'a'.repeat(1999) + '?'
     for (let i = 0; i < 20; i++) {
       const [res] = await db.sql<[{ id: string }]>`select id from public.reserve_tokens(${me.id}, 5)`
-      await db.sql`select * from public.finalize_chat_turn(${res.id}, 0, ${`like-${i}`}, 'released', 2, 0, null, ${db.sql.json({ outcome: 'no_sources', retrieval: { query: question } } as never)}::jsonb)`
+      await db.sql`select * from public.finalize_chat_turn(${res.id}, 0, ${`like-${i}`}, 'released', 2, 0, null, ${
+        db.sql.json({ outcome: 'no_sources', retrieval: { query: question } } as never)
+      }::jsonb)`
     }
-    const get = (filter: string) => fetch(`${gateway.url}/rest/v1/usage_log?select=id&${filter}`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
+    const get = (filter: string) =>
+      fetch(`${gateway.url}/rest/v1/usage_log?select=id&${filter}`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
     // a pattern whose literal part is compared at each of the question's 2,000 positions, in each row:
     // 2.5 s of the one database connection for 300 rows, for one request of 7 kB
     const pattern = `%25${'a'.repeat(7000)}b`
@@ -245,12 +283,18 @@ describe('anon, errors and the edges of the subset', () => {
       expect(await res.json(), op).toMatchObject({ code: '42883', message: expect.stringContaining('operator does not exist: jsonb') })
     }
     // text columns still match, as supabase-js's like() and ilike() ask
-    expect(await as(me).from('usage_log').select('request_id').like('request_id', 'like-1_').order('request_id').limit(2)).toMatchObject({ status: 200, data: [{ request_id: 'like-10' }, { request_id: 'like-11' }] })
+    expect(await as(me).from('usage_log').select('request_id').like('request_id', 'like-1_').order('request_id').limit(2)).toMatchObject({
+      status: 200,
+      data: [{ request_id: 'like-10' }, { request_id: 'like-11' }],
+    })
     expect(await as(me).from('usage_log').select('request_id').ilike('request_id', 'LIKE-0')).toMatchObject({ status: 200, data: [{ request_id: 'like-0' }] })
     // an in. list costs its length times the rows: at most 10 whole documents for a jsonb column, 500 values for another
     const documents = Array.from({ length: 11 }, (_, i) => String(i))
     const manyDocuments = await as(me).from('usage_log').select('id').in('details', documents)
-    expect(manyDocuments).toMatchObject({ status: 400, error: { code: 'PGRST100', message: 'in. takes at most 10 values on a jsonb column; "details" was given 11' } })
+    expect(manyDocuments).toMatchObject({
+      status: 400,
+      error: { code: 'PGRST100', message: 'in. takes at most 10 values on a jsonb column; "details" was given 11' },
+    })
     expect(await as(me).from('usage_log').select('id').in('details', documents.slice(0, 10))).toMatchObject({ status: 200, data: [] })
     const ids = Array.from({ length: 501 }, (_, i) => `like-${i}`)
     expect(await as(me).from('usage_log').select('id').in('request_id', ids)).toMatchObject({ status: 400, error: { code: 'PGRST100' } })
@@ -258,10 +302,18 @@ describe('anon, errors and the edges of the subset', () => {
   })
 
   it('refuses a filter value nested deeper than 512 levels for a json column with 400, never 500, and the database answers on', async () => {
-    const get = (filter: string) => fetch(`${gateway.url}/rest/v1/usage_log?select=id&${filter}`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
+    const get = (filter: string) =>
+      fetch(`${gateway.url}/rest/v1/usage_log?select=id&${filter}`, { headers: { apikey: anonKey, Authorization: `Bearer ${me.token}` } })
     const nest = (depth: number, open = '[', close = ']') => `${open.repeat(depth)}${close.repeat(depth)}`
     // 7,000 levels fit in the 16 KB a request line may have: PostgreSQL's parser of json recursed past its stack
-    for (const filter of [`details=gt.${nest(7000)}`, `details=eq.${nest(7000)}`, `details=in.(${nest(7000)})`, `details=lt.${'{"":'.repeat(1000)}1${'}'.repeat(1000)}`]) {
+    for (
+      const filter of [
+        `details=gt.${nest(7000)}`,
+        `details=eq.${nest(7000)}`,
+        `details=in.(${nest(7000)})`,
+        `details=lt.${'{"":'.repeat(1000)}1${'}'.repeat(1000)}`,
+      ]
+    ) {
       const res = await get(filter)
       expect(res.status, filter.slice(0, 20)).toBe(400)
       expect(await res.json()).toMatchObject({ code: 'PGRST100', message: 'A json value nested deeper than 512 levels (details)' })
@@ -276,7 +328,11 @@ describe('anon, errors and the edges of the subset', () => {
   it('refuses a body nested deeper than 512 levels with 400 PGRST102, never 500', async () => {
     const nest = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`
     const send = (method: string, path: string, body: string) =>
-      fetch(`${gateway.url}/rest/v1${path}`, { method, headers: { apikey: anonKey, Authorization: `Bearer ${me.token}`, 'content-type': 'application/json' }, body })
+      fetch(`${gateway.url}/rest/v1${path}`, {
+        method,
+        headers: { apikey: anonKey, Authorization: `Bearer ${me.token}`, 'content-type': 'application/json' },
+        body,
+      })
     for (const depth of [10_000, 100_000]) {
       // a value for a text column the student may write: it overflowed the stack when serialized
       const update = await send('PATCH', `/profiles?id=eq.${me.id}`, `{"full_name":${nest(depth)}}`)
@@ -291,7 +347,10 @@ describe('anon, errors and the edges of the subset', () => {
   it('says Connection: close with a 413, whose unread body ends the connection', async () => {
     const body = JSON.stringify({ message: 'x'.repeat(1_050_000) })
     const { status, connection } = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
-      const req = httpRequest(`${gateway.url}/rest/v1/profiles`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'keep-alive', apikey: anonKey } }, (res) => {
+      const req = httpRequest(`${gateway.url}/rest/v1/profiles`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'keep-alive', apikey: anonKey },
+      }, (res) => {
         res.resume()
         resolve({ status: res.statusCode!, connection: res.headers.connection })
       })
@@ -302,7 +361,7 @@ describe('anon, errors and the edges of the subset', () => {
     expect(connection).toBe('close')
   })
 
-  it('caps rows at config.toml\'s max_rows and reads a Range header', () => {
+  it("caps rows at config.toml's max_rows and reads a Range header", () => {
     expect(page(new URLSearchParams(''), undefined, 1000)).toEqual({ limit: 1000, offset: 0 })
     expect(page(new URLSearchParams('limit=5000'), undefined, 1000)).toEqual({ limit: 1000, offset: 0 })
     expect(page(new URLSearchParams('limit=10&offset=20'), undefined, 1000)).toEqual({ limit: 10, offset: 20 })
@@ -312,12 +371,19 @@ describe('anon, errors and the edges of the subset', () => {
 })
 
 describe('rate limits', () => {
-  it('counts requests per user, the anon key per client IP, answers the 429 of spec §7.1 with PostgREST\'s keys, and leaves the service role alone', async () => {
+  it("counts requests per user, the anon key per client IP, answers the 429 of spec §7.1 with PostgREST's keys, and leaves the service role alone", async () => {
     const clock = new FakeClock(Date.now())
-    const limited = await startGateway({ config: testConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_REST_PER_MINUTE: '3' }), sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }), clock } })
+    const limited = await startGateway({
+      config: testConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_REST_PER_MINUTE: '3' }),
+      sql: db.sql,
+      port: 0,
+      deps: { logs: createLogRoot({ level: 'silent' }), clock },
+    })
     try {
       const get = (path: string, token: string | null, requestId = 'rest-rl') =>
-        fetch(`${limited.url}/rest/v1${path}`, { headers: { apikey: anonKey, 'x-request-id': requestId, ...(token ? { authorization: `Bearer ${token}` } : {}) } })
+        fetch(`${limited.url}/rest/v1${path}`, {
+          headers: { apikey: anonKey, 'x-request-id': requestId, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        })
       for (let i = 0; i < 3; i++) {
         const res = await get('/profiles?select=id', me.token)
         expect(res.status, `request ${i + 1}`).toBe(200)
@@ -328,12 +394,28 @@ describe('rate limits', () => {
       const refused = await get('/profiles?select=id', me.token)
       expect(refused.status).toBe(429)
       expect(refused.headers.get('retry-after')).toBe('57')
-      expect(await refused.json()).toEqual({ code: 'rate_limited', details: null, hint: null, error: 'rate_limited', message: expect.stringContaining('at most 3 per 1m'), request_id: 'rest-rl', retry_after: 57, limit: 3, window: '1m' })
+      expect(await refused.json()).toEqual({
+        code: 'rate_limited',
+        details: null,
+        hint: null,
+        error: 'rate_limited',
+        message: expect.stringContaining('at most 3 per 1m'),
+        request_id: 'rest-rl',
+        retry_after: 57,
+        limit: 3,
+        window: '1m',
+      })
       // supabase-js reads it as an error with its message; rpc counts too
       const viaClient = await createClient(limited.url, anonKey, { ...options, accessToken: async () => me.token }).from('wallets').select('*')
       expect(viaClient.status).toBe(429)
       expect(viaClient.error?.message).toMatch(/Too many requests/)
-      expect((await fetch(`${limited.url}/rest/v1/rpc/turns_today`, { method: 'POST', headers: { apikey: anonKey, authorization: `Bearer ${me.token}`, 'content-type': 'application/json' }, body: '{}' })).status).toBe(429)
+      expect(
+        (await fetch(`${limited.url}/rest/v1/rpc/turns_today`, {
+          method: 'POST',
+          headers: { apikey: anonKey, authorization: `Bearer ${me.token}`, 'content-type': 'application/json' },
+          body: '{}',
+        })).status,
+      ).toBe(429)
       // another user has a quota of their own
       expect((await get('/profiles?select=id', other.token)).status).toBe(200)
       // the anon key is counted by the client's address: all of loopback is one client

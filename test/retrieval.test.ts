@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, type TestApp } from './helpers/app.ts'
 import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
-import { chunkTexts, denseSearch, openingSentence, search, type ChunkText } from '../functions-shared/chat/retrieve.ts'
+import { type ChunkText, chunkTexts, denseSearch, openingSentence, search } from '../functions-shared/chat/retrieve.ts'
 import { TtlCache } from '../functions-shared/lib/ttl-cache.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
-import { startOpenAiServer, type OpenAiServer } from './helpers/openai-server.ts'
+import { type OpenAiServer, startOpenAiServer } from './helpers/openai-server.ts'
 import { reingest, seedDocument, vectorLiteral } from './helpers/corpus.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
 import { retrieveAndRerank } from '../functions-shared/chat/rerank.ts'
@@ -40,7 +40,7 @@ afterAll(async () => db?.close())
 
 describe('denseSearch', () => {
   it('returns the nearest chunks first', async () => {
-    const hits = await denseSearch(t.deps, offlineVector('la célérité du son dans l\'eau', 1536), 5, {})
+    const hits = await denseSearch(t.deps, offlineVector("la célérité du son dans l'eau", 1536), 5, {})
     expect(hits[0]!.file_id).toBe(docs.physique)
     expect(hits.map((h) => h.distance)).toEqual([...hits.map((h) => h.distance)].sort((a, b) => a - b))
   })
@@ -75,7 +75,7 @@ describe('denseSearch', () => {
 })
 
 describe('match_chunks', () => {
-  it('takes the HNSW index on a large table, with metadata filters or none, the namespace\'s btree range with a namespace, and restores the planner settings', async () => {
+  it("takes the HNSW index on a large table, with metadata filters or none, the namespace's btree range with a namespace, and restores the planner settings", async () => {
     const conn = await db.sql.reserve()
     try {
       await conn`begin`
@@ -133,10 +133,17 @@ describe('chunkTexts', () => {
     expect(cache.misses).toBe(6)
   })
 
-  it('reads each chunk\'s lesson topic: its document\'s opening sentence, whatever page the chunk is on', async () => {
+  it("reads each chunk's lesson topic: its document's opening sentence, whatever page the chunk is on", async () => {
     const doc = await seedDocument(db.sql, {
-      name: 'lesson-topic', grade: '2AS', subject: 'svt-topic', language: 'fr',
-      texts: ['Leçon 5 : la respiration cellulaire. La cellule respire.', 'Dans la mitochondrie, la respiration libère l\'énergie.', 'Bilan ! Le glucose est oxydé.'],
+      name: 'lesson-topic',
+      grade: '2AS',
+      subject: 'svt-topic',
+      language: 'fr',
+      texts: [
+        'Leçon 5 : la respiration cellulaire. La cellule respire.',
+        "Dans la mitochondrie, la respiration libère l'énergie.",
+        'Bilan ! Le glucose est oxydé.',
+      ],
       pages: [1, 2, 3],
     })
     const cache = new TtlCache<ChunkText>({ ttlMs: 60_000, max: 10, clock: t.clock })
@@ -146,7 +153,7 @@ describe('chunkTexts', () => {
     expect(read.map((c) => c.topic)).toEqual(Array(3).fill('Leçon 5 : la respiration cellulaire.'))
     // the opening sentence ends at a full stop, a question or exclamation mark, and at 200 characters
     expect(openingSentence('الدرس التاسع: التشبيه. التشبيه من أهم ألوان علم البيان')).toBe('الدرس التاسع: التشبيه.')
-    expect(openingSentence('Qu\'est-ce qu\'une onde ? Une perturbation.')).toBe('Qu\'est-ce qu\'une onde ?')
+    expect(openingSentence("Qu'est-ce qu'une onde ? Une perturbation.")).toBe("Qu'est-ce qu'une onde ?")
     expect(Array.from(openingSentence('x'.repeat(500))!)).toHaveLength(200)
     expect(openingSentence('  ')).toBeNull()
   })
@@ -169,7 +176,16 @@ describe('retrieveAndRerank', () => {
   let caches: RetrievalCaches
   beforeAll(async () => {
     server = await startOpenAiServer()
-    const ai = createOpenAiProvider({ apiKey: 'k', baseUrl: server.url, chatModel: 'c', embeddingModel: 'e', rerankModel: 'rerank-model', translateModel: 'translate-model', dimension: 1536, timeoutMs: 5000 })
+    const ai = createOpenAiProvider({
+      apiKey: 'k',
+      baseUrl: server.url,
+      chatModel: 'c',
+      embeddingModel: 'e',
+      rerankModel: 'rerank-model',
+      translateModel: 'translate-model',
+      dimension: 1536,
+      timeoutMs: 5000,
+    })
     app = createTestApp({ sql: db.sql, deps: { ai } })
   })
   afterAll(async () => server?.close())
@@ -182,10 +198,17 @@ describe('retrieveAndRerank', () => {
   }
   const rerankCalls = () => server.calls.filter((c) => c.body.model === 'rerank-model').length
 
-  it('translates an Arabic question to French for retrieval and reranks to the tier\'s N', async () => {
+  it("translates an Arabic question to French for retrieval and reranks to the tier's N", async () => {
     fresh()
-    server.chat = (body) => (body.model === 'translate-model' ? { content: 'Comment résoudre une équation du premier degré ?' } : { content: '{"ranking": [2, 0, 1]}' })
-    const r = await retrieveAndRerank(app.deps, { message: 'كيف نحل معادلة من الدرجة الأولى؟', language: 'ar', filters: { subject: 'mathematiques' }, tier: 'free' }, caches)
+    server.chat = (
+      body,
+    ) => (body.model === 'translate-model' ? { content: 'Comment résoudre une équation du premier degré ?' } : { content: '{"ranking": [2, 0, 1]}' })
+    const r = await retrieveAndRerank(app.deps, {
+      message: 'كيف نحل معادلة من الدرجة الأولى؟',
+      language: 'ar',
+      filters: { subject: 'mathematiques' },
+      tier: 'free',
+    }, caches)
     expect(r).toMatchObject({ query: 'Comment résoudre une équation du premier degré ?', translated: true, translation_failed: false, rerank: 'model' })
     expect(r.snippets).toHaveLength(3) // free tier: rerank-N 3
     expect(r.snippets.every((s) => s.file_id === docs.maths)).toBe(true)
@@ -206,15 +229,27 @@ describe('retrieveAndRerank', () => {
     expect(second.snippets.map((s) => s.chunk_id)).toEqual(first.snippets.map((s) => s.chunk_id))
   })
 
-  it('shows the model a page cut into two windows as one passage, the overlap once and the second window\'s end too', async () => {
+  it("shows the model a page cut into two windows as one passage, the overlap once and the second window's end too", async () => {
     fresh()
     const sentence = (i: number) => `La phrase ${i} de la leçon sur les marées décrit la Lune et la mer.`
     const first = Array.from({ length: 14 }, (_, i) => sentence(i)).join(' ')
     const overlap = Array.from({ length: 2 }, (_, i) => sentence(12 + i)).join(' ')
     const second = `${overlap} ${Array.from({ length: 12 }, (_, i) => sentence(14 + i)).join(' ')} Fin de la page des marées.`
-    await seedDocument(db.sql, { name: 'marees', grade: '2AS', subject: 'physique', language: 'fr', texts: [first, second, 'Les marées ont deux pleines mers par jour.'], pages: [1, 1, 2] })
+    await seedDocument(db.sql, {
+      name: 'marees',
+      grade: '2AS',
+      subject: 'physique',
+      language: 'fr',
+      texts: [first, second, 'Les marées ont deux pleines mers par jour.'],
+      pages: [1, 1, 2],
+    })
     server.chat = () => ({ content: '{"ranking": [0, 1]}' })
-    const r = await retrieveAndRerank(app.deps, { message: 'les marées et la Lune', language: 'fr', filters: { grade: '2AS', subject: 'physique' }, tier: 'free' }, caches)
+    const r = await retrieveAndRerank(app.deps, {
+      message: 'les marées et la Lune',
+      language: 'fr',
+      filters: { grade: '2AS', subject: 'physique' },
+      tier: 'free',
+    }, caches)
     expect(r.rerank).toBe('model')
     const prompt = server.calls.findLast((c) => c.body.model === 'rerank-model')!.body.messages[1].content as string
     expect(prompt).toContain('Fin de la page des marées.')
@@ -225,7 +260,7 @@ describe('retrieveAndRerank', () => {
     expect(r.snippets.map((s) => s.page_number)).toEqual([1, 2, 1])
   })
 
-  it('falls back to the search\'s order when the rerank fails or is too slow, and searches the original text when translation fails', async () => {
+  it("falls back to the search's order when the rerank fails or is too slow, and searches the original text when translation fails", async () => {
     fresh()
     server.chat = (body) => (body.model === 'translate-model' ? { status: 500 } : { status: 400 })
     const failed = await retrieveAndRerank(app.deps, { message: 'أركان الإسلام', language: 'ar', filters: {}, tier: 'free' }, caches)
@@ -256,12 +291,23 @@ describe('a page cut into two chunks', () => {
   it('is reranked as one text: the page that holds the whole question comes before a shorter page that holds more of it than either chunk', async () => {
     // page 1 is two windows that overlap by a sentence, each holding four of the question's seven keys;
     // page 2 is one chunk holding five of them
-    const half1 = 'Leçon 2. La vitesse moyenne d\'un cycliste se calcule en divisant la distance par la durée. Le cycliste part du haut de la côte.'
+    const half1 = "Leçon 2. La vitesse moyenne d'un cycliste se calcule en divisant la distance par la durée. Le cycliste part du haut de la côte."
     const half2 = 'Le cycliste part du haut de la côte. Sur une piste en pente, on mesure la durée au chronomètre.'
-    const other = 'La vitesse moyenne d\'un cycliste se calcule aussi sur une piste plate.'
-    const doc = await seedDocument(db.sql, { name: 'cyclisme', grade: '3AS', subject: 'physique', language: 'fr', texts: [half1, half2, other], pages: [1, 1, 2] })
-    const caches = (): RetrievalCaches => ({ chunks: new TtlCache({ ttlMs: 3_600_000, max: 1000, clock: t.clock }), rerank: new TtlCache({ ttlMs: 900_000, max: 1000, clock: t.clock }), places: new TtlCache({ ttlMs: 10_000, max: 1, clock: t.clock }) })
-    const question = 'Comment calculer la vitesse moyenne d\'un cycliste sur une piste en pente avec le chronomètre ?'
+    const other = "La vitesse moyenne d'un cycliste se calcule aussi sur une piste plate."
+    const doc = await seedDocument(db.sql, {
+      name: 'cyclisme',
+      grade: '3AS',
+      subject: 'physique',
+      language: 'fr',
+      texts: [half1, half2, other],
+      pages: [1, 1, 2],
+    })
+    const caches = (): RetrievalCaches => ({
+      chunks: new TtlCache({ ttlMs: 3_600_000, max: 1000, clock: t.clock }),
+      rerank: new TtlCache({ ttlMs: 900_000, max: 1000, clock: t.clock }),
+      places: new TtlCache({ ttlMs: 10_000, max: 1, clock: t.clock }),
+    })
+    const question = "Comment calculer la vitesse moyenne d'un cycliste sur une piste en pente avec le chronomètre ?"
     for (const tier of ['free', 'standard'] as const) {
       const r = await retrieveAndRerank(t.deps, { message: question, language: 'fr', filters: { grade: '3AS', subject: 'physique' }, tier }, caches())
       expect(r.snippets.map((s) => s.file_id)).toEqual([doc.id, doc.id, doc.id])
@@ -272,7 +318,8 @@ describe('a page cut into two chunks', () => {
 })
 
 describe('a lesson ingested twice', () => {
-  const lessons = (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: { id: string; pages?: string[] }[] }).lessons
+  const lessons =
+    (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: { id: string; pages?: string[] }[] }).lessons
   const pagesOf = (id: string) => lessons.find((l) => l.id === id)!.pages!
   const muscle = pagesOf('svt-6c-muscle')
   const respiration = pagesOf('svt-6c-respiration')
@@ -280,9 +327,13 @@ describe('a lesson ingested twice', () => {
   // in seven misread, as a scan's recognizer misreads them
   const misread = (text: string) => text.split(' ').map((w, i) => (i % 7 === 3 ? `${w.slice(0, -1)}ii` : w)).join(' ')
   const copy = muscle.slice(0, -1).map((p) => `Ministère de l'Éducation nationale — édition 2024. ${misread(p)}`)
-  const fresh = (): RetrievalCaches => ({ chunks: new TtlCache({ ttlMs: 3_600_000, max: 1000, clock: t.clock }), rerank: new TtlCache({ ttlMs: 900_000, max: 1000, clock: t.clock }), places: new TtlCache({ ttlMs: 10_000, max: 1, clock: t.clock }) })
+  const fresh = (): RetrievalCaches => ({
+    chunks: new TtlCache({ ttlMs: 3_600_000, max: 1000, clock: t.clock }),
+    rerank: new TtlCache({ ttlMs: 900_000, max: 1000, clock: t.clock }),
+    places: new TtlCache({ ttlMs: 10_000, max: 1, clock: t.clock }),
+  })
 
-  it('answers from the document ingested first, with none of the copy\'s pages among the sources', async () => {
+  it("answers from the document ingested first, with none of the copy's pages among the sources", async () => {
     // the copy first in the table, the original a day older
     const second = await seedDocument(db.sql, { name: 'muscle-copie', grade: '6C', subject: 'sciences-naturelles', language: 'fr', texts: copy })
     const first = await seedDocument(db.sql, { name: 'muscle', grade: '6C', subject: 'sciences-naturelles', language: 'fr', texts: muscle })
@@ -290,7 +341,11 @@ describe('a lesson ingested twice', () => {
     await seedDocument(db.sql, { name: 'respiration', grade: '6C', subject: 'sciences-naturelles', language: 'fr', texts: respiration })
     for (const question of ["d'où vient l'énergie de la contraction du muscle ?", 'Pendant un effort, le muscle manque-t-il de dioxygène ?']) {
       for (const tier of ['free', 'premium'] as const) {
-        const r = await retrieveAndRerank(t.deps, { message: question, language: 'fr', filters: { grade: '6C', subject: 'sciences-naturelles' }, tier }, fresh())
+        const r = await retrieveAndRerank(
+          t.deps,
+          { message: question, language: 'fr', filters: { grade: '6C', subject: 'sciences-naturelles' }, tier },
+          fresh(),
+        )
         expect(r.snippets.length, question).toBeGreaterThan(0)
         expect(r.snippets.map((s) => s.file_id), question).not.toContain(second.id)
         expect(r.snippets.some((s) => s.file_id === first.id), question).toBe(true)
@@ -308,7 +363,13 @@ describe('a lesson ingested twice', () => {
     // a document without a timestamp comes after one with it
     expect(withoutCopies([c('z', muscle[1]!, null), c('y', copy[1]!)]).map((x) => x.file_id)).toEqual(['y'])
     // the pages of two lessons that share their vocabulary stay two sources
-    const neighbours = [c('a', muscle[0]!), c('b', respiration[0]!), ...respiration.slice(1).map((p, i) => c(`r${i}`, p)), ...pagesOf('chimie-7d-acides-bases').map((p, i) => c(`ab${i}`, p)), ...pagesOf('chimie-7d-acides-faibles').map((p, i) => c(`af${i}`, p))]
+    const neighbours = [
+      c('a', muscle[0]!),
+      c('b', respiration[0]!),
+      ...respiration.slice(1).map((p, i) => c(`r${i}`, p)),
+      ...pagesOf('chimie-7d-acides-bases').map((p, i) => c(`ab${i}`, p)),
+      ...pagesOf('chimie-7d-acides-faibles').map((p, i) => c(`af${i}`, p)),
+    ]
     expect(withoutCopies(neighbours)).toEqual(neighbours)
     // one document's repeated page stays (it is the document's own), and a short passage is no copy
     const same = [c('a', muscle[1]!), c('a', muscle[1]!)]

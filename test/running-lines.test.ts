@@ -2,11 +2,11 @@
 import { describe, expect, it } from 'vitest'
 import { withoutRunningLines } from '../functions-shared/text/running-lines.ts'
 
-const HEAD = 'République Islamique de Mauritanie — Ministère de l\'Éducation nationale'
+const HEAD = "République Islamique de Mauritanie — Ministère de l'Éducation nationale"
 const BODY = [
   'Les pourcentages.\nUn pourcentage est une proportion exprimée sur 100.',
-  'Augmentation et réduction.\nAugmenter de t %, c\'est multiplier par 1 + t/100.',
-  'Taux d\'évolution.\nLe taux d\'évolution est (V1 - V0) / V0.',
+  "Augmentation et réduction.\nAugmenter de t %, c'est multiplier par 1 + t/100.",
+  "Taux d'évolution.\nLe taux d'évolution est (V1 - V0) / V0.",
   'Exercices.\nCalculer 25 % de 40.',
 ]
 const withEdges = (head: (i: number) => string, foot: (i: number) => string) => BODY.map((b, i) => ({ number: i + 1, text: `${head(i)}\n${b}\n${foot(i)}` }))

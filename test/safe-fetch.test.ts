@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { addressAllowed, FetchError, hostAllowed, safeFetch, USER_AGENT, type SafeFetchOptions } from '../functions-shared/net/safe-fetch.ts'
+import { addressAllowed, FetchError, hostAllowed, safeFetch, type SafeFetchOptions, USER_AGENT } from '../functions-shared/net/safe-fetch.ts'
 import { allowedHosts } from '../functions-shared/catalogue/sources.ts'
 import { parseSources, SourceSchema } from '../functions-shared/sources-file.ts'
 import { readFile } from 'node:fs/promises'
@@ -53,7 +53,14 @@ afterAll(() => {
 })
 
 const loopbackResolver = async () => ['127.0.0.1']
-const opts = (o: Partial<SafeFetchOptions> = {}): SafeFetchOptions => ({ allowedHosts: '*', maxBytes: 1000, timeoutMs: 2000, resolve: loopbackResolver, allowLoopback: true, ...o })
+const opts = (o: Partial<SafeFetchOptions> = {}): SafeFetchOptions => ({
+  allowedHosts: '*',
+  maxBytes: 1000,
+  timeoutMs: 2000,
+  resolve: loopbackResolver,
+  allowLoopback: true,
+  ...o,
+})
 const fails = async (p: Promise<unknown>) => {
   const err = await p.then(() => null, (e: unknown) => e)
   expect(err).toBeInstanceOf(FetchError)
@@ -67,19 +74,24 @@ describe('safeFetch', () => {
     expect(seenAgents.at(-1)).toBe(USER_AGENT)
   })
 
-  it.each(['file:///etc/passwd', 'ftp://portal.example.mr/a.pdf', 'gopher://127.0.0.1:70/', 'data:text/plain,hi', 'javascript:alert(1)'])('refuses the scheme of %s', async (url) => {
-    expect((await fails(safeFetch(url, opts()))).kind).toBe('blocked')
-  })
+  it.each(['file:///etc/passwd', 'ftp://portal.example.mr/a.pdf', 'gopher://127.0.0.1:70/', 'data:text/plain,hi', 'javascript:alert(1)'])(
+    'refuses the scheme of %s',
+    async (url) => {
+      expect((await fails(safeFetch(url, opts()))).kind).toBe('blocked')
+    },
+  )
 
   it('refuses hosts outside the source allowlist, and accepts subdomains of a "*." rule', async () => {
     expect((await fails(safeFetch('http://evil.example.com/a.pdf', opts({ allowedHosts: ['portal.example.mr'] })))).message).toMatch(/not allowed/)
     const ok = await safeFetch(`${base}/ok`, opts({ allowedHosts: [new URL(base).host] }))
     expect(ok.status).toBe(200)
-    const sub = await fails(safeFetch('http://files.portal.example.mr/x', opts({ allowedHosts: ['*.portal.example.mr'], resolve: async () => ['10.0.0.1'], allowLoopback: false })))
+    const sub = await fails(
+      safeFetch('http://files.portal.example.mr/x', opts({ allowedHosts: ['*.portal.example.mr'], resolve: async () => ['10.0.0.1'], allowLoopback: false })),
+    )
     expect(sub.message).toMatch(/non-public/) // allowed by the list, refused for its address
   })
 
-  it('matches the port of an allowlist entry: without one, only the scheme\'s default port', async () => {
+  it("matches the port of an allowlist entry: without one, only the scheme's default port", async () => {
     const port = new URL(base).port
     const before = canaryHits
     expect((await fails(safeFetch(`${base}/canary`, opts({ allowedHosts: ['127.0.0.1'] })))).message).toMatch(/not allowed/)
@@ -102,7 +114,7 @@ describe('safeFetch', () => {
     expect(() => SourceSchema.parse({ name: 'x', index_urls: ['https://a.mr/'], allowed_hosts: ['a.mr/path'] })).toThrow()
   })
 
-  it('keeps the demo source to the gateway\'s own port: the database port next to it is refused', async () => {
+  it("keeps the demo source to the gateway's own port: the database port next to it is refused", async () => {
     const text = await readFile(new URL('../config/scraper-sources.json', import.meta.url), 'utf8')
     const demo = parseSources(text, { PUBLIC_URL: 'http://127.0.0.1:54321', PUBLIC_HOST: '127.0.0.1:54321' }).find((s) => s.name === 'demo')!
     expect(hostAllowed(new URL('http://127.0.0.1:54321/demo-portal/fichiers/a.pdf'), allowedHosts(demo))).toBe(true)
@@ -127,7 +139,9 @@ describe('safeFetch', () => {
   })
 
   it('refuses a name that resolves to a private address', async () => {
-    const err = await fails(safeFetch('http://portal.example.mr/a.pdf', opts({ allowLoopback: false, resolve: async () => ['93.184.216.34', '169.254.169.254'] })))
+    const err = await fails(
+      safeFetch('http://portal.example.mr/a.pdf', opts({ allowLoopback: false, resolve: async () => ['93.184.216.34', '169.254.169.254'] })),
+    )
     expect(err.message).toContain('169.254.169.254')
   })
 
@@ -147,7 +161,10 @@ describe('safeFetch', () => {
 
   it('connects through the guard to the address it checked: a name no DNS knows reaches the address the resolver gave', async () => {
     const port = new URL(base).port
-    const res = await safeFetch(`http://portal.test:${port}/ok`, opts({ guard: connectGuardNode, resolve: async (host) => (host === 'portal.test' ? ['127.0.0.1'] : []) }))
+    const res = await safeFetch(
+      `http://portal.test:${port}/ok`,
+      opts({ guard: connectGuardNode, resolve: async (host) => (host === 'portal.test' ? ['127.0.0.1'] : []) }),
+    )
     expect(new TextDecoder().decode(res.bytes)).toBe('hello')
     // without the guard, fetch asks the system's DNS, which does not know the name
     expect((await fails(safeFetch(`http://portal.test:${port}/ok`, opts({ resolve: async () => ['127.0.0.1'] })))).kind).toBe('network')
@@ -201,10 +218,31 @@ describe('safeFetch', () => {
 
 describe('addressAllowed', () => {
   // Every spelling of a non-public address, as the URL parser and DNS hand them over.
-  const refused = ['127.0.0.1', '::1', '::ffff:7f00:1', '::ffff:127.0.0.1', '::ffff:a9fe:a9fe', '169.254.169.254', '10.0.0.1', '172.16.5.4', '192.168.1.1',
-    '100.64.0.1', 'fd00::1', 'fe80::1', '64:ff9b::a9fe:a9fe', '0.0.0.0', '::', '224.0.0.1', '255.255.255.255', 'not-an-ip']
+  const refused = [
+    '127.0.0.1',
+    '::1',
+    '::ffff:7f00:1',
+    '::ffff:127.0.0.1',
+    '::ffff:a9fe:a9fe',
+    '169.254.169.254',
+    '10.0.0.1',
+    '172.16.5.4',
+    '192.168.1.1',
+    '100.64.0.1',
+    'fd00::1',
+    'fe80::1',
+    '64:ff9b::a9fe:a9fe',
+    '0.0.0.0',
+    '::',
+    '224.0.0.1',
+    '255.255.255.255',
+    'not-an-ip',
+  ]
   it.each(refused)('refuses %s', (a) => expect(addressAllowed(a, false)).toBe(false))
-  it.each(['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:5db8:d822'])('accepts the public %s', (a) => expect(addressAllowed(a, false)).toBe(true))
+  it.each(['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:5db8:d822'])(
+    'accepts the public %s',
+    (a) => expect(addressAllowed(a, false)).toBe(true),
+  )
 
   // IPv6 forms that carry an IPv4 address are judged by it (a review found ::a9fe:a9fe accepted)
   const carriers = [
@@ -231,7 +269,15 @@ describe('addressAllowed', () => {
 
   it('sees through decimal, octal and hex IPv4 forms (the URL parser normalizes them)', async () => {
     for (const host of ['2130706433', '0177.0.0.1', '0x7f.1', '[::ffff:7f00:1]', '[::1]', '0.0.0.0']) {
-      const err = await fails(safeFetch(`http://${host}/`, opts({ allowLoopback: false, resolve: async () => { throw new Error('must not resolve an IP literal') } })))
+      const err = await fails(safeFetch(
+        `http://${host}/`,
+        opts({
+          allowLoopback: false,
+          resolve: async () => {
+            throw new Error('must not resolve an IP literal')
+          },
+        }),
+      ))
       expect(err.kind, host).toBe('blocked')
     }
   })

@@ -19,7 +19,7 @@ const dpiOf = async (pdf: Uint8Array) => {
 }
 
 describe('the resolution a scan is recognized at', () => {
-  it('reads a scan\'s own resolution from its page image; a page of text has none', async () => {
+  it("reads a scan's own resolution from its page image; a page of text has none", async () => {
     expect(await dpiOf(await makeScannedPdf(['Une page numérisée.'], { dpi: 150 }))).toBeCloseTo(150, 0)
     expect(await dpiOf(await makeScannedPdf(['Une page numérisée.'], { dpi: 300 }))).toBeCloseTo(300, 0)
     expect(await dpiOf(await makePdf(['Une page de texte.']))).toBeNull()
@@ -55,7 +55,13 @@ describe('the resolution a scan is recognized at', () => {
   it('renders a page of any shape to MAX_RENDER_PIXELS and MAX_RENDER_SIDE at the most', async () => {
     // a strip 20 million points long and a twentieth of a point high has an area of a million points,
     // and was drawn 55 million pixels long (one high: the canvas rounds up); 190 million points, 2.1 GB
-    for (const box of ['/MediaBox [0 0 20000000 0.05]', '/MediaBox [0 0 0.05 20000000] /Rotate 90', '/MediaBox [0 0 612 792] /UserUnit 50000 /CropBox [0 0 400 0.0001]']) {
+    for (
+      const box of [
+        '/MediaBox [0 0 20000000 0.05]',
+        '/MediaBox [0 0 0.05 20000000] /Rotate 90',
+        '/MediaBox [0 0 612 792] /UserUnit 50000 /CropBox [0 0 400 0.0001]',
+      ]
+    ) {
       const content = 'BT /F1 12 Tf 0 0 Td (Page) Tj ET'
       const pdf = rawPdf([
         '<< /Type /Catalog /Pages 2 0 R >>',

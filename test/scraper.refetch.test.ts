@@ -9,8 +9,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, type TestApp } from './helpers/app.ts'
 import { FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
-import { SourceSchema, type Source } from '../functions-shared/sources-file.ts'
-import { syncSource, type SyncResult } from '../functions-shared/catalogue/sync.ts'
+import { type Source, SourceSchema } from '../functions-shared/sources-file.ts'
+import { type SyncResult, syncSource } from '../functions-shared/catalogue/sync.ts'
 import { claimNextJob, processJob } from '../functions-shared/ingestion/pipeline.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { connectGuardNode, resolveHostNode } from '../scripts/lib/node-adapter.ts'
@@ -42,7 +42,9 @@ beforeAll(async () => {
     requests.push({ path, headers: req.headers })
     const [, name, file] = path.split('/')
     if (file === 'index.html') {
-      return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html><html><body><ul><li><a href="lesson.pdf">Mathématiques 4AS</a></li></ul></body></html>`)
+      return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(
+        `<!doctype html><html><body><ul><li><a href="lesson.pdf">Mathématiques 4AS</a></li></ul></body></html>`,
+      )
     }
     const s = served.get(name!)
     if (!s || file !== 'lesson.pdf') return res.writeHead(404).end()
@@ -67,7 +69,12 @@ function appFor(refetchAfter: number): TestApp {
   })
 }
 const sourceOf = (name: string): Source =>
-  SourceSchema.parse({ name, index_urls: [`${base}/${name}/index.html`], allowed_hosts: [new URL(base).host], defaults: { grade: '4AS', subject: 'mathematiques' } })
+  SourceSchema.parse({
+    name,
+    index_urls: [`${base}/${name}/index.html`],
+    allowed_hosts: [new URL(base).host],
+    defaults: { grade: '4AS', subject: 'mathematiques' },
+  })
 const sync = (t: TestApp, name: string): Promise<SyncResult> => syncSource({ ctx: { deps: t.deps, requestId: `refetch-${name}` }, source: sourceOf(name) })
 
 /** Runs every queued job to its end. */
@@ -77,14 +84,16 @@ async function ingestAll(t: TestApp): Promise<void> {
 const referenceOf = async (name: string) =>
   (await db.sql`select id, status, content_sha256, etag, last_modified, fetched_at from public.curriculum_references where source = ${name}`)[0]!
 const chunkText = async (referenceId: string) =>
-  (await db.sql<{ content: string }[]>`select c.content from public.document_chunks c join public.documents d on d.id = c.file_id where d.reference_id = ${referenceId} order by c.page_number, c.chunk_index`)
+  (await db.sql<
+    { content: string }[]
+  >`select c.content from public.document_chunks c join public.documents d on d.id = c.file_id where d.reference_id = ${referenceId} order by c.page_number, c.chunk_index`)
     .map((r) => r.content)
     .join(' ')
 const pdfRequests = (name: string) => requests.filter((r) => r.path === `/${name}/lesson.pdf`)
 const V1 = FR_LESSON
 const V2 = `${FR_LESSON.replace('Leçon 3', 'Leçon 4')} Remarque : une équation du premier degré a au plus une solution, sauf si elle se réduit à 0 = 0.`
 
-describe('a known reference\'s file, checked again at its address', () => {
+describe("a known reference's file, checked again at its address", () => {
   it('sends the validators back, and changes nothing on a 304', async () => {
     served.set('etag', { body: await makePdf([V1]), etag: '"v1"', lastModified: 'Tue, 01 Sep 2026 08:00:00 GMT', conditional: true })
     const t = appFor(0)
@@ -98,7 +107,8 @@ describe('a known reference\'s file, checked again at its address', () => {
     expect(check.headers).toMatchObject({ 'if-none-match': '"v1"', 'if-modified-since': 'Tue, 01 Sep 2026 08:00:00 GMT' })
     const after = await referenceOf('etag')
     expect(after.fetched_at.getTime()).toBeGreaterThanOrEqual(before.fetched_at.getTime())
-    expect(await db.sql`select 1 from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id where r.source = 'etag'`).toHaveLength(1)
+    expect(await db.sql`select 1 from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id where r.source = 'etag'`)
+      .toHaveLength(1)
   })
 
   it('ingests a changed file again as the same reference: the old text serves until the new one replaces it', async () => {
@@ -118,7 +128,11 @@ describe('a known reference\'s file, checked again at its address', () => {
     const [job] = await db.sql`select j.id, j.status from public.ingestion_jobs j where j.reference_id = ${ref.id} order by j.seq desc limit 1`
     expect(job!.status).toBe('queued')
     const [audit] = await db.sql`select details from public.ingestion_audit where job_id = ${job!.id} and from_status is null`
-    expect(audit!.details).toMatchObject({ trigger: 'file changed at its address', sha256: expect.stringMatching(/^[0-9a-f]{64}$/), previous_sha256: ref.content_sha256 })
+    expect(audit!.details).toMatchObject({
+      trigger: 'file changed at its address',
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      previous_sha256: ref.content_sha256,
+    })
     expect(await chunkText(ref.id)).toContain('Leçon 3')
     await ingestAll(t)
     const text = await chunkText(ref.id)
@@ -126,7 +140,11 @@ describe('a known reference\'s file, checked again at its address', () => {
     expect(text).toContain('au plus une solution')
     expect(text).not.toContain('Leçon 3')
     expect(await db.sql`select id from public.documents where reference_id = ${ref.id}`).toEqual([{ id: doc!.id }])
-    expect(await db.sql`select count(*)::int as n from public.vectors v where v.file_id = ${doc!.id} and not exists (select 1 from public.document_chunks c where c.id = v.id)`).toEqual([{ n: 0 }])
+    expect(
+      await db.sql`select count(*)::int as n from public.vectors v where v.file_id = ${
+        doc!.id
+      } and not exists (select 1 from public.document_chunks c where c.id = v.id)`,
+    ).toEqual([{ n: 0 }])
     expect(await referenceOf('changed')).toMatchObject({ id: ref.id, status: 'ready', etag: '"b"' })
     // and the next check finds it current
     expect(await sync(t, 'changed')).toMatchObject({ changed: 0, known: 1 })

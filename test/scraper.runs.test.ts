@@ -10,7 +10,7 @@ import { bearer } from './helpers/tokens.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
-import { SourceSchema, type Source } from '../functions-shared/sources-file.ts'
+import { type Source, SourceSchema } from '../functions-shared/sources-file.ts'
 import { syncSource } from '../functions-shared/catalogue/sync.ts'
 import { closeRunsLeftRunning } from '../functions-shared/catalogue/listings.ts'
 import type { Sql } from '../functions-shared/db/client.ts'
@@ -50,8 +50,18 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   t = createTestApp({
     sql: db.sql,
-    env: { FETCH_ALLOW_LOOPBACK: 'true', SCRAPE_RUN_STALE_SECONDS: String(STALE_SECONDS), RATE_LIMIT_ADMIN_PER_MINUTE: '1000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000', LOG_LEVEL: 'warn' },
-    deps: { sources: [source('killed'), source('restarted'), source('alive', 3), source('busy'), source('other'), source('held'), source('stopped'), source('left')], resolveHost: resolveHostNode, connectGuard: connectGuardNode },
+    env: {
+      FETCH_ALLOW_LOOPBACK: 'true',
+      SCRAPE_RUN_STALE_SECONDS: String(STALE_SECONDS),
+      RATE_LIMIT_ADMIN_PER_MINUTE: '1000',
+      RATE_LIMIT_PUBLIC_PER_MINUTE: '1000',
+      LOG_LEVEL: 'warn',
+    },
+    deps: {
+      sources: [source('killed'), source('restarted'), source('alive', 3), source('busy'), source('other'), source('held'), source('stopped'), source('left')],
+      resolveHost: resolveHostNode,
+      connectGuard: connectGuardNode,
+    },
   })
   service = bearer(await apiKey(LOCAL_JWT_SECRET, 'service_role'))
 })
@@ -80,8 +90,7 @@ const runs = async (name: string) => {
 function killable(sql: Sql) {
   let dead = false
   const proxy = new Proxy(sql, {
-    get: (target, prop, receiver) =>
-      prop === 'begin' && dead ? () => Promise.reject(new Error('the process was killed')) : Reflect.get(target, prop, receiver),
+    get: (target, prop, receiver) => prop === 'begin' && dead ? () => Promise.reject(new Error('the process was killed')) : Reflect.get(target, prop, receiver),
   })
   return { sql: proxy, kill: () => void (dead = true) }
 }
@@ -93,7 +102,10 @@ async function killedSync(name: string) {
     if (path.endsWith('/b.pdf')) victim.kill()
   }
   try {
-    const sync = syncSource({ ctx: { deps: { ...t.deps, sql: victim.sql }, requestId: `killed-${name}` }, source: t.deps.sources.find((s) => s.name === name)! })
+    const sync = syncSource({
+      ctx: { deps: { ...t.deps, sql: victim.sql }, requestId: `killed-${name}` },
+      source: t.deps.sources.find((s) => s.name === name)!,
+    })
     await expect(sync).rejects.toThrow('the process was killed')
   } finally {
     beforeServe = null
@@ -230,11 +242,19 @@ describe('a sync when its process shuts down', () => {
       beforeServe = null
     }
     const [run] = await runs('stopped')
-    expect(run).toMatchObject({ status: 'interrupted', found_count: 3, error_message: expect.stringContaining('interrupted by the service\'s shutdown after 2 of 3 links') })
+    expect(run).toMatchObject({
+      status: 'interrupted',
+      found_count: 3,
+      error_message: expect.stringContaining("interrupted by the service's shutdown after 2 of 3 links"),
+    })
     expect(t.logs.lines.slice(before).filter((l) => /interrupted by the shutdown/.test(JSON.stringify(l)))).toHaveLength(1)
     expect(t.logs.lines.slice(before).filter((l) => /CONNECTION_ENDED|heartbeat not written/.test(JSON.stringify(l)))).toEqual([])
     // the next process's sync is not held by it, and reads the rest
-    const next = createTestApp({ sql: db.sql, env: { FETCH_ALLOW_LOOPBACK: 'true', RATE_LIMIT_ADMIN_PER_MINUTE: '1000', LOG_LEVEL: 'silent' }, deps: { sources: [source('stopped')], resolveHost: resolveHostNode, connectGuard: connectGuardNode } })
+    const next = createTestApp({
+      sql: db.sql,
+      env: { FETCH_ALLOW_LOOPBACK: 'true', RATE_LIMIT_ADMIN_PER_MINUTE: '1000', LOG_LEVEL: 'silent' },
+      deps: { sources: [source('stopped')], resolveHost: resolveHostNode, connectGuard: connectGuardNode },
+    })
     const again = await next.request('/scraping/stopped/sync', { method: 'POST', headers: service })
     expect(again.status).toBe(200)
     expect(await json(again)).toMatchObject({ status: 'completed', found_count: 3 })

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, json, type TestApp } from './helpers/app.ts'
 import { bearer } from './helpers/tokens.ts'
-import { startPortal, type Portal } from './helpers/portal.ts'
+import { type Portal, startPortal } from './helpers/portal.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { SourceSchema } from '../functions-shared/sources-file.ts'
@@ -68,21 +68,39 @@ describe('POST /scraping/{source}/sync', () => {
     const refs = await get('/scraping/fixture/references?limit=50')
     expect(refs.body.total).toBe(5)
     const byPath = Object.fromEntries(refs.body.items.map((r: Record<string, any>) => [new URL(r.source_url).pathname, r]))
-    expect(byPath['/fichiers/4AS/mathematiques/equations.pdf']).toMatchObject({ status: 'discovered', grade: '4AS', subject: 'mathematiques', category: 'manuel', language: 'fr', title: 'Mathématiques 4AS — manuel', canonical_id: null })
-    expect(byPath['/fichiers/4AS/education-islamique/arkan.pdf']).toMatchObject({ status: 'discovered', language: 'ar', category: 'كتاب', subject: 'education-islamique' })
+    expect(byPath['/fichiers/4AS/mathematiques/equations.pdf']).toMatchObject({
+      status: 'discovered',
+      grade: '4AS',
+      subject: 'mathematiques',
+      category: 'manuel',
+      language: 'fr',
+      title: 'Mathématiques 4AS — manuel',
+      canonical_id: null,
+    })
+    expect(byPath['/fichiers/4AS/education-islamique/arkan.pdf']).toMatchObject({
+      status: 'discovered',
+      language: 'ar',
+      category: 'كتاب',
+      subject: 'education-islamique',
+    })
     expect(byPath['/fichiers/5AS/physique/ondes.pdf']).toMatchObject({ status: 'discovered', grade: '5AS', subject: 'physique', major: 'D' })
     // the near-duplicate and the exact copy point at the first discovered
-    expect(byPath['/fichiers/4AS/mathematiques/equations-v2.pdf']).toMatchObject({ status: 'duplicate', canonical_id: byPath['/fichiers/4AS/mathematiques/equations.pdf'].id })
+    expect(byPath['/fichiers/4AS/mathematiques/equations-v2.pdf']).toMatchObject({
+      status: 'duplicate',
+      canonical_id: byPath['/fichiers/4AS/mathematiques/equations.pdf'].id,
+    })
     expect(byPath['/copies/arkan-copie.pdf']).toMatchObject({ status: 'duplicate', canonical_id: byPath['/fichiers/4AS/education-islamique/arkan.pdf'].id })
     expect(byPath['/fichiers/4AS/mathematiques/equations.pdf'].content_fingerprint).toMatch(/^-?\d+$/)
 
-    const jobs = await db.sql`select r.source_url, j.status from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id order by 1`
+    const jobs = await db
+      .sql`select r.source_url, j.status from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id order by 1`
     expect(jobs.map((j) => [new URL(j.source_url as string).pathname, j.status])).toEqual([
       ['/fichiers/4AS/education-islamique/arkan.pdf', 'queued'],
       ['/fichiers/4AS/mathematiques/equations.pdf', 'queued'],
       ['/fichiers/5AS/physique/ondes.pdf', 'queued'],
     ])
-    const dupJobs = await db.sql`select count(*)::int as n from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id where r.status = 'duplicate'`
+    const dupJobs = await db
+      .sql`select count(*)::int as n from public.ingestion_jobs j join public.curriculum_references r on r.id = j.reference_id where r.status = 'duplicate'`
     expect(dupJobs[0]!.n).toBe(0)
   })
 
@@ -156,7 +174,8 @@ describe('listings', () => {
 })
 
 describe('a listing with broken pages', () => {
-  const withIndexes = (name: string, pages: string[]) => SourceSchema.parse({ name, index_urls: pages.map((p) => `${portal.url}${p}`), allowed_hosts: [new URL(portal.url).host] })
+  const withIndexes = (name: string, pages: string[]) =>
+    SourceSchema.parse({ name, index_urls: pages.map((p) => `${portal.url}${p}`), allowed_hosts: [new URL(portal.url).host] })
 
   it('goes on with the listing pages it can read, and names the ones it cannot', async () => {
     const ctx = { deps: t.deps, requestId: 'broken-listing' }
@@ -179,10 +198,12 @@ describe('a listing with broken pages', () => {
 })
 
 describe('two different books in one language', () => {
-  it('are both registered and queued, not one taken for the other\'s duplicate', async () => {
+  it("are both registered and queued, not one taken for the other's duplicate", async () => {
     // nine demo lessons against nine others: every French text's common words (de, la, les...) outvoted
     // the rest when each occurrence voted, and the second book was registered as a duplicate, never ingested
-    const lessons = (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: { language: string; pages: string[] }[] }).lessons.filter((l) => l.language === 'fr')
+    const lessons =
+      (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: { language: string; pages: string[] }[] }).lessons
+        .filter((l) => l.language === 'fr')
     const books = new Map([
       ['/livres/5AS/sciences/tome-1.pdf', await makePdf(lessons.slice(5, 11).flatMap((l) => l.pages))],
       ['/livres/5AS/sciences/tome-2.pdf', await makePdf(lessons.slice(11, 17).flatMap((l) => l.pages))],
@@ -190,7 +211,9 @@ describe('two different books in one language', () => {
     const server = createServer((req, res) => {
       const file = books.get(req.url!)
       if (file) return res.writeHead(200, { 'content-type': 'application/pdf' }).end(Buffer.from(file))
-      if (req.url === '/livres/') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end([...books.keys()].map((p) => `<a href="${p}">Sciences 5AS</a>`).join(''))
+      if (req.url === '/livres/') {
+        return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end([...books.keys()].map((p) => `<a href="${p}">Sciences 5AS</a>`).join(''))
+      }
       res.writeHead(404).end()
     })
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
@@ -199,7 +222,8 @@ describe('two different books in one language', () => {
       const source = SourceSchema.parse({ name: 'books', index_urls: [`${url}/livres/`], defaults: { grade: '5AS', subject: 'sciences' } })
       const result = await syncSource({ ctx: { deps: t.deps, requestId: 'books' }, source })
       expect(result).toMatchObject({ status: 'completed', found_count: 2, new_count: 2, duplicates: 0 })
-      const refs = await db.sql`select r.status, r.canonical_id, j.status as job from public.curriculum_references r left join public.ingestion_jobs j on j.reference_id = r.id where r.source = 'books'`
+      const refs = await db
+        .sql`select r.status, r.canonical_id, j.status as job from public.curriculum_references r left join public.ingestion_jobs j on j.reference_id = r.id where r.source = 'books'`
       expect(refs).toEqual([
         { status: 'discovered', canonical_id: null, job: 'queued' },
         { status: 'discovered', canonical_id: null, job: 'queued' },
@@ -217,7 +241,11 @@ describe('a host that stops answering', () => {
     const requested: string[] = []
     const server = createServer((req, res) => {
       requested.push(req.url ?? '')
-      if (req.url === '/liste.html') return void res.writeHead(200, { 'content-type': 'text/html' }).end(Array.from({ length: 6 }, (_, i) => `<a href="/f/${i}.pdf">cours ${i}</a>`).join(''))
+      if (req.url === '/liste.html') {
+        return void res.writeHead(200, { 'content-type': 'text/html' }).end(
+          Array.from({ length: 6 }, (_, i) => `<a href="/f/${i}.pdf">cours ${i}</a>`).join(''),
+        )
+      }
       // a PDF that never comes
       res.writeHead(200, { 'content-type': 'application/pdf' })
       res.write('%PDF-1.4\n')
@@ -225,14 +253,22 @@ describe('a host that stops answering', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
     const host = `127.0.0.1:${(server.address() as { port: number }).port}`
     try {
-      const app = createTestApp({ sql: db.sql, env: { FETCH_ALLOW_LOOPBACK: 'true', FETCH_TIMEOUT_MS: '300' }, deps: { resolveHost: resolveHostNode, connectGuard: connectGuardNode } })
+      const app = createTestApp({
+        sql: db.sql,
+        env: { FETCH_ALLOW_LOOPBACK: 'true', FETCH_TIMEOUT_MS: '300' },
+        deps: { resolveHost: resolveHostNode, connectGuard: connectGuardNode },
+      })
       const source = SourceSchema.parse({ name: 'stalling', index_urls: [`http://${host}/liste.html`], allowed_hosts: [host] })
       const result = await syncSource({ ctx: { deps: app.deps, requestId: 'stalling' }, source })
       expect(result).toMatchObject({ status: 'completed', found_count: 6, new_count: 0, errors: 6 })
       // three downloads tried, the other three never asked for
       expect(requested.filter((u) => u.startsWith('/f/'))).toEqual(['/f/0.pdf', '/f/1.pdf', '/f/2.pdf'])
       const [run] = await db.sql`select error_message from public.scrape_runs where id = ${result.run_id}`
-      expect(run!.error_message).toMatch(new RegExp(`^3 links could not be downloaded or read: http://${host}/f/0\\.pdf: [^;]+; http://${host}/f/1\\.pdf: [^;]+; http://${host}/f/2\\.pdf: [^;]+; 3 links of ${host} left for the next run after 3 downloads in a row timed out$`))
+      expect(run!.error_message).toMatch(
+        new RegExp(
+          `^3 links could not be downloaded or read: http://${host}/f/0\\.pdf: [^;]+; http://${host}/f/1\\.pdf: [^;]+; http://${host}/f/2\\.pdf: [^;]+; 3 links of ${host} left for the next run after 3 downloads in a row timed out$`,
+        ),
+      )
     } finally {
       server.closeAllConnections()
       await new Promise((r) => server.close(r))

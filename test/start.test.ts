@@ -1,8 +1,8 @@
 // `npm start` end to end: the real process, the embedded database on disk, the printed URLs and keys.
 import type { AddressInfo } from 'node:net'
 import { createServer as createHttpServer } from 'node:http'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { hostname } from 'node:os'
 import { tmpdir } from 'node:os'
@@ -84,7 +84,12 @@ describe('npm start (embedded mode)', () => {
       const elsewhere = await mkdtemp(join(tmpdir(), 'ct-start-other-'))
       dirs.push(elsewhere)
       await writeFile(join(elsewhere, 'jwt-secret'), `${'x'.repeat(40)}\n`, { mode: 0o600 })
-      for (const [script, env] of [['scripts/status.ts', { PORT: port, DATA_DIR: elsewhere }], ['scripts/admin.ts', { CT_URL: s.baseUrl, DATA_DIR: elsewhere }], ['scripts/demo.ts', { DEMO_URL: s.baseUrl, DATA_DIR: elsewhere }]] as const) {
+      for (
+        const [script, env] of [['scripts/status.ts', { PORT: port, DATA_DIR: elsewhere }], ['scripts/admin.ts', { CT_URL: s.baseUrl, DATA_DIR: elsewhere }], [
+          'scripts/demo.ts',
+          { DEMO_URL: s.baseUrl, DATA_DIR: elsewhere },
+        ]] as const
+      ) {
         const r = await run(script, env, script === 'scripts/admin.ts' ? ['stats'] : [])
         expect(r.code, `${script}: ${r.out}${r.err}`).toBe(1)
         expect(r.err, script).toMatch(/refuses the keys these settings make: it was started with another JWT secret \(another DATA_DIR, or JWT_SECRET\)/)
@@ -134,12 +139,32 @@ describe('npm start (embedded mode)', () => {
       expect(s.anonKey).toBe(await apiKey(secret, 'anon'))
       const forged = { Authorization: `Bearer ${await apiKey(LOCAL_JWT_SECRET, 'service_role')}`, 'Content-Type': 'application/json' }
       const student = signUp.data.user!.id
-      const topUp = await fetch(`${s.apiUrl}/wallet/topup`, { method: 'POST', headers: forged, body: JSON.stringify({ user_id: student, tokens: 1_000_000, amount: 0, currency: 'MRU', payment_method: 'cash' }) })
+      const topUp = await fetch(`${s.apiUrl}/wallet/topup`, {
+        method: 'POST',
+        headers: forged,
+        body: JSON.stringify({ user_id: student, tokens: 1_000_000, amount: 0, currency: 'MRU', payment_method: 'cash' }),
+      })
       expect(topUp.status).toBe(401)
       expect((await fetch(`${s.apiUrl}/metrics/json`, { headers: forged })).status).toBe(401)
-      const rest = await fetch(`${s.baseUrl}/rest/v1/rpc/top_up`, { method: 'POST', headers: { ...forged, apikey: s.anonKey }, body: JSON.stringify({ p_user: student, p_tokens: 1_000_000, p_amount: 0, p_currency: 'MRU', p_payment_method: 'cash', p_reference: null, p_created_by: 'x' }) })
+      const rest = await fetch(`${s.baseUrl}/rest/v1/rpc/top_up`, {
+        method: 'POST',
+        headers: { ...forged, apikey: s.anonKey },
+        body: JSON.stringify({
+          p_user: student,
+          p_tokens: 1_000_000,
+          p_amount: 0,
+          p_currency: 'MRU',
+          p_payment_method: 'cash',
+          p_reference: null,
+          p_created_by: 'x',
+        }),
+      })
       expect(rest.status).toBe(401)
-      const topUpWithKey = await fetch(`${s.apiUrl}/wallet/topup`, { method: 'POST', headers: { ...forged, Authorization: `Bearer ${s.serviceKey}` }, body: JSON.stringify({ user_id: student, tokens: 10, amount: 0, currency: 'MRU', payment_method: 'cash' }) })
+      const topUpWithKey = await fetch(`${s.apiUrl}/wallet/topup`, {
+        method: 'POST',
+        headers: { ...forged, Authorization: `Bearer ${s.serviceKey}` },
+        body: JSON.stringify({ user_id: student, tokens: 10, amount: 0, currency: 'MRU', payment_method: 'cash' }),
+      })
       expect(topUpWithKey.status).toBe(201)
     } finally {
       const code = await stop(s)
@@ -162,7 +187,11 @@ describe('npm start (embedded mode)', () => {
   }, 120_000)
 
   it('refuses to start with a bad setting and names it', async () => {
-    const child = spawn(node, ['scripts/start.ts'], { cwd: root, env: { PATH: process.env.PATH ?? '', RATE_LIMIT_CHAT_PER_MINUTE: 'ten' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(node, ['scripts/start.ts'], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', RATE_LIMIT_CHAT_PER_MINUTE: 'ten' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let err = ''
     child.stderr.on('data', (d) => (err += d))
     const code = await new Promise((resolve) => child.once('exit', resolve))
@@ -173,7 +202,11 @@ describe('npm start (embedded mode)', () => {
 
 /** Runs a program of the stack to its end; its exit code and everything it printed. */
 async function run(script: string, env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(node, [script, ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(node, [script, ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let out = ''
   let err = ''
   child.stdout.on('data', (d) => (out += d))

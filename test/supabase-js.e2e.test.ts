@@ -4,7 +4,7 @@ import { createClient, type SupabaseClient } from '@supabase/supabase-js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'
-import { startGateway, type Gateway } from '../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
@@ -19,7 +19,12 @@ const claimsOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!,
 
 beforeAll(async () => {
   db = await createTestDatabase()
-  gateway = await startGateway({ config: testConfig({ AUTH_BCRYPT_COST: '4', LOG_LEVEL: 'silent', RATE_LIMIT_AUTH_PER_MINUTE: '1000' }), sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }) } })
+  gateway = await startGateway({
+    config: testConfig({ AUTH_BCRYPT_COST: '4', LOG_LEVEL: 'silent', RATE_LIMIT_AUTH_PER_MINUTE: '1000' }),
+    sql: db.sql,
+    port: 0,
+    deps: { logs: createLogRoot({ level: 'silent' }) },
+  })
   anon = await apiKey(LOCAL_JWT_SECRET, 'anon')
   serviceKey = await apiKey(LOCAL_JWT_SECRET, 'service_role')
 })
@@ -29,7 +34,10 @@ afterAll(async () => {
 })
 
 async function api(path: string, token: string, init: RequestInit = {}) {
-  const res = await fetch(`${gateway.url}/functions/v1${path}`, { ...init, headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(init.headers ?? {}) } })
+  const res = await fetch(`${gateway.url}/functions/v1${path}`, {
+    ...init,
+    headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
+  })
   return { status: res.status, body: (await res.json()) as Record<string, any> }
 }
 
@@ -87,7 +95,12 @@ describe('supabase-js against the local stack', () => {
     const admin = createClient(gateway.url, serviceKey, options)
     const created: string[] = []
     for (let i = 0; i < 3; i++) {
-      const res = await admin.auth.admin.createUser({ email: `adm-${i}-${crypto.randomUUID().slice(0, 6)}@example.mr`, password: 'secret-123', email_confirm: true, user_metadata: { full_name: `Admin made ${i}` } })
+      const res = await admin.auth.admin.createUser({
+        email: `adm-${i}-${crypto.randomUUID().slice(0, 6)}@example.mr`,
+        password: 'secret-123',
+        email_confirm: true,
+        user_metadata: { full_name: `Admin made ${i}` },
+      })
       expect(res.error).toBeNull()
       created.push(res.data.user!.id)
     }
@@ -102,7 +115,7 @@ describe('supabase-js against the local stack', () => {
     expect(gone.error).toMatchObject({ status: 404, code: 'user_not_found' })
   })
 
-  it('carries an admin\'s role change into the student\'s next token', async () => {
+  it("carries an admin's role change into the student's next token", async () => {
     const supabase = client()
     const email = `role-${crypto.randomUUID().slice(0, 8)}@example.mr`
     const { data } = await supabase.auth.signUp({ email, password: 'secret-123', options: { data: { full_name: 'Vatma' } } })
@@ -117,9 +130,10 @@ describe('supabase-js against the local stack', () => {
     expect((await api('/me', next.data.session!.access_token)).body.role).toBe('teacher')
   })
 
-  it('serves the service\'s own sign-up and sign-in over HTTP, which call Supabase Auth through supabase-js', async () => {
+  it("serves the service's own sign-up and sign-in over HTTP, which call Supabase Auth through supabase-js", async () => {
     const email = `svc-${crypto.randomUUID().slice(0, 8)}@example.mr`
-    const post = (path: string, body: unknown) => fetch(`${gateway.url}/functions/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const post = (path: string, body: unknown) =>
+      fetch(`${gateway.url}/functions/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
     expect((await post('/auth/signup', { email, password: 'secret-123', full_name: 'Via Service' })).status).toBe(201)
     const signin = (await (await post('/auth/signin', { email, password: 'secret-123' })).json()) as Record<string, any>
     const { data } = await client().auth.getUser(signin.data.access_token)

@@ -104,7 +104,9 @@ describe('Arabic text layers of other typesetters', () => {
     expect(ar!.raw).toContain([...'الدَّرْسُ'.normalize('NFKC')].reverse().join('')) // read backwards, each mark before its letter
     expect(ar!.readability.readable).toBe(true)
     expect(kept(source.ar, ar!.canonical)).toEqual({ exact: 1, bare: 1 })
-    for (const w of ['الدَّرْسُ الأوّل', 'أنّ القراءة', 'وأنّ الأسئلة', 'هل قرأتَ الدرس', 'غداً إن شاء الله', 'ملخّصاً للقسم']) expect(ar!.canonical).toContain(w.normalize('NFKC'))
+    for (const w of ['الدَّرْسُ الأوّل', 'أنّ القراءة', 'وأنّ الأسئلة', 'هل قرأتَ الدرس', 'غداً إن شاء الله', 'ملخّصاً للقسم']) {
+      expect(ar!.canonical).toContain(w.normalize('NFKC'))
+    }
     expect(kept(source.fr, fr!.canonical)).toEqual({ exact: 1, bare: 1 })
     // the same, by hand: a mark read before its letter, after a space, stays in its own word
     expect(canonicalize('ةءارقلا ّنأ ذيمالتلا مّلعتي')).toBe('يتعلّم التلاميذ أنّ القراءة'.normalize('NFKC'))
@@ -122,7 +124,18 @@ describe('Arabic text layers of other typesetters', () => {
   })
 
   it('reads the French page of every file whole', async () => {
-    for (const name of ['libreoffice-notonaskharabic.pdf', 'libreoffice-amiri.pdf', 'libreoffice-notokufiarabic.pdf', 'xelatex-amiri.pdf', 'chromium-amiri.pdf', 'chromium-notosansarabic.pdf', 'chromium-notonaskharabic.pdf', 'chromium-dejavusans.pdf']) {
+    for (
+      const name of [
+        'libreoffice-notonaskharabic.pdf',
+        'libreoffice-amiri.pdf',
+        'libreoffice-notokufiarabic.pdf',
+        'xelatex-amiri.pdf',
+        'chromium-amiri.pdf',
+        'chromium-notosansarabic.pdf',
+        'chromium-notonaskharabic.pdf',
+        'chromium-dejavusans.pdf',
+      ]
+    ) {
       const [, fr] = await pages(name)
       expect(fr!.readability.readable, name).toBe(true)
       expect(kept(source.fr, fr!.canonical).bare, name).toBeGreaterThanOrEqual(0.93)
@@ -130,12 +143,14 @@ describe('Arabic text layers of other typesetters', () => {
   })
 })
 
-describe('a scan with the recognizer\'s text laid over it', () => {
-  it('ocrmypdf (tesseract\'s renderer): right-to-left words drawn with a mirrored matrix are read in reading order', async () => {
+describe("a scan with the recognizer's text laid over it", () => {
+  it("ocrmypdf (tesseract's renderer): right-to-left words drawn with a mirrored matrix are read in reading order", async () => {
     // the first page of zakat.txt scanned at 150 dpi and given a text layer by ocrmypdf 14 (tesseract 5)
     const [ar] = await pages('ocrmypdf-ara.pdf')
     expect(ar!.readability.readable).toBe(true)
-    for (const w of ['الدرس الخامس: الزكاة ركن من أركان الإسلام', 'هي الركن الثالث من أركان الإسلام بعد الشهادتين', 'أي ما يقارب 85 غراما']) expect(ar!.canonical).toContain(w)
+    for (const w of ['الدرس الخامس: الزكاة ركن من أركان الإسلام', 'هي الركن الثالث من أركان الإسلام بعد الشهادتين', 'أي ما يقارب 85 غراما']) {
+      expect(ar!.canonical).toContain(w)
+    }
     // pairs of consecutive words as the lesson writes them (what the recognizer misread aside)
     const pairs = (text: string) => {
       const w = words(text).map(bare)
@@ -248,8 +263,7 @@ describe('readability of vowelled Arabic', () => {
 
 describe('readability of a layer that reads lam-alef backwards', () => {
   // a long page with few words where lam-alef follows the article
-  const page =
-    'تقع الواحات في قلب الصحراء حيث تتجمع المياه الجوفية قرب سطح الأرض، فيحفر السكان الآبار ويغرسون النخيل في صفوف منتظمة. ' +
+  const page = 'تقع الواحات في قلب الصحراء حيث تتجمع المياه الجوفية قرب سطح الأرض، فيحفر السكان الآبار ويغرسون النخيل في صفوف منتظمة. ' +
     'ويسقي المزارعون حقولهم في الصباح الباكر قبل أن تشتد الحرارة، ويزرعون تحت ظل النخيل الخضروات والحبوب والبرسيم الذي تأكله المواشي. ' +
     'وفي موسم الحصاد يجتمع أهل القرية لجني التمور وتجفيفها وتخزينها في أماكن جافة، ثم يحملون جزءا منها إلى الأسواق البعيدة على ظهور الجمال. ' +
     'ويحرص الجميع على صيانة السواقي وتنظيف الآبار من الرمال التي تحملها الرياح، لأن حياة الواحة كلها تقوم على حسن استعمال الماء. ' +
@@ -275,7 +289,9 @@ describe('readability of a layer that reads lam-alef backwards', () => {
 
   it('fails a page that reads the name of God backwards and no lam-alef after a joining letter the right way round', () => {
     // as LibreOffice with Noto Kufi Arabic leaves it: the joined lam-alef turned, the lone لا right
-    const kufi = (text: string) => text.replace(new RegExp(`([${'\u0626\u0628\u062A-\u062E\u0633-\u063A\u0641-\u0647\u064A'}])\u0644([\u0627\u0623\u0625\u0622])`, 'g'), '$1$2\u0644').replace(/الله/g, 'هللا')
+    const kufi = (text: string) =>
+      text.replace(new RegExp(`([${'\u0626\u0628\u062A-\u062E\u0633-\u063A\u0641-\u0647\u064A'}])\u0644([\u0627\u0623\u0625\u0622])`, 'g'), '$1$2\u0644')
+        .replace(/الله/g, 'هللا')
     const text = `${page} لا يغيب عن ذكر الله أحد. يتعلم التلاميذ مبادئ الإسلام.`
     expect(readability(text).readable).toBe(true)
     const layer = kufi(text)
@@ -290,19 +306,38 @@ describe('readability of a layer that reads lam-alef backwards', () => {
     expect(readability(`${page} هللا`).readable).toBe(true)
   })
 
-  it('never takes a page of the demo curriculum, or another typesetter\'s, for a layer read backwards by its name of God', async () => {
-    const lessons = (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: { language?: string; pages?: string[] }[] }).lessons
+  it("never takes a page of the demo curriculum, or another typesetter's, for a layer read backwards by its name of God", async () => {
+    const lessons =
+      (JSON.parse(readFileSync(new URL('../demo/curriculum.json', import.meta.url), 'utf8')) as { lessons: { language?: string; pages?: string[] }[] }).lessons
     const arabic = lessons.filter((l) => l.language === 'ar').flatMap((l) => l.pages ?? [])
     expect(arabic.length).toBeGreaterThanOrEqual(39)
-    for (const text of [...arabic, source.ar, readFileSync(fixture('zakat.txt'), 'utf8')]) expect(turnedNameOfGod(canonicalize(text)), text.slice(0, 40)).toBe(0)
-    for (const name of ['libreoffice-notonaskharabic.pdf', 'libreoffice-notosansarabic.pdf', 'libreoffice-amiri.pdf', 'xelatex-amiri.pdf', 'xelatex-notonaskharabic.pdf', 'xelatex-notosansarabic.pdf', 'chromium-notosansarabic.pdf', 'chromium-notonaskharabic.pdf', 'chromium-dejavusans.pdf', 'chromium-amiri.pdf', 'fpdf2-amiri.pdf', 'reportlab-amiri.pdf', 'ocrmypdf-ara.pdf']) {
+    for (const text of [...arabic, source.ar, readFileSync(fixture('zakat.txt'), 'utf8')]) {
+      expect(turnedNameOfGod(canonicalize(text)), text.slice(0, 40)).toBe(0)
+    }
+    for (
+      const name of [
+        'libreoffice-notonaskharabic.pdf',
+        'libreoffice-notosansarabic.pdf',
+        'libreoffice-amiri.pdf',
+        'xelatex-amiri.pdf',
+        'xelatex-notonaskharabic.pdf',
+        'xelatex-notosansarabic.pdf',
+        'chromium-notosansarabic.pdf',
+        'chromium-notonaskharabic.pdf',
+        'chromium-dejavusans.pdf',
+        'chromium-amiri.pdf',
+        'fpdf2-amiri.pdf',
+        'reportlab-amiri.pdf',
+        'ocrmypdf-ara.pdf',
+      ]
+    ) {
       const [ar] = await pages(name)
       expect(turnedNameOfGod(ar!.canonical), name).toBe(0)
     }
   })
 })
 
-describe('lam-alef read backwards, put right by the recognizer\'s reading (repairLamAlef)', () => {
+describe("lam-alef read backwards, put right by the recognizer's reading (repairLamAlef)", () => {
   it('turns round the alef-lam pairs of a word into the form the reading holds, and no other', () => {
     const layer = 'يتعلم التالميذ مبادئ اإلسالم، قال المعلم: ال تنس المثال.'
     const reading = 'يتعلم التلاميذ مبادئ الإسلام قال المعلم لا تنس المثال'
@@ -321,12 +356,12 @@ describe('lam-alef read backwards, put right by the recognizer\'s reading (repai
     expect(repairLamAlef('الإسلام هللا', 'الإسلام الله').text).toBe('الإسلام هللا')
   })
 
-  it('keeps the layer\'s marks, and a word the reading does not hold as it is', () => {
+  it("keeps the layer's marks, and a word the reading does not hold as it is", () => {
     expect(repairLamAlef('اإلسْالمُ', 'الإسلام').text).toBe('الإسْلامُ')
     expect(repairLamAlef('التالميذ', 'الطلاب')).toEqual({ text: 'التالميذ', repaired: 0 })
   })
 
-  it('measures how much of a layer\'s word order the reading shares', () => {
+  it("measures how much of a layer's word order the reading shares", () => {
     expect(orderAgreement('أ ب ج د', 'أ ب ج د')).toBe(1)
     expect(orderAgreement('د ج ب أ', 'أ ب ج د')).toBe(0.25)
     expect(orderAgreement('الزراعة على ضفاف النهر', 'الزراعة على ضفاف النهر يزرع')).toBe(1)

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, type TestApp } from './helpers/app.ts'
 import { createUser } from './helpers/users.ts'
-import { finalize, expireReservations, getBalance, reserve, topUp } from '../functions-shared/wallet/service.ts'
+import { expireReservations, finalize, getBalance, reserve, topUp } from '../functions-shared/wallet/service.ts'
 import { createDeps } from '../functions-shared/deps.ts'
 import type { DomainError } from '../functions-shared/domain/errors.ts'
 
@@ -21,14 +21,19 @@ function pooled(n: number) {
   const deps = createDeps(t.deps.config, { sql: db.connect(n), logs: t.deps.logs, metrics: t.deps.metrics })
   return { deps, requestId: 'race' }
 }
-const ledgerSum = async (userId: string) => Number((await db.sql`select coalesce(sum(delta), 0)::bigint as s from public.token_ledger where user_id = ${userId}`)[0]!.s)
+const ledgerSum = async (userId: string) =>
+  Number((await db.sql`select coalesce(sum(delta), 0)::bigint as s from public.token_ledger where user_id = ${userId}`)[0]!.s)
 const balanceOf = async (userId: string) => Number((await db.sql`select token_balance from public.wallets where user_id = ${userId}`)[0]!.token_balance)
 
 describe('wallet races', () => {
   it('50 parallel reserves of 7 against a balance of 100: exactly 14 succeed, the balance is 2', async () => {
     const user = await createUser(db.sql)
     const ctx = pooled(20)
-    await topUp({ ctx, principal: { kind: 'service', token: '' }, input: { user_id: user.id, tokens: 50, amount: 100, currency: 'MRU', payment_method: 'cash' } })
+    await topUp({
+      ctx,
+      principal: { kind: 'service', token: '' },
+      input: { user_id: user.id, tokens: 50, amount: 100, currency: 'MRU', payment_method: 'cash' },
+    })
     expect(await balanceOf(user.id)).toBe(100) // 50 bonus + 50
     const results = await Promise.allSettled(Array.from({ length: 50 }, () => reserve({ ctx, input: { user_id: user.id, estimate: 7 } })))
     const ok = results.filter((r) => r.status === 'fulfilled')

@@ -20,13 +20,25 @@ beforeAll(async () => {
 afterAll(async () => db?.close())
 
 const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-  const res = await t.request(path, { method, headers: { 'content-type': 'application/json', ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  const res = await t.request(path, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
   return { status: res.status, headers: res.headers, body: await json(res) }
 }
-const topupBody = (userId: string, extra: Record<string, unknown> = {}) => ({ user_id: userId, tokens: 100, amount: 250, currency: 'MRU', payment_method: 'masrvi', reference: 'MSV-1', ...extra })
+const topupBody = (userId: string, extra: Record<string, unknown> = {}) => ({
+  user_id: userId,
+  tokens: 100,
+  amount: 250,
+  currency: 'MRU',
+  payment_method: 'masrvi',
+  reference: 'MSV-1',
+  ...extra,
+})
 
 describe('GET /wallet/ledger', () => {
-  it('lists the caller\'s own movements, newest first, adding up to the balance', async () => {
+  it("lists the caller's own movements, newest first, adding up to the balance", async () => {
     const [a, b] = [await createUser(db.sql), await createUser(db.sql)]
     await call('GET', '/wallet/balance', undefined, bearer(b.token))
     expect((await call('POST', '/wallet/topup', topupBody(a.id), service)).status).toBe(201)
@@ -52,7 +64,11 @@ describe('GET /wallet/balance', () => {
     const res = await call('GET', '/wallet/balance', undefined, bearer(student.token))
     expect(res.status).toBe(200)
     expect(res.body).toEqual({
-      user_id: student.id, token_balance: 50, subscription_tier: 'free', pending_reservations: { count: 0, tokens: 0 }, welcome_bonus_withheld: false,
+      user_id: student.id,
+      token_balance: 50,
+      subscription_tier: 'free',
+      pending_reservations: { count: 0, tokens: 0 },
+      welcome_bonus_withheld: false,
       limits: { max_tokens_per_request: 500, daily_limit: 50, turns_today: 0, top_k: 10, rerank_n: 3 },
     })
     expect((await call('GET', '/wallet/balance', undefined, bearer(student.token))).body.token_balance).toBe(50)
@@ -62,9 +78,15 @@ describe('GET /wallet/balance', () => {
     const u = await createUser(db.sql)
     const r = await call('POST', '/wallet/internal/reserve', { user_id: u.id, estimate: 12 }, service)
     expect(r.status).toBe(201)
-    expect((await call('GET', '/wallet/balance', undefined, bearer(u.token))).body).toMatchObject({ token_balance: 38, pending_reservations: { count: 1, tokens: 12 } })
+    expect((await call('GET', '/wallet/balance', undefined, bearer(u.token))).body).toMatchObject({
+      token_balance: 38,
+      pending_reservations: { count: 1, tokens: 12 },
+    })
     await db.sql`update public.reservations set expires_at = now() - interval '1 second' where id = ${r.body.id}`
-    expect((await call('GET', '/wallet/balance', undefined, bearer(u.token))).body).toMatchObject({ token_balance: 50, pending_reservations: { count: 0, tokens: 0 } })
+    expect((await call('GET', '/wallet/balance', undefined, bearer(u.token))).body).toMatchObject({
+      token_balance: 50,
+      pending_reservations: { count: 0, tokens: 0 },
+    })
   })
 
   it('needs a user token', async () => {
@@ -79,14 +101,18 @@ describe('GET /wallet/balance', () => {
       await db.sql`delete from auth.users where id = ${gone.id}`
       const res = await call('GET', '/wallet/balance', undefined, bearer(gone.token))
       expect(res.status, `fetched before: ${fetchedBefore}`).toBe(401)
-      expect(res.body).toMatchObject({ error: 'unauthorized', message: 'The account of this token no longer exists; sign in again', request_id: res.headers.get('x-request-id') })
+      expect(res.body).toMatchObject({
+        error: 'unauthorized',
+        message: 'The account of this token no longer exists; sign in again',
+        request_id: res.headers.get('x-request-id'),
+      })
       expect(await db.sql`select count(*)::int as n from public.wallets where user_id = ${gone.id}`).toEqual([{ n: 0 }])
     }
   })
 })
 
 describe('GET /wallet/reservations', () => {
-  it('lists only the caller\'s own reservations, filtered by status', async () => {
+  it("lists only the caller's own reservations, filtered by status", async () => {
     const [a, b] = [await createUser(db.sql), await createUser(db.sql)]
     const ra = await call('POST', '/wallet/internal/reserve', { user_id: a.id, estimate: 5 }, service)
     await call('POST', '/wallet/internal/reserve', { user_id: a.id, estimate: 6 }, service)
@@ -118,11 +144,23 @@ describe('POST /wallet/topup', () => {
     const u = await createUser(db.sql)
     const res = await call('POST', '/wallet/topup', topupBody(u.id), service)
     expect(res.status).toBe(201)
-    expect(res.body).toMatchObject({ user_id: u.id, tokens: 100, new_balance: 150, amount: 250, currency: 'MRU', payment_method: 'masrvi', direction: 'credit', type: 'topup', replayed: false })
+    expect(res.body).toMatchObject({
+      user_id: u.id,
+      tokens: 100,
+      new_balance: 150,
+      amount: 250,
+      currency: 'MRU',
+      payment_method: 'masrvi',
+      direction: 'credit',
+      type: 'topup',
+      replayed: false,
+    })
     const [ledger] = await db.sql`select delta, reason from public.token_ledger where id = ${res.body.ledger_entry_id}`
     expect(ledger).toEqual({ delta: '100', reason: 'topup' })
     const list = await call('GET', `/wallet/transactions?user_id=${u.id}`, undefined, service)
-    expect(list.body.items).toEqual([expect.objectContaining({ id: res.body.transaction_id, direction: 'credit', type: 'topup', tokens: 100, created_by: 'service_role', reference: 'MSV-1' })])
+    expect(list.body.items).toEqual([
+      expect.objectContaining({ id: res.body.transaction_id, direction: 'credit', type: 'topup', tokens: 100, created_by: 'service_role', reference: 'MSV-1' }),
+    ])
   })
 
   it('replays the first answer for a repeated Idempotency-Key and refuses it with another body (422)', async () => {
@@ -140,7 +178,7 @@ describe('POST /wallet/topup', () => {
     expect((await call('GET', '/wallet/balance', undefined, bearer(u.token))).body.token_balance).toBe(150)
   })
 
-  it('keeps each caller\'s Idempotency-Keys apart: two admins with one key make two top-ups', async () => {
+  it("keeps each caller's Idempotency-Keys apart: two admins with one key make two top-ups", async () => {
     const u = await createUser(db.sql)
     const [a, b] = [await createUser(db.sql, { role: 'admin' }), await createUser(db.sql, { role: 'admin' })]
     const key = { 'Idempotency-Key': `receipt-${crypto.randomUUID()}` }
@@ -164,10 +202,18 @@ describe('POST /wallet/topup', () => {
   it('refuses bad input with 400 and the fields, and unknown users with 404', async () => {
     const u = await createUser(db.sql)
     const cases: [Record<string, unknown>, string][] = [
-      [{ tokens: 0 }, 'tokens'], [{ tokens: 1.5 }, 'tokens'], [{ tokens: -5 }, 'tokens'], [{ amount: -1 }, 'amount'], [{ amount: 1.234 }, 'amount'],
+      [{ tokens: 0 }, 'tokens'],
+      [{ tokens: 1.5 }, 'tokens'],
+      [{ tokens: -5 }, 'tokens'],
+      [{ amount: -1 }, 'amount'],
+      [{ amount: 1.234 }, 'amount'],
       // two decimals exactly, not within floating-point error of them
-      [{ amount: 0.30000000000000004 }, 'amount'], [{ amount: 5e-324 }, 'amount'], [{ amount: 99.99000000000001 }, 'amount'],
-      [{ currency: 'XOF' }, 'currency'], [{ payment_method: 'paypal' }, 'payment_method'], [{ user_id: 'nope' }, 'user_id'],
+      [{ amount: 0.30000000000000004 }, 'amount'],
+      [{ amount: 5e-324 }, 'amount'],
+      [{ amount: 99.99000000000001 }, 'amount'],
+      [{ currency: 'XOF' }, 'currency'],
+      [{ payment_method: 'paypal' }, 'payment_method'],
+      [{ user_id: 'nope' }, 'user_id'],
     ]
     for (const [patch, field] of cases) {
       const res = await call('POST', '/wallet/topup', topupBody(u.id, patch), service)
@@ -184,16 +230,24 @@ describe('POST /wallet/topup', () => {
 
 describe('expenses and transactions', () => {
   it('logs a debit transaction without touching any wallet, and lists with filters', async () => {
-    const res = await call('POST', '/wallet/transactions/expense', { type: 'api_cost', amount: 42.5, currency: 'USD', description: 'embeddings for 8 textbooks' }, service)
+    const res = await call('POST', '/wallet/transactions/expense', {
+      type: 'api_cost',
+      amount: 42.5,
+      currency: 'USD',
+      description: 'embeddings for 8 textbooks',
+    }, service)
     expect(res.status).toBe(201)
     expect(res.body).toMatchObject({ direction: 'debit', type: 'api_cost', amount: 42.5, currency: 'USD', tokens: 0, user_id: null })
     const debits = await call('GET', '/wallet/transactions?direction=debit&type=api_cost', undefined, service)
     expect(debits.body.items.every((t: { direction: string; type: string }) => t.direction === 'debit' && t.type === 'api_cost')).toBe(true)
     expect(debits.body.total).toBeGreaterThanOrEqual(1)
     expect((await call('POST', '/wallet/transactions/expense', { type: 'topup', amount: 1, currency: 'USD', description: 'x' }, service)).status).toBe(400)
-    expect((await call('POST', '/wallet/transactions/expense', { type: 'server_cost', amount: 0, currency: 'USD', description: 'x' }, service)).status).toBe(400)
+    expect((await call('POST', '/wallet/transactions/expense', { type: 'server_cost', amount: 0, currency: 'USD', description: 'x' }, service)).status).toBe(
+      400,
+    )
     // not even the smallest number above zero, which two decimals make 0.00
-    expect((await call('POST', '/wallet/transactions/expense', { type: 'server_cost', amount: 5e-324, currency: 'USD', description: 'x' }, service)).status).toBe(400)
+    expect((await call('POST', '/wallet/transactions/expense', { type: 'server_cost', amount: 5e-324, currency: 'USD', description: 'x' }, service)).status)
+      .toBe(400)
     // amounts written with two decimals are taken as written
     for (const amount of [0.3, 1.15, 99.99, 1e11]) {
       const ok = await call('POST', '/wallet/transactions/expense', { type: 'server_cost', amount, currency: 'USD', description: 'x' }, service)
@@ -220,7 +274,11 @@ describe('internal reserve and finalize', () => {
 
   it('answers 404 when WALLET_INTERNAL_ROUTES is off', async () => {
     const prod = createTestApp({ sql: db.sql, env: { WALLET_INTERNAL_ROUTES: 'false' } })
-    const res = await prod.request('/wallet/internal/reserve', { method: 'POST', headers: { ...service, 'content-type': 'application/json' }, body: JSON.stringify({ user_id: student.id, estimate: 1 }) })
+    const res = await prod.request('/wallet/internal/reserve', {
+      method: 'POST',
+      headers: { ...service, 'content-type': 'application/json' },
+      body: JSON.stringify({ user_id: student.id, estimate: 1 }),
+    })
     expect(res.status).toBe(404)
   })
 })

@@ -118,7 +118,11 @@ class TopUp implements fc.AsyncCommand<Model, Real> {
   }
   check = () => true
   async run(m: Model, r: Real) {
-    const result = await topUp({ ctx: ctx(), principal: { kind: 'admin_key' }, input: { user_id: r.users[this.user]!, tokens: this.tokens, amount: this.tokens, currency: 'MRU', payment_method: 'cash' } })
+    const result = await topUp({
+      ctx: ctx(),
+      principal: { kind: 'admin_key' },
+      input: { user_id: r.users[this.user]!, tokens: this.tokens, amount: this.tokens, currency: 'MRU', payment_method: 'cash' },
+    })
     m.balance[this.user]! += this.tokens
     m.tokensIn[this.user]! += this.tokens
     expect(result.new_balance).toBe(m.balance[this.user])

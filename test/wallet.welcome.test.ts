@@ -28,7 +28,9 @@ const balance = async (user: TestUser, peer: string) => {
   return json(res)
 }
 const bonuses = async (userId: string) =>
-  (await db.sql<{ n: number; sum: number }[]>`select count(*)::int as n, coalesce(sum(delta), 0)::int as sum from public.token_ledger where user_id = ${userId} and reason = 'welcome_bonus'`)[0]!
+  (await db.sql<
+    { n: number; sum: number }[]
+  >`select count(*)::int as n, coalesce(sum(delta), 0)::int as sum from public.token_ledger where user_id = ${userId} and reason = 'welcome_bonus'`)[0]!
 const users = (n: number) => Promise.all(Array.from({ length: n }, () => createUser(db.sql)))
 
 describe('the welcome bonus per client address and day', () => {
@@ -101,7 +103,11 @@ describe('the welcome bonus per client address and day', () => {
       expect((await json(res)).new_balance).toBe(60)
     }
     expect((await balance(u!, '192.0.2.40')).token_balance).toBe(50)
-    const open = createTestApp({ sql: db.sql, env: { WELCOME_BONUS_DAILY_PER_ADDRESS: '0', RATE_LIMIT_WALLET_PER_MINUTE: '1000' }, deps: { remoteAddress: () => '192.0.2.50' } })
+    const open = createTestApp({
+      sql: db.sql,
+      env: { WELCOME_BONUS_DAILY_PER_ADDRESS: '0', RATE_LIMIT_WALLET_PER_MINUTE: '1000' },
+      deps: { remoteAddress: () => '192.0.2.50' },
+    })
     const many = await users(5)
     const bodies = await Promise.all(many.map(async (m) => json(await open.request('/wallet/balance', { headers: bearer(m.token) }))))
     expect(bodies.map((b) => b.token_balance)).toEqual([50, 50, 50, 50, 50])

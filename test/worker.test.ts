@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
-import { startPortal, type Portal } from './helpers/portal.ts'
+import { type Portal, startPortal } from './helpers/portal.ts'
 
 const root = new URL('..', import.meta.url).pathname
 let db: TestDatabase
@@ -40,7 +40,10 @@ describe('the worker', () => {
     const refused = await runWorker()
     expect(refused.code, refused.output).toBe(0)
     const [failed] = await db.sql`select status, error_message from public.ingestion_jobs where id = ${job!.id}`
-    expect(failed).toEqual({ status: 'failed', error_message: 'download refused: the source "elsewhere" of this reference is not configured, and FETCH_ALLOWED_HOSTS allows no host' })
+    expect(failed).toEqual({
+      status: 'failed',
+      error_message: 'download refused: the source "elsewhere" of this reference is not configured, and FETCH_ALLOWED_HOSTS allows no host',
+    })
     const [audit] = await db.sql`select error_message from public.ingestion_audit where job_id = ${job!.id} and to_status = 'failed'`
     expect(audit!.error_message).toMatch(/download refused/)
     expect(portal.hits.get('/fichiers/5AS/physique/ondes.pdf') ?? 0).toBe(0)

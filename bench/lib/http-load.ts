@@ -31,7 +31,11 @@ async function run(plan: LoadPlan): Promise<LoadResult> {
     Array.from({ length: plan.concurrency }, async (_, worker) => {
       for (let i = next++; i < plan.total; i = next++) {
         const t0 = performance.now()
-        const res = await fetch(plan.url, { method: 'POST', headers: { 'content-type': 'application/json', ...plan.headers[worker % plan.headers.length] }, body: JSON.stringify(plan.bodies[i % plan.bodies.length]) })
+        const res = await fetch(plan.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...plan.headers[worker % plan.headers.length] },
+          body: JSON.stringify(plan.bodies[i % plan.bodies.length]),
+        })
         const body = (await res.json()) as Record<string, any>
         latencies.push(performance.now() - t0)
         if (res.status !== 200) failures.push(`${res.status} ${JSON.stringify(body).slice(0, 200)}`)

@@ -8,14 +8,21 @@ import { memoryTurnWrites } from '../../functions-shared/chat/turn-recorder.ts'
 import { chatRuntime } from '../../functions-shared/chat/runtime.ts'
 import { createOfflineProvider } from '../../functions-shared/ai/offline.ts'
 import type { AiProvider } from '../../functions-shared/ai/provider.ts'
-import { startGateway, type Gateway } from '../../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../../scripts/lib/gateway.ts'
 import { runLoad } from './http-load.ts'
 
 type Load = (url: string, concurrency: number, total: number) => Promise<{ p50: number; p99: number }>
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`
 
 /** Prints the stored turn beside the unstored one at 1 and 8 students, then the writes of streamed answers. */
-export async function turnStorage(gw: Gateway, config: ReturnType<typeof loadConfig>, sql: Sql, load: Load, students: { token: string }[], questions: { message: string; subject: string; grade: string }[]): Promise<void> {
+export async function turnStorage(
+  gw: Gateway,
+  config: ReturnType<typeof loadConfig>,
+  sql: Sql,
+  load: Load,
+  students: { token: string }[],
+  questions: { message: string; subject: string; grade: string }[],
+): Promise<void> {
   const chatUrl = `${gw.url}/functions/v1/chat`
   const unstored = await startGateway({ config, sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }), sources: [] } })
   chatRuntime(unstored.deps).writes = memoryTurnWrites()
@@ -38,8 +45,12 @@ export async function turnStorage(gw: Gateway, config: ReturnType<typeof loadCon
     const p50 = (runs: { p50: number }[]) => runs.reduce((a, r) => a + r.p50, 0) / runs.length
     const p99 = (runs: { p99: number }[]) => runs.reduce((a, r) => a + r.p99, 0) / runs.length
     console.log(
-      `    ${String(c).padStart(8)}   stored ${fmt(p50(storedRuns))} / ${fmt(p99(storedRuns))}, unstored ${fmt(p50(unstoredRuns))} / ${fmt(p99(unstoredRuns))}: ` +
-        `${(p50(storedRuns) / p50(unstoredRuns) - 1) * 100 >= 0 ? '+' : ''}${((p50(storedRuns) / p50(unstoredRuns) - 1) * 100).toFixed(1)} % at p50; ${((after.sum - before.sum) / Math.max(1, after.count - before.count)).toFixed(2)} database writes per answer`,
+      `    ${String(c).padStart(8)}   stored ${fmt(p50(storedRuns))} / ${fmt(p99(storedRuns))}, unstored ${fmt(p50(unstoredRuns))} / ${
+        fmt(p99(unstoredRuns))
+      }: ` +
+        `${(p50(storedRuns) / p50(unstoredRuns) - 1) * 100 >= 0 ? '+' : ''}${((p50(storedRuns) / p50(unstoredRuns) - 1) * 100).toFixed(1)} % at p50; ${
+          ((after.sum - before.sum) / Math.max(1, after.count - before.count)).toFixed(2)
+        } database writes per answer`,
     )
   }
   await unstored.close()
@@ -73,9 +84,19 @@ async function streamedWrites(sql: Sql, students: { token: string }[], questions
   })
   const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_CHAT_PER_MINUTE: '100000000', EXPIRY_INTERVAL_SECONDS: '0', AI_PROVIDER: 'offline' })
   const gw = await startGateway({ config, sql, port: 0, deps: { ai, logs: createLogRoot({ level: 'silent' }), sources: [] } })
-  const r = await runLoad({ url: `${gw.url}/functions/v1/chat`, concurrency: 8, total: 32, bodies: questions, headers: students.map((st) => ({ Authorization: `Bearer ${st.token}` })) })
+  const r = await runLoad({
+    url: `${gw.url}/functions/v1/chat`,
+    concurrency: 8,
+    total: 32,
+    bodies: questions,
+    headers: students.map((st) => ({ Authorization: `Bearer ${st.token}` })),
+  })
   await gw.deps.background.idle()
   const { sum, count } = await turnWrites(gw.deps.metrics.registry)
-  console.log(`    answers streamed over 3 s (40 pieces), 8 at a time: ${(sum / Math.max(1, count)).toFixed(1)} database writes per answer (${count} answers, ${r.failures.length} failed; a write per piece would be 42)`)
+  console.log(
+    `    answers streamed over 3 s (40 pieces), 8 at a time: ${
+      (sum / Math.max(1, count)).toFixed(1)
+    } database writes per answer (${count} answers, ${r.failures.length} failed; a write per piece would be 42)`,
+  )
   await gw.close()
 }

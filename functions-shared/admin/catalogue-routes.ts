@@ -3,26 +3,38 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import type { Deps } from '../deps.ts'
 import { adminSecurity, createRouter } from '../http/router.ts'
-import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
+import { errorResponses, ErrorSchema, jsonContent } from '../http/schemas.ts'
 import { listQuery } from '../http/list.ts'
 import { listReferences, listRuns } from '../catalogue/listings.ts'
 import { updateReference } from '../catalogue/references.ts'
-import { ReferenceSchema, ReferenceStatus, ScrapeRunSchema, UpdateReferenceRequest, page } from '../catalogue/schemas.ts'
+import { page, ReferenceSchema, ReferenceStatus, ScrapeRunSchema, UpdateReferenceRequest } from '../catalogue/schemas.ts'
 
 export function adminCatalogueRouter(deps: Deps) {
   const ListQuery = listQuery(deps.config)
   const references = createRoute({
-    method: 'get', path: '/references', tags: ['admin'], summary: 'All references across sources', security: adminSecurity,
+    method: 'get',
+    path: '/references',
+    tags: ['admin'],
+    summary: 'All references across sources',
+    security: adminSecurity,
     request: { query: ListQuery.extend({ status: ReferenceStatus.optional() }) },
     responses: { 200: jsonContent(page(ReferenceSchema, 'AdminReferenceList'), 'Newest first'), ...errorResponses.protected },
   })
   const runs = createRoute({
-    method: 'get', path: '/scrape-runs', tags: ['admin'], summary: 'All scrape runs across sources', security: adminSecurity,
+    method: 'get',
+    path: '/scrape-runs',
+    tags: ['admin'],
+    summary: 'All scrape runs across sources',
+    security: adminSecurity,
     request: { query: ListQuery },
     responses: { 200: jsonContent(page(ScrapeRunSchema, 'AdminScrapeRunList'), 'Newest first'), ...errorResponses.protected },
   })
   const update = createRoute({
-    method: 'patch', path: '/references/{reference_id}', tags: ['admin'], summary: 'Fix a reference\'s title, grade, subject, language, category, major or weight', security: adminSecurity,
+    method: 'patch',
+    path: '/references/{reference_id}',
+    tags: ['admin'],
+    summary: "Fix a reference's title, grade, subject, language, category, major or weight",
+    security: adminSecurity,
     description:
       'Only the fields given and different are changed, on the reference and on its document, each with its before and after in the ingestion audit. ' +
       'A change of grade, subject or language is 409 while the reference has a ready document (delete it first, then ingest again) or a job that has started; a queued job uses the new values.',

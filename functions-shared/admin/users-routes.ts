@@ -2,8 +2,8 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import type { Deps } from '../deps.ts'
 import { adminSecurity, createRouter } from '../http/router.ts'
-import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
-import { EmailSchema, FullNameSchema, ProfileSchema, RoleSchema, UserIdParam, passwordSchema } from '../identity/schemas.ts'
+import { errorResponses, ErrorSchema, jsonContent } from '../http/schemas.ts'
+import { EmailSchema, FullNameSchema, passwordSchema, ProfileSchema, RoleSchema, UserIdParam } from '../identity/schemas.ts'
 import { createUser, deleteUser, listProfiles, resetUserPassword, setHintLevel, setUserRole } from '../identity/service.ts'
 import { listQuery } from '../http/list.ts'
 
@@ -22,7 +22,10 @@ export function adminUsersRouter(deps: Deps) {
     summary: 'Check admin privileges',
     security: adminSecurity,
     responses: {
-      200: jsonContent(z.object({ success: z.literal(true), role: z.literal('admin'), via: z.enum(['token', 'service_role', 'admin_key']) }), 'The caller is an admin'),
+      200: jsonContent(
+        z.object({ success: z.literal(true), role: z.literal('admin'), via: z.enum(['token', 'service_role', 'admin_key']) }),
+        'The caller is an admin',
+      ),
       ...errors,
     },
   })
@@ -34,7 +37,10 @@ export function adminUsersRouter(deps: Deps) {
     security: adminSecurity,
     request: { query: ListQuery },
     responses: {
-      200: jsonContent(z.object({ items: z.array(ProfileSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }).openapi('ProfileList'), 'Newest first'),
+      200: jsonContent(
+        z.object({ items: z.array(ProfileSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }).openapi('ProfileList'),
+        'Newest first',
+      ),
       ...errors,
     },
   })
@@ -45,13 +51,13 @@ export function adminUsersRouter(deps: Deps) {
     summary: 'Create an account (email pre-confirmed)',
     security: adminSecurity,
     request: body(z.object({ email: EmailSchema, password, full_name: FullNameSchema, role: RoleSchema.default('student') }).openapi('CreateUserRequest')),
-    responses: { 201: jsonContent(ProfileSchema, 'The new account\'s profile'), 409: jsonContent(ErrorSchema, 'Email already registered'), ...errors },
+    responses: { 201: jsonContent(ProfileSchema, "The new account's profile"), 409: jsonContent(ErrorSchema, 'Email already registered'), ...errors },
   })
   const role = createRoute({
     method: 'patch',
     path: '/users/{user_id}/role',
     tags: ['admin'],
-    summary: 'Change a user\'s role (effective at their next token)',
+    summary: "Change a user's role (effective at their next token)",
     security: adminSecurity,
     request: { params: UserIdParam, ...body(z.object({ role: RoleSchema }).openapi('SetRoleRequest')) },
     responses: { 200: jsonContent(ProfileSchema, 'The updated profile'), ...notFound, ...errors },
@@ -60,7 +66,7 @@ export function adminUsersRouter(deps: Deps) {
     method: 'patch',
     path: '/users/{user_id}/hint-level',
     tags: ['admin'],
-    summary: 'Change a user\'s hint level',
+    summary: "Change a user's hint level",
     security: adminSecurity,
     request: { params: UserIdParam, query: z.object({ hint_level: z.coerce.number().int().min(1).max(5) }) },
     responses: { 200: jsonContent(ProfileSchema, 'The updated profile'), ...notFound, ...errors },
@@ -92,12 +98,19 @@ export function adminUsersRouter(deps: Deps) {
   return createRouter()
     .openapi(testRole, (c) => {
       const p = c.get('principal')
-      return c.json({ success: true as const, role: 'admin' as const, via: p.kind === 'user' ? ('token' as const) : p.kind === 'service' ? ('service_role' as const) : ('admin_key' as const) }, 200)
+      return c.json({
+        success: true as const,
+        role: 'admin' as const,
+        via: p.kind === 'user' ? ('token' as const) : p.kind === 'service' ? ('service_role' as const) : ('admin_key' as const),
+      }, 200)
     })
     .openapi(list, async (c) => c.json(await listProfiles({ ctx: ctx(c.get('requestId')), input: c.req.valid('query') }), 200))
     .openapi(create, async (c) => c.json(await createUser({ ctx: ctx(c.get('requestId')), input: c.req.valid('json') }), 201))
     .openapi(role, async (c) => c.json(await setUserRole({ ctx: ctx(c.get('requestId')), input: { ...c.req.valid('param'), ...c.req.valid('json') } }), 200))
     .openapi(hint, async (c) => c.json(await setHintLevel({ ctx: ctx(c.get('requestId')), input: { ...c.req.valid('param'), ...c.req.valid('query') } }), 200))
     .openapi(remove, async (c) => c.json(await deleteUser({ ctx: ctx(c.get('requestId')), input: c.req.valid('param') }), 200))
-    .openapi(reset, async (c) => c.json(await resetUserPassword({ ctx: ctx(c.get('requestId')), input: { ...c.req.valid('param'), ...c.req.valid('json') } }), 200))
+    .openapi(
+      reset,
+      async (c) => c.json(await resetUserPassword({ ctx: ctx(c.get('requestId')), input: { ...c.req.valid('param'), ...c.req.valid('json') } }), 200),
+    )
 }

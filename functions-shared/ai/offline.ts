@@ -37,7 +37,7 @@ export const TOPIC_WEIGHT = 1
 const topicCache = new LRUCache<string, Set<string>>({ max: 1024 })
 const topicKeys = (topic: string): Set<string> => {
   let keys = topicCache.get(topic)
-  if (!keys) topicCache.set(topic, (keys = new Set(textKeys(topic))))
+  if (!keys) topicCache.set(topic, keys = new Set(textKeys(topic)))
   return keys
 }
 
@@ -67,7 +67,7 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
   const cache = new LRUCache<string, TextForms>({ max: 4096 })
   const forms = (text: string): TextForms => {
     let f = cache.get(text)
-    if (!f) cache.set(text, (f = { keys: new Set(textKeys(text)), passages: passageKeys(text) }))
+    if (!f) cache.set(text, f = { keys: new Set(textKeys(text)), passages: passageKeys(text) })
     return f
   }
   const features = (f: TextForms, text: string) => (f.features ??= offlineFeatures(text, dimension))
@@ -107,12 +107,14 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
       const byScore = documents.map((_, i) => i).sort((a, b) => cmp(a, b) || a - b)
       const similarity = new Map<number, number>()
       let queryFeatures: ReturnType<typeof offlineFeatures> | undefined
-      for (let start = 0; start < Math.min(topN, byScore.length); ) {
+      for (let start = 0; start < Math.min(topN, byScore.length);) {
         let end = start + 1
         while (end < byScore.length && cmp(byScore[start]!, byScore[end]!) === 0) end++
-        if (end - start > 1)
-          for (const i of byScore.slice(start, end))
-            similarity.set(i, searchSimilarity?.[i] ?? featureCosine((queryFeatures ??= offlineFeatures(query, dimension)), features(texts[i]!, documents[i]!)))
+        if (end - start > 1) {
+          for (const i of byScore.slice(start, end)) {
+            similarity.set(i, searchSimilarity?.[i] ?? featureCosine(queryFeatures ??= offlineFeatures(query, dimension), features(texts[i]!, documents[i]!)))
+          }
+        }
         start = end
       }
       // a text in the other script that holds none of the question's keys cannot answer it here (no
@@ -134,7 +136,7 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
         s.text
           .split(/(?<=[.!?؟])\s+/u)
           .filter((x) => x.trim().length > 20)
-          .map((text) => ({ n: s.n, text: text.trim(), keys: new Set(textKeys(text)) })),
+          .map((text) => ({ n: s.n, text: text.trim(), keys: new Set(textKeys(text)) }))
       )
       // the share of the question's keys each sentence holds, read as the rerank reads them (function words
       // left out, a letter written onto an Arabic word read against the snippets' words); on a tie the
@@ -153,7 +155,9 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
         onDelta(piece)
         written += piece.length
       }
-      if (written === 0) onDelta(request.language === 'fr' ? 'Aucun passage du programme ne répond à cette question.' : 'لا يوجد في المقرر نص يجيب عن هذا السؤال.')
+      if (written === 0) {
+        onDelta(request.language === 'fr' ? 'Aucun passage du programme ne répond à cette question.' : 'لا يوجد في المقرر نص يجيب عن هذا السؤال.')
+      }
       return { model: 'offline-extractive', extractive: true }
     },
   }

@@ -3,7 +3,7 @@
 // where the spec says so, and the chat has a circuit breaker). The SDK is loaded on the first call, so
 // a function that never calls the model (health, wallet, me) does not load it at start.
 import type OpenAI from 'openai'
-import { ProviderError, type AiProvider } from './provider.ts'
+import { type AiProvider, ProviderError } from './provider.ts'
 
 // what the model reads of each text it ranks: a candidate is a page, up to two windows of a page that
 // is cut in several (chat/pages.ts), about 2,000 characters each for French; the rest is left out
@@ -75,17 +75,16 @@ function deadline(ms: number, caller?: AbortSignal) {
 
 export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
   let loading: Promise<OpenAI> | undefined
-  const client = () =>
-    (loading ??= import('openai').then(
-      ({ default: Sdk }) => {
-        ApiError = Sdk.APIError
-        return new Sdk({ apiKey: s.apiKey, baseURL: s.baseUrl, timeout: s.timeoutMs, maxRetries: 0, ...(s.fetch ? { fetch: s.fetch } : {}) })
-      },
-      (err: unknown) => {
-        loading = undefined // the next call tries again
-        throw err
-      },
-    ))
+  const client = () => (loading ??= import('openai').then(
+    ({ default: Sdk }) => {
+      ApiError = Sdk.APIError
+      return new Sdk({ apiKey: s.apiKey, baseURL: s.baseUrl, timeout: s.timeoutMs, maxRetries: 0, ...(s.fetch ? { fetch: s.fetch } : {}) })
+    },
+    (err: unknown) => {
+      loading = undefined // the next call tries again
+      throw err
+    },
+  ))
   return {
     name: 'openai',
     dimension: s.dimension,
@@ -102,7 +101,8 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
       }
     },
     async chat(request, onDelta) {
-      const sources = request.snippets.map((sn) => `[${sn.n}] ${sn.title ? `${sn.title}, ` : ''}${sn.page_number ? `p. ${sn.page_number}: ` : ''}${sn.text}`).join('\n\n')
+      const sources = request.snippets.map((sn) => `[${sn.n}] ${sn.title ? `${sn.title}, ` : ''}${sn.page_number ? `p. ${sn.page_number}: ` : ''}${sn.text}`)
+        .join('\n\n')
       const messages = [...request.messages]
       if (sources) messages.splice(messages.length - 1, 0, { role: 'system', content: `Curriculum extracts (cite them as [n]):\n\n${sources}` })
       // a long answer may take longer than the timeout: it bounds the wait for each piece
@@ -138,7 +138,11 @@ export function createOpenAiProvider(s: OpenAiSettings): AiProvider {
             model: s.rerankModel,
             temperature: 0,
             messages: [
-              { role: 'system', content: `Rank the passages by how well they answer the question. Answer with JSON only: {"ranking": [indices, best first]}, at most ${topN} indices.` },
+              {
+                role: 'system',
+                content:
+                  `Rank the passages by how well they answer the question. Answer with JSON only: {"ranking": [indices, best first]}, at most ${topN} indices.`,
+              },
               { role: 'user', content: `Question: ${query}\n\nPassages:\n${list}` },
             ],
           },

@@ -46,7 +46,14 @@ export interface AiProvider extends Embedder {
    * kind for all documents of a call); `topics`, each document's lesson as its
    * opening sentence names it (a reranker may use either, or not).
    */
-  rerank(query: string, documents: readonly string[], topN: number, signal?: AbortSignal, similarity?: readonly number[], topics?: readonly (string | null)[]): Promise<number[]>
+  rerank(
+    query: string,
+    documents: readonly string[],
+    topN: number,
+    signal?: AbortSignal,
+    similarity?: readonly number[],
+    topics?: readonly (string | null)[],
+  ): Promise<number[]>
   /** whether translate really translates (false: the offline provider, whose translate is the identity) */
   readonly translates: boolean
   /** the text in `to`; the offline provider returns it unchanged */

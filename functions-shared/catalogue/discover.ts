@@ -4,7 +4,7 @@ import * as cheerio from 'cheerio'
 import { safeFetch, type SafeFetchOptions } from '../net/safe-fetch.ts'
 import { allowedHosts, type LinkFacts } from './sources.ts'
 import type { Source } from '../sources-file.ts'
-import { columnHeader, CONTEXTS, headingsOf, ITEMS, leadingText, nearest, squash, type DomNode } from './listing-dom.ts'
+import { columnHeader, CONTEXTS, type DomNode, headingsOf, ITEMS, leadingText, nearest, squash } from './listing-dom.ts'
 
 export interface DiscoveredLink extends LinkFacts {
   /** the text around the link: its list item, table row, paragraph, definition, article or section */
@@ -62,7 +62,8 @@ export function decodeListing(bytes: Uint8Array, contentType: string): string {
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return new TextDecoder('utf-8').decode(bytes)
   if (bytes[0] === 0xfe && bytes[1] === 0xff) return new TextDecoder('utf-16be').decode(bytes)
   if (bytes[0] === 0xff && bytes[1] === 0xfe) return new TextDecoder('utf-16le').decode(bytes)
-  const declared = decoderFor(/;\s*charset\s*=\s*([^;]+)/i.exec(contentType)?.[1]) ?? decoderFor(META_CHARSET.exec(new TextDecoder('latin1').decode(bytes.subarray(0, 1024)))?.[1])
+  const declared = decoderFor(/;\s*charset\s*=\s*([^;]+)/i.exec(contentType)?.[1]) ??
+    decoderFor(META_CHARSET.exec(new TextDecoder('latin1').decode(bytes.subarray(0, 1024)))?.[1])
   // a page cannot be in UTF-16 and hold ASCII markup that says so: such a <meta> means UTF-8 (the standard's rule)
   if (declared) return (declared.encoding.startsWith('utf-16') ? new TextDecoder('utf-8') : declared).decode(bytes)
   try {
@@ -85,7 +86,13 @@ export function decodeListing(bytes: Uint8Array, contentType: string): string {
  * `linked`, those it links (a download page's "click here", but also a PDF in every page's template). Each is an http(s) URL whose path and query match `pdf`, in the page's order,
  * once; links relative to the page's `<base href>`.
  */
-export function pdfsOfPage(bytes: Uint8Array, contentType: string, pageUrl: string, linkUrl: string, pdf: RegExp): { named: string[]; shown: string[]; linked: string[] } {
+export function pdfsOfPage(
+  bytes: Uint8Array,
+  contentType: string,
+  pageUrl: string,
+  linkUrl: string,
+  pdf: RegExp,
+): { named: string[]; shown: string[]; linked: string[] } {
   const accept = (candidate: string | undefined, base: string, into: string[]) => {
     if (!candidate || !URL.canParse(candidate.trim(), base)) return
     const u = new URL(candidate.trim(), base)
@@ -173,7 +180,7 @@ export async function discoverLinks(
     const items = new Map<DomNode, { links: number; text: string }>()
     const itemOf = (item: DomNode) => {
       let known = items.get(item)
-      if (!known) items.set(item, (known = { links: $(item as never).find('a[href]').length, text: leadingText(item) }))
+      if (!known) items.set(item, known = { links: $(item as never).find('a[href]').length, text: leadingText(item) })
       return known
     }
     const selected = $(source.link_selector)
@@ -195,13 +202,22 @@ export async function discoverLinks(
       if (seenLinks.has(key)) return
       const around = nearest(el as unknown as DomNode, CONTEXTS)
       let context = around ? contexts.get(around) : ''
-      if (context === undefined) contexts.set(around!, (context = leadingText(around!)))
+      if (context === undefined) contexts.set(around!, context = leadingText(around!))
       const text = $(el).text().replace(/\s+/g, ' ').trim()
       const itemNode = nearest(el as unknown as DomNode, ITEMS)
       const item = itemNode ? itemOf(itemNode) : null
       const itemText = item && item.links === 1 ? squash(item.text.replace(text, ' ')).replace(/^[\s\-–—:|•·›»]+|[\s\-–—:|•·‹«]+$/gu, '') : ''
       const attrs = Object.fromEntries(Object.entries($(el).attr() ?? {}).map(([k, v]) => [k.toLowerCase(), squash(v)]))
-      seenLinks.set(key, { url: key, text, item: itemText || null, context, attrs, column_header: columnHeader($, $(el)), heading: headings.get(el as unknown as DomNode) ?? null, listing: page.url })
+      seenLinks.set(key, {
+        url: key,
+        text,
+        item: itemText || null,
+        context,
+        attrs,
+        column_header: columnHeader($, $(el)),
+        heading: headings.get(el as unknown as DomNode) ?? null,
+        listing: page.url,
+      })
     })
     $(source.next_selector).each((_, el) => {
       const href = $(el).attr('href')

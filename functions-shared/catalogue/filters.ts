@@ -16,7 +16,8 @@ export interface CataloguePlace {
 }
 
 export async function cataloguePlaces(deps: Deps): Promise<CataloguePlace[]> {
-  const rows = await asService(deps.sql, (tx) => tx<CataloguePlace[]>`
+  const rows = await asService(deps.sql, (tx) =>
+    tx<CataloguePlace[]>`
     select grade, subject, count(*)::int as documents from public.documents where status = 'ready' group by grade, subject`)
   return rows.map((r) => ({ grade: r.grade, subject: r.subject, documents: Number(r.documents) }))
 }
@@ -41,7 +42,10 @@ function storedValue(values: readonly { value: string; documents: number }[], wa
 }
 
 /** What a request's grade and subject are in the catalogue (storedValue of each; absent ones stay absent). */
-export function storedFilters(places: readonly CataloguePlace[], wanted: { grade: string | null; subject: string | null }): { grade: string | null; subject: string | null } {
+export function storedFilters(
+  places: readonly CataloguePlace[],
+  wanted: { grade: string | null; subject: string | null },
+): { grade: string | null; subject: string | null } {
   const tally = (field: 'grade' | 'subject') => {
     const counts = new Map<string, number>()
     for (const p of places) if (p[field]) counts.set(p[field]!, (counts.get(p[field]!) ?? 0) + p.documents)

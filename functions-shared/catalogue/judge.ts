@@ -4,7 +4,7 @@
 import type { ServiceContext } from '../deps.ts'
 import type { Source } from '../sources-file.ts'
 import type { DiscoveredLink } from './discover.ts'
-import { linkMetadata, type LinkMetadata } from './sources.ts'
+import { type LinkMetadata, linkMetadata } from './sources.ts'
 import { arabicShare, contentPages, matchingForm } from '../text/canonicalize.ts'
 import { checkQuality } from './quality.ts'
 import { PdfError } from '../pdf/extract.ts'
@@ -16,18 +16,18 @@ import { simhash, toSigned } from '../text/simhash.ts'
 export type Judgement =
   | { rejected: string }
   | {
-      rejected: null
-      meta: LinkMetadata
-      language: string | null
-      /** the SimHash of the folded text, signed, as a decimal string; null for a scan that waits for OCR */
-      fingerprint: string | null
-      /** pages need the recognizer where this process has none: the job waits for a Node worker */
-      waitsForOcr: boolean
-      /** the recognizer read pages (or must): the job is marked as needing OCR */
-      needsOcr: boolean
-      /** the quality check's warnings and what the recognizer did, for the job's first audit row */
-      details: { warnings: string[]; ocr_pages?: number }
-    }
+    rejected: null
+    meta: LinkMetadata
+    language: string | null
+    /** the SimHash of the folded text, signed, as a decimal string; null for a scan that waits for OCR */
+    fingerprint: string | null
+    /** pages need the recognizer where this process has none: the job waits for a Node worker */
+    waitsForOcr: boolean
+    /** the recognizer read pages (or must): the job is marked as needing OCR */
+    needsOcr: boolean
+    /** the quality check's warnings and what the recognizer did, for the job's first audit row */
+    details: { warnings: string[]; ocr_pages?: number }
+  }
 
 /** Reads and judges a PDF the scraper downloaded for `link`: a reason to refuse it, or what to register. */
 export async function judgeFile(ctx: ServiceContext, source: Source, link: DiscoveredLink, file: { bytes: Uint8Array }): Promise<Judgement> {
@@ -57,39 +57,46 @@ export async function judgeFile(ctx: ServiceContext, source: Source, link: Disco
   // pages that need the recognizer where this process has none (Edge Functions): the document is
   // registered and its job waits for a Node worker, which reads and judges the pages
   const waitsForOcr = extracted.needsOcr.length > 0
-  const language = meta.language === 'hassaniya' ? meta.language : (writtenIn(extracted.pages, config.QUALITY_MIN_TEXT_CHARS, options) ?? meta.language ?? (text.length > 0 ? (arabicShare(text) > 0.5 ? 'ar' : 'fr') : null))
+  const language = meta.language === 'hassaniya' ? meta.language : (writtenIn(extracted.pages, config.QUALITY_MIN_TEXT_CHARS, options) ?? meta.language ??
+    (text.length > 0 ? (arabicShare(text) > 0.5 ? 'ar' : 'fr') : null))
   const quality = waitsForOcr
     ? { passed: true, warnings: [`${extracted.needsOcr.length} of ${extracted.pageCount} pages need OCR: the job waits for a Node worker`] }
     : checkQuality(
-        {
-          sizeBytes: file.bytes.byteLength,
-          text,
-          // pages left for the ingestion to recognize are not judged here, nor pages with nothing to read
-          pageCount: extracted.pageCount - extracted.ocr.skipped - extracted.emptyPages.length,
-          textPages: extracted.pages.filter((p) => p.text.trim() !== '' && !extracted.emptyPages.includes(p.number)).length,
-          language: language ?? 'ar',
-          ocr: {
-            chars: ocrText.length,
-            confidence: extracted.ocr.confidence,
-            // what kept the pages from the recognizer, never "not available" where it is
-            unavailable:
-              config.OCR_MODE === 'never'
-                ? 'OCR_MODE is never'
-                : extracted.ocr.attempted > 0
-                  ? `the recognizer read nothing in ${extracted.ocr.attempted} pages`
-                  : ctx.deps.ocr
-                    ? 'no page paints an image to recognize'
-                    : undefined,
-          },
+      {
+        sizeBytes: file.bytes.byteLength,
+        text,
+        // pages left for the ingestion to recognize are not judged here, nor pages with nothing to read
+        pageCount: extracted.pageCount - extracted.ocr.skipped - extracted.emptyPages.length,
+        textPages: extracted.pages.filter((p) => p.text.trim() !== '' && !extracted.emptyPages.includes(p.number)).length,
+        language: language ?? 'ar',
+        ocr: {
+          chars: ocrText.length,
+          confidence: extracted.ocr.confidence,
+          // what kept the pages from the recognizer, never "not available" where it is
+          unavailable: config.OCR_MODE === 'never'
+            ? 'OCR_MODE is never'
+            : extracted.ocr.attempted > 0
+            ? `the recognizer read nothing in ${extracted.ocr.attempted} pages`
+            : ctx.deps.ocr
+            ? 'no page paints an image to recognize'
+            : undefined,
         },
-        { minTextChars: config.QUALITY_MIN_TEXT_CHARS, maxFileBytes: config.UPLOAD_MAX_BYTES, minConfidenceAr: config.OCR_MIN_CONFIDENCE_AR, minConfidenceFr: config.OCR_MIN_CONFIDENCE_FR },
-      )
+      },
+      {
+        minTextChars: config.QUALITY_MIN_TEXT_CHARS,
+        maxFileBytes: config.UPLOAD_MAX_BYTES,
+        minConfidenceAr: config.OCR_MIN_CONFIDENCE_AR,
+        minConfidenceFr: config.OCR_MIN_CONFIDENCE_FR,
+      },
+    )
   if (!quality.passed) return { rejected: quality.reason! }
   const more = extracted.ocr.skipped
   if (more > 0) quality.warnings.push(`${more} more ${more === 1 ? 'page needs' : 'pages need'} OCR: the ingestion reads ${more === 1 ? 'it' : 'them'}`)
   // the fingerprint compares folded text: two typesettings of one lesson differ in hamza forms and tatweel
   // (a scan that waits for OCR has too little text to compare: it gets none, and is not a duplicate)
-  const fingerprint = waitsForOcr && matchingForm(text, options).length < config.QUALITY_MIN_TEXT_CHARS ? null : toSigned(simhash(matchingForm(text, options))).toString()
+  const fingerprint = waitsForOcr && matchingForm(text, options).length < config.QUALITY_MIN_TEXT_CHARS
+    ? null
+    : toSigned(simhash(matchingForm(text, options))).toString()
   return {
     rejected: null,
     meta,
@@ -116,4 +123,3 @@ function writtenIn(read: { text: string; source: string }[], minChars: number, o
   const share = arabicShare(layer)
   return share > 0.8 ? 'ar' : share < 0.2 ? 'fr' : null
 }
-

@@ -65,9 +65,48 @@ export function leadingText(node: DomNode, max = 500): string {
 
 /** Elements whose text a browser sets apart from the text around them (a line or a cell of its own). */
 const BLOCKS = new Set([
-  'address', 'article', 'aside', 'blockquote', 'br', 'caption', 'dd', 'details', 'div', 'dl', 'dt', 'fieldset', 'figcaption', 'figure', 'footer', 'form',
-  'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hr', 'legend', 'li', 'main', 'nav', 'ol', 'option', 'p', 'pre', 'section', 'summary', 'table', 'tbody', 'td',
-  'tfoot', 'th', 'thead', 'tr', 'ul',
+  'address',
+  'article',
+  'aside',
+  'blockquote',
+  'br',
+  'caption',
+  'dd',
+  'details',
+  'div',
+  'dl',
+  'dt',
+  'fieldset',
+  'figcaption',
+  'figure',
+  'footer',
+  'form',
+  'h1',
+  'h2',
+  'h3',
+  'h4',
+  'h5',
+  'h6',
+  'header',
+  'hr',
+  'legend',
+  'li',
+  'main',
+  'nav',
+  'ol',
+  'option',
+  'p',
+  'pre',
+  'section',
+  'summary',
+  'table',
+  'tbody',
+  'td',
+  'tfoot',
+  'th',
+  'thead',
+  'tr',
+  'ul',
 ])
 /** A marker on leadingText's stack: the end of a block, where a space sets its text apart from what follows. */
 const APART: DomNode = { type: 'apart', parent: null }
@@ -92,7 +131,7 @@ function headerOf(table: DomNode) {
   const thead = childrenNamed(table, new Set(['thead']))[0]
   const row = thead ? childrenNamed(thead, new Set(['tr']))[0] : firstRow && childrenNamed(firstRow, CELLS).some((c) => c.name === 'th') ? firstRow : undefined
   let end = 0
-  const header = row ? { row, cells: childrenNamed(row, CELLS).map((cell) => ({ end: (end += spanOf(cell)), cell })) } : null
+  const header = row ? { row, cells: childrenNamed(row, CELLS).map((cell) => ({ end: end += spanOf(cell), cell })) } : null
   tableHeaders.set(table, header)
   return header
 }
@@ -156,7 +195,7 @@ export function headingsOf(root: DomNode, targets: ReadonlySet<DomNode>): Map<Do
       const trail = outline.filter((h): h is string => h !== undefined)
       found.set(n, trail.length > 0 ? trail.join(' › ') : null)
     }
-    if (n.children) for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]!)
+    if (n.children) { for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]!) }
   }
   return found
 }

@@ -106,7 +106,8 @@ export function referenceJson(r: ReferenceRow) {
  * listed and before a sync starts, so no listing shows a dead run as running.
  */
 export async function closeAbandonedRuns(deps: Deps, tx?: Tx): Promise<number> {
-  const close = (t: Tx) => t<{ n: number }[]>`select public.close_abandoned_scrape_runs(${deps.config.SCRAPE_RUN_STALE_SECONDS}, ${new Date(deps.clock.now())}) as n`
+  const close = (t: Tx) =>
+    t<{ n: number }[]>`select public.close_abandoned_scrape_runs(${deps.config.SCRAPE_RUN_STALE_SECONDS}, ${new Date(deps.clock.now())}) as n`
   const [row] = tx ? await close(tx) : await asService(deps.sql, close)
   return row!.n
 }
@@ -127,7 +128,9 @@ export async function listRuns(deps: Deps, input: { source?: string | undefined;
     await closeAbandonedRuns(deps, tx)
     const source = input.source ?? null
     const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.scrape_runs where (${source}::text is null or source = ${source})`
-    const rows = await tx<ScrapeRunRow[]>`select * from public.scrape_runs where (${source}::text is null or source = ${source}) order by started_at desc, id limit ${input.limit} offset ${input.offset}`
+    const rows = await tx<
+      ScrapeRunRow[]
+    >`select * from public.scrape_runs where (${source}::text is null or source = ${source}) order by started_at desc, id limit ${input.limit} offset ${input.offset}`
     return { items: rows.map(runJson), total, limit: input.limit, offset: input.offset }
   })
 }
@@ -137,7 +140,9 @@ export async function listReferences(deps: Deps, input: { source?: string | unde
     const [source, status] = [input.source ?? null, input.status ?? null]
     const where = tx`(${source}::text is null or source = ${source}) and (${status}::text is null or status = ${status})`
     const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.curriculum_references where ${where}`
-    const rows = await tx<ReferenceRow[]>`select * from public.curriculum_references where ${where} order by discovered_at desc, id limit ${input.limit} offset ${input.offset}`
+    const rows = await tx<
+      ReferenceRow[]
+    >`select * from public.curriculum_references where ${where} order by discovered_at desc, id limit ${input.limit} offset ${input.offset}`
     return { items: rows.map(referenceJson), total, limit: input.limit, offset: input.offset }
   })
 }

@@ -3,7 +3,7 @@
 // and cannot be ingested.
 import type { Deps } from '../deps.ts'
 import { asService, fromRpcError } from '../db/tx.ts'
-import { principalKey, type Principal } from '../http/auth.ts'
+import { type Principal, principalKey } from '../http/auth.ts'
 import { referenceJson, type ReferenceRow } from './listings.ts'
 import type { UpdateReferenceRequest } from './schemas.ts'
 

@@ -31,7 +31,8 @@ export interface KnownReference {
 /** Marks checked, and returns, the references registered at any of `urls` (as their link or their file). */
 export async function knownReferences(ctx: ServiceContext, urls: string[]): Promise<KnownReference[]> {
   const after = ctx.deps.config.REFETCH_AFTER_SECONDS
-  return asService(ctx.deps.sql, (tx) => tx<KnownReference[]>`
+  return asService(ctx.deps.sql, (tx) =>
+    tx<KnownReference[]>`
     update public.curriculum_references set last_checked_at = now()
      where pdf_source = any(${urls}) or source_url = any(${urls})
     returning id, pdf_source, grade, subject, content_fingerprint::text, content_sha256, etag, last_modified,
@@ -39,7 +40,12 @@ export async function knownReferences(ctx: ServiceContext, urls: string[]): Prom
 }
 
 /** Records what a download of a reference's file looked like (after its registration, or a check that found it unchanged). */
-export async function recordFetch(ctx: ServiceContext, referenceId: string, file: Pick<SafeResponse, 'etag' | 'lastModified' | 'bytes' | 'status'>, sha256: string | null = file.status === 304 ? null : sha256BytesHex(file.bytes)): Promise<void> {
+export async function recordFetch(
+  ctx: ServiceContext,
+  referenceId: string,
+  file: Pick<SafeResponse, 'etag' | 'lastModified' | 'bytes' | 'status'>,
+  sha256: string | null = file.status === 304 ? null : sha256BytesHex(file.bytes),
+): Promise<void> {
   await asService(ctx.deps.sql, (tx) => tx`select public.record_reference_fetch(${referenceId}, ${sha256}, ${file.etag}, ${file.lastModified})`)
 }
 
@@ -75,9 +81,13 @@ export async function refetchKnown(
   }
   const { config } = ctx.deps
   const details = { source: source.name, warnings: judged.details.warnings, previous_sha256: ref.content_sha256, sha256 }
-  await asService(ctx.deps.sql, (tx) => tx`
+  await asService(ctx.deps.sql, (tx) =>
+    tx`
     select outcome from public.refresh_reference(${ref.id}, ${judged.fingerprint}::bigint, ${sha256}, ${file.etag}, ${file.lastModified},
       ${config.DUPLICATE_HAMMING_THRESHOLD}, ${hasNamespace(ref.grade, ref.subject)}, ${judged.needsOcr}, ${tx.json(details)})`)
-  ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, reference_id: ref.id, url: ref.pdf_source }, 'file changed at its address: ingested again')
+  ctx.deps.logs.forRequest('scraper', ctx.requestId).info(
+    { source: source.name, reference_id: ref.id, url: ref.pdf_source },
+    'file changed at its address: ingested again',
+  )
   return 'changed'
 }

@@ -18,7 +18,10 @@ export const ScrapeRunSchema = z
     error_message: z.string().nullable(),
     started_at: z.string(),
     finished_at: z.string().nullable(),
-    heartbeat_at: z.string().openapi({ description: 'the run\'s last progress (a listing page or a link done); a running run without progress for SCRAPE_RUN_STALE_SECONDS is closed as failed, its sync having died' }),
+    heartbeat_at: z.string().openapi({
+      description:
+        "the run's last progress (a listing page or a link done); a running run without progress for SCRAPE_RUN_STALE_SECONDS is closed as failed, its sync having died",
+    }),
   })
   .openapi('ScrapeRun')
 
@@ -36,7 +39,9 @@ export const ReferenceSchema = z
     subject: z.string().nullable(),
     language: z.string().nullable(),
     status: ReferenceStatus,
-    content_fingerprint: z.string().nullable().openapi({ description: '64-bit SimHash as a decimal string (signed, as PostgreSQL stores it; JSON numbers cannot hold 64 bits)' }),
+    content_fingerprint: z.string().nullable().openapi({
+      description: '64-bit SimHash as a decimal string (signed, as PostgreSQL stores it; JSON numbers cannot hold 64 bits)',
+    }),
     canonical_id: z.uuid().nullable(),
     vectordb_index: z.string().nullable(),
     vectordb_namespace: z.string().nullable(),
@@ -59,8 +64,12 @@ export const page = <T extends z.ZodType>(item: T, name: string) =>
 export const UpdateReferenceRequest = z
   .strictObject({
     title: z.string().trim().min(1).max(300).optional(),
-    grade: z.string().trim().max(MAX_GRADE_CHARS).regex(/^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$/, 'letters and digits, words joined by single dashes (e.g. 4AS)').overwrite((g) => levelForm(g) ?? g).optional(),
-    subject: z.string().trim().max(64).regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'a lower-case slug: a-z and 0-9, words joined by single dashes (e.g. education-islamique)').overwrite((s) => canonicalSubject(s) ?? s).optional(),
+    grade: z.string().trim().max(MAX_GRADE_CHARS).regex(/^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$/, 'letters and digits, words joined by single dashes (e.g. 4AS)')
+      .overwrite((g) => levelForm(g) ?? g).optional(),
+    subject: z.string().trim().max(64).regex(
+      /^[a-z0-9]+(?:-[a-z0-9]+)*$/,
+      'a lower-case slug: a-z and 0-9, words joined by single dashes (e.g. education-islamique)',
+    ).overwrite((s) => canonicalSubject(s) ?? s).optional(),
     language: z.enum(['fr', 'ar', 'hassaniya']).optional(),
     category: z.string().trim().min(1).max(100).optional(),
     major: z.string().trim().min(1).max(100).optional(),

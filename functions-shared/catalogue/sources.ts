@@ -41,7 +41,8 @@ export interface LinkFacts {
  * A link text that names no lesson: the word of a download button ("Télécharger", "PDF", "تحميل"), or
  * nothing (an icon). Its row or list item says the lesson's title.
  */
-const GENERIC_LINK = /^(?:(?:t[ée]l[ée]charger|download|voir|lire|ouvrir|consulter|afficher|cliquez ici|cliquer ici|ici|lien|fichier|document|pdf|تحميل|تنزيل|اضغط هنا|انقر هنا|هنا|عرض|اقرأ|قراءة|الملف|رابط)(?:\s+(?:le|la|ce|du|en)?\s*(?:pdf|fichier|document|cours|le cours|la leçon|الملف|الدرس))?)?[\s.:!»›>()\[\]-]*$/iu
+const GENERIC_LINK =
+  /^(?:(?:t[ée]l[ée]charger|download|voir|lire|ouvrir|consulter|afficher|cliquez ici|cliquer ici|ici|lien|fichier|document|pdf|تحميل|تنزيل|اضغط هنا|انقر هنا|هنا|عرض|اقرأ|قراءة|الملف|رابط)(?:\s+(?:le|la|ce|du|en)?\s*(?:pdf|fichier|document|cours|le cours|la leçon|الملف|الدرس))?)?[\s.:!»›>()\[\]-]*$/iu
 
 /**
  * A URL's text percent-decoded: escapes that spell UTF-8 as UTF-8, others as windows-1252, the encoding a
@@ -84,7 +85,8 @@ export function linkMetadata(source: Source, link: LinkFacts): LinkMetadata {
     // a link that says only "Télécharger" (or shows an icon) is titled by its row or list item, as a reader
     // reads the row; every such lesson of a portal was titled "Télécharger", in the catalogue and in each
     // answer quoting it
-    title: (GENERIC_LINK.test(link.text.trim()) && link.item ? link.item : link.text.trim()) || decodeUrlText(new URL(link.url).pathname.split('/').pop() ?? '').replace(/\.pdf$/i, '') || null,
+    title: (GENERIC_LINK.test(link.text.trim()) && link.item ? link.item : link.text.trim()) ||
+      decodeUrlText(new URL(link.url).pathname.split('/').pop() ?? '').replace(/\.pdf$/i, '') || null,
     major: source.defaults.major ?? null,
     category: source.defaults.category ?? null,
     grade: source.defaults.grade ?? null,

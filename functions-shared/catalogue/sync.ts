@@ -5,7 +5,7 @@ import type { ServiceContext } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { DomainError } from '../domain/errors.ts'
 import { FetchError, safeFetch, type SafeFetchOptions } from '../net/safe-fetch.ts'
-import { discoverLinks, MAX_PAGE_BYTES, pdfsOfPage, type DiscoveredLink, type ListingFailure } from './discover.ts'
+import { type DiscoveredLink, discoverLinks, type ListingFailure, MAX_PAGE_BYTES, pdfsOfPage } from './discover.ts'
 import { allowedHosts } from './sources.ts'
 import { knownReferences, recordFetch, refetchKnown } from './refetch.ts'
 import type { Source } from '../sources-file.ts'
@@ -42,7 +42,8 @@ interface LinkFailure {
 
 async function rejectForQuality(ctx: ServiceContext, source: Source, link: DiscoveredLink, reason: string, rejected: LinkFailure[]) {
   rejected.push({ url: link.url, message: reason })
-  await asService(ctx.deps.sql, (tx) => tx`
+  await asService(ctx.deps.sql, (tx) =>
+    tx`
     insert into public.ingestion_audit (source_url, to_status, error_message, details)
     values (${link.url}, 'rejected', ${reason}, ${tx.json({ source: source.name, stage: 'quality_check', listing: link.listing })})`)
   ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, url: link.url, reason }, 'document rejected by the quality check')
@@ -51,10 +52,18 @@ async function rejectForQuality(ctx: ServiceContext, source: Source, link: Disco
 const touchIfKnown = async (ctx: ServiceContext, urls: string[]) => (await knownReferences(ctx, urls)).length > 0
 
 /** Marks checked, and says whether there is, a reference of the source at `url` but for its query, of that fingerprint, grade and subject. */
-async function touchIfSameFile(ctx: ServiceContext, source: string, url: string, fingerprint: string, grade: string | null, subject: string | null): Promise<boolean> {
+async function touchIfSameFile(
+  ctx: ServiceContext,
+  source: string,
+  url: string,
+  fingerprint: string,
+  grade: string | null,
+  subject: string | null,
+): Promise<boolean> {
   const bare = new URL(url)
   bare.search = ''
-  const rows = await asService(ctx.deps.sql, (tx) => tx`
+  const rows = await asService(ctx.deps.sql, (tx) =>
+    tx`
     update public.curriculum_references set last_checked_at = now()
      where source = ${source} and content_fingerprint = ${fingerprint}::bigint and split_part(pdf_source, '?', 1) = ${bare.toString()}
        and lower(grade) is not distinct from lower(${grade}::text) and subject is not distinct from ${subject}::text
@@ -94,7 +103,9 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
     // an HTML page where a PDF was linked may lead to it: a viewer's link names it in its query, a download
     // page refreshes to it or holds it in a frame. One such PDF is the link's document; a page that leads
     // to several is a listing, which the run names
-    const page = /html|xml/i.test(file.contentType) || /^\s*</.test(new TextDecoder('latin1').decode(file.bytes.subarray(0, 64))) ? pdfsOfPage(file.bytes, file.contentType, file.url, link.url, new RegExp(source.pdf_pattern, 'iu')) : null
+    const page = /html|xml/i.test(file.contentType) || /^\s*</.test(new TextDecoder('latin1').decode(file.bytes.subarray(0, 64)))
+      ? pdfsOfPage(file.bytes, file.contentType, file.url, link.url, new RegExp(source.pdf_pattern, 'iu'))
+      : null
     // what its query names, else what the page shows or goes to (a refresh, a frame), else what it links,
     // and that only when the page is the link's own: a login page a link was redirected to can hold a
     // PDF of the portal's template, which is no lesson's
@@ -112,7 +123,9 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
         pdfSource = inner
       } else if (found) reason += `: nor is the file it leads to, ${inner}`
     } else if (leads.length > 1) {
-      reason += `: the page links ${leads.length} PDFs (${leads.slice(0, 3).join(', ')}${leads.length > 3 ? ', ...' : ''}); list it as a listing page (index_urls or next_selector) to have each registered`
+      reason += `: the page links ${leads.length} PDFs (${leads.slice(0, 3).join(', ')}${
+        leads.length > 3 ? ', ...' : ''
+      }); list it as a listing page (index_urls or next_selector) to have each registered`
     }
     if (!isPdf(file.bytes)) {
       await rejectForQuality(ctx, source, link, reason, rejected)
@@ -129,10 +142,13 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
   // the reference already stored. A portal that puts a new query on its links at every page view (a
   // cache buster, a session) had each sync download the file again and register it again, as a duplicate
   // of itself, a reference more each time
-  if (fingerprint !== null && new URL(pdfSource).search !== '' && (await touchIfSameFile(ctx, source.name, pdfSource, fingerprint, meta.grade, meta.subject))) return 'known'
+  if (fingerprint !== null && new URL(pdfSource).search !== '' && (await touchIfSameFile(ctx, source.name, pdfSource, fingerprint, meta.grade, meta.subject))) {
+    return 'known'
+  }
   // the registration, its duplicate decision, job and audit: one transaction in public.register_reference
   const details = { source: source.name, trigger: 'scraper sync', ...judged.details }
-  const [registered] = await asService(ctx.deps.sql, (tx) => tx<{ outcome: Registration; reference_id: string }[]>`
+  const [registered] = await asService(ctx.deps.sql, (tx) =>
+    tx<{ outcome: Registration; reference_id: string }[]>`
     select outcome, reference_id from public.register_reference(${source.name}, ${pdfSource}, ${file.url}, ${meta.title}, ${meta.major}, ${meta.weight}, ${meta.category},
       ${meta.grade}, ${meta.subject}, ${language}, ${fingerprint}::bigint, ${runId}, ${config.DUPLICATE_HAMMING_THRESHOLD},
       ${hasNamespace(meta.grade, meta.subject)}, ${judged.needsOcr}, ${tx.json(details)})`)
@@ -140,7 +156,10 @@ async function processLink(ctx: ServiceContext, source: Source, runId: string, l
   // what this download looked like: the next check of the file sends its validators back
   if (outcome !== 'known') await recordFetch(ctx, registered!.reference_id, file)
   if (outcome === 'needs_metadata') {
-    ctx.deps.logs.forRequest('scraper', ctx.requestId).info({ source: source.name, url: file.url, grade: meta.grade, subject: meta.subject }, 'reference registered without grade or subject: not queued')
+    ctx.deps.logs.forRequest('scraper', ctx.requestId).info(
+      { source: source.name, url: file.url, grade: meta.grade, subject: meta.subject },
+      'reference registered without grade or subject: not queued',
+    )
   }
   return outcome
 }
@@ -153,15 +172,21 @@ export const SYNC_HOST_TIMEOUTS = 3
  * time (scrape_runs_one_running_idx): a second sync would download, read and register the same links.
  */
 async function startRun(ctx: ServiceContext, source: string, at: Date, again = true): Promise<string> {
-  const [row] = await asService(ctx.deps.sql, (tx) => tx<{ run_id: string | null; running_id: string | null; running_started_at: Date | null; running_heartbeat_at: Date | null }[]>`
-    select * from public.start_scrape_run(${source}, ${at})`)
+  const [row] = await asService(
+    ctx.deps.sql,
+    (tx) =>
+      tx<{ run_id: string | null; running_id: string | null; running_started_at: Date | null; running_heartbeat_at: Date | null }[]>`
+    select * from public.start_scrape_run(${source}, ${at})`,
+  )
   if (row?.run_id) return row.run_id
   // the run ended between the insert and the look at it: the source is free again
   if (!row && again) return startRun(ctx, source, at, false)
   throw new DomainError(
     'conflict',
     row?.running_id
-      ? `A sync of ${source} is already running (run ${row.running_id}, started ${row.running_started_at!.toISOString()}, last progress ${row.running_heartbeat_at!.toISOString()}): wait for it to end (GET /scraping/${source}/runs)`
+      ? `A sync of ${source} is already running (run ${row.running_id}, started ${row.running_started_at!.toISOString()}, last progress ${
+        row.running_heartbeat_at!.toISOString()
+      }): wait for it to end (GET /scraping/${source}/runs)`
       : `A sync of ${source} is already running: wait for it to end (GET /scraping/${source}/runs)`,
     row?.running_id ? { run_id: row.running_id } : {},
   )
@@ -183,7 +208,8 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   // cannot be written is logged, not the end of the run.
   const heartbeat = async () => {
     try {
-      await asService(ctx.deps.sql, (tx) => tx`
+      await asService(ctx.deps.sql, (tx) =>
+        tx`
         select public.heartbeat_scrape_run(${runId}, ${now()}, ${links.length}, ${counts.new + counts.needs_metadata}, ${counts.duplicate},
                                            ${counts.quality_failed}, ${counts.error + unread.length}, ${counts.changed})`)
     } catch (err) {
@@ -260,18 +286,27 @@ export async function syncSource({ ctx, source }: { ctx: ServiceContext; source:
   }
   if (!failure && failedLinks.length > 0) {
     const named = failedLinks.slice(0, 5).map((f) => `${f.url}: ${f.message}`).join('; ')
-    notes.push(`${failedLinks.length} ${failedLinks.length === 1 ? 'link' : 'links'} could not be downloaded or read: ${named}${failedLinks.length > 5 ? '; ...' : ''}`)
+    notes.push(
+      `${failedLinks.length} ${failedLinks.length === 1 ? 'link' : 'links'} could not be downloaded or read: ${named}${failedLinks.length > 5 ? '; ...' : ''}`,
+    )
   }
   if (!failure && rejectedLinks.length > 0) {
     const named = rejectedLinks.slice(0, 5).map((f) => `${f.url}: ${f.message}`).join('; ')
-    notes.push(`${rejectedLinks.length} ${rejectedLinks.length === 1 ? 'link gives' : 'links give'} no lesson the quality check accepts: ${named}${rejectedLinks.length > 5 ? '; ...' : ''}`)
+    notes.push(
+      `${rejectedLinks.length} ${rejectedLinks.length === 1 ? 'link gives' : 'links give'} no lesson the quality check accepts: ${named}${
+        rejectedLinks.length > 5 ? '; ...' : ''
+      }`,
+    )
   }
-  for (const [host, n] of skipped) notes.push(`${n} ${n === 1 ? 'link' : 'links'} of ${host} left for the next run after ${SYNC_HOST_TIMEOUTS} downloads in a row timed out`)
+  for (const [host, n] of skipped) {
+    notes.push(`${n} ${n === 1 ? 'link' : 'links'} of ${host} left for the next run after ${SYNC_HOST_TIMEOUTS} downloads in a row timed out`)
+  }
   if (!failure && notes.length > 0) failure = notes.join('; ').slice(0, 2000)
   const listingErrors = status === 'failed' ? Math.max(1, unread.length) : unread.length
   // written whatever the run's status: a run closed as abandoned while it was alive after all gets the
   // outcome it reached
-  await asService(ctx.deps.sql, (tx) => tx`
+  await asService(ctx.deps.sql, (tx) =>
+    tx`
     select public.finish_scrape_run(${runId}, ${status}, ${now()}, ${links.length}, ${counts.new + counts.needs_metadata}, ${counts.duplicate},
                                     ${counts.quality_failed}, ${counts.error + listingErrors}, ${counts.changed}, ${failure})`)
   log.info({ source: source.name, run_id: runId, found: links.length, ...counts, new: counts.new + counts.needs_metadata }, 'scrape run finished')

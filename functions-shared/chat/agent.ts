@@ -11,12 +11,25 @@ import { CircuitOpenError } from '../lib/circuit-breaker.ts'
 import { refusedByModel } from '../ai/provider.ts'
 import { buildMessages, clarifyingQuestion, noSourcesAnswer } from './prompt.ts'
 import { catalogueOptions } from './infer.ts'
-import { retrieveAndRerank, type RetrievalResult } from './rerank.ts'
+import { type RetrievalResult, retrieveAndRerank } from './rerank.ts'
 import { decidePath } from './decide.ts'
 import { excerpts } from './excerpt.ts'
 import { withinBudget } from './conversation.ts'
 import { actualFor, checkWallet, finalizeTurn, refuseBeforeReading, SettlementError } from './settle.ts'
-import { REFUSED_MESSAGE, UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext, type Decision, type Hold, type Source, type Usage, type Outcome, type TurnSink, timed, codePoints } from './turn.ts'
+import {
+  type ChatInput,
+  codePoints,
+  type Decision,
+  type Hold,
+  type Outcome,
+  REFUSED_MESSAGE,
+  type Source,
+  timed,
+  type TurnContext,
+  type TurnSink,
+  UNAVAILABLE_MESSAGE,
+  type Usage,
+} from './turn.ts'
 
 function toSources(result: RetrievalResult, message: string): Source[] {
   // the excerpt is chosen with every form of the question the search used
@@ -44,7 +57,14 @@ function uncharged(info: Record<string, unknown> & { cross_lingual: RetrievalRes
 }
 
 /** Step 3. French query, dense top-K with prefilters, chunk text, rerank to the tier's N. */
-export async function retrieveStep(ctx: TurnContext, decision: Decision, hold: Hold, message: string, documentLanguage: string | null, rerankMessage?: string): Promise<RetrievalResult> {
+export async function retrieveStep(
+  ctx: TurnContext,
+  decision: Decision,
+  hold: Hold,
+  message: string,
+  documentLanguage: string | null,
+  rerankMessage?: string,
+): Promise<RetrievalResult> {
   return timed(ctx, 'retrieve_and_rerank', async () => {
     const parts: Record<string, number> = {}
     const result = await retrieveAndRerank(
@@ -66,7 +86,16 @@ export async function retrieveStep(ctx: TurnContext, decision: Decision, hold: H
     m.rerank.inc({ mode: result.rerank })
     if (decision.language !== 'fr') m.translations.inc({ outcome: result.translation_failed ? 'failed' : result.translated ? 'translated' : 'unchanged' })
     ctx.log.info(
-      { step: 'retrieve_and_rerank', query: result.query, translated: result.translated, translation_failed: result.translation_failed, cross_lingual: result.cross_lingual.status, candidates: result.candidates, snippets: result.snippets.length, rerank: result.rerank },
+      {
+        step: 'retrieve_and_rerank',
+        query: result.query,
+        translated: result.translated,
+        translation_failed: result.translation_failed,
+        cross_lingual: result.cross_lingual.status,
+        candidates: result.candidates,
+        snippets: result.snippets.length,
+        rerank: result.rerank,
+      },
       'retrieve_and_rerank',
     )
     return result
@@ -95,7 +124,15 @@ export function generationDeadline(ctx: TurnContext, hold: Hold): number | null 
 }
 
 /** Step 4. The answer, streamed through the breaker; a client that leaves stops it (not a model failure). */
-export async function generate(ctx: TurnContext, decision: Decision, hold: Hold, input: ChatInput, snippets: RetrievalResult['snippets'], signal: AbortSignal, onDelta: (text: string) => void): Promise<Generated> {
+export async function generate(
+  ctx: TurnContext,
+  decision: Decision,
+  hold: Hold,
+  input: ChatInput,
+  snippets: RetrievalResult['snippets'],
+  signal: AbortSignal,
+  onDelta: (text: string) => void,
+): Promise<Generated> {
   return timed(ctx, 'generate', async () => {
     const { deps } = ctx
     const out: Generated = { characters: 0, model: null, extractive: false, aborted: false, cut: false }
@@ -104,20 +141,31 @@ export async function generate(ctx: TurnContext, decision: Decision, hold: Hold,
     signal.addEventListener('abort', stop)
     if (signal.aborted) controller.abort()
     const deadline = generationDeadline(ctx, hold)
-    const cancelDeadline =
-      deadline === null
-        ? () => {}
-        : deps.clock.setTimer(deadline, () => {
-            if (controller.signal.aborted) return
-            out.cut = true
-            controller.abort()
-          })
+    const cancelDeadline = deadline === null ? () => {} : deps.clock.setTimer(deadline, () => {
+      if (controller.signal.aborted) return
+      out.cut = true
+      controller.abort()
+    })
     try {
-      const messages = buildMessages({ message: input.message, language: decision.language, hintLevel: hold.hintLevel, history: input.conversation ? withinBudget(input.history ?? [], hold.maxChars) : input.history ?? [], maxChars: hold.maxChars, subject: decision.subject, grade: decision.grade })
+      const messages = buildMessages({
+        message: input.message,
+        language: decision.language,
+        hintLevel: hold.hintLevel,
+        history: input.conversation ? withinBudget(input.history ?? [], hold.maxChars) : input.history ?? [],
+        maxChars: hold.maxChars,
+        subject: decision.subject,
+        grade: decision.grade,
+      })
       const result = await ctx.rt.breaker.run(async () => {
         try {
           return await deps.ai.chat(
-            { messages, snippets: snippets.map((s, i) => ({ n: i + 1, text: s.text, title: s.title, page_number: s.page_number })), language: decision.language, maxTokens: tierLimits(deps.config, hold.tier).maxTokens, signal: controller.signal },
+            {
+              messages,
+              snippets: snippets.map((s, i) => ({ n: i + 1, text: s.text, title: s.title, page_number: s.page_number })),
+              language: decision.language,
+              maxTokens: tierLimits(deps.config, hold.tier).maxTokens,
+              signal: controller.signal,
+            },
             (text) => {
               if (controller.signal.aborted) return
               out.characters += codePoints(text)
@@ -134,7 +182,14 @@ export async function generate(ctx: TurnContext, decision: Decision, hold: Hold,
         out.model = result.model
         out.extractive = result.extractive
       }
-      ctx.log.info({ step: 'generate', characters: out.characters, model: out.model, extractive: out.extractive, aborted: out.aborted, cut_at_deadline: out.cut }, 'generate')
+      ctx.log.info({
+        step: 'generate',
+        characters: out.characters,
+        model: out.model,
+        extractive: out.extractive,
+        aborted: out.aborted,
+        cut_at_deadline: out.cut,
+      }, 'generate')
       return out
     } finally {
       cancelDeadline()
@@ -159,7 +214,10 @@ export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{
     // the subject inference embeds (and may translate) the question: a provider that fails there is the
     // same 503 as later in the turn, before anything is reserved
     if (err instanceof CircuitOpenError || (err as { name?: string }).name === 'ProviderError') {
-      ctx.log.error({ step: 'decide_path', err: { name: (err as Error).name, message: (err as Error).message } }, 'the provider failed before the turn was decided')
+      ctx.log.error(
+        { step: 'decide_path', err: { name: (err as Error).name, message: (err as Error).message } },
+        'the provider failed before the turn was decided',
+      )
       ctx.rt.metrics.turns.inc({ path: 'undecided', outcome: 'model_unavailable' })
       throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, UNAVAILABLE_MESSAGE, { details: { reason: 'provider_error', step: 'decide_path' } })
     }
@@ -195,7 +253,13 @@ export function turnMeta(ctx: TurnContext, { decision, hold }: { decision: Decis
  * leaving does not stop it (the answer is stored and billed, and read later); `signal` is the turn's
  * cancel (POST /chat/turns/{id}/cancel), which bills the characters generated until then.
  */
-export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared: { decision: Decision; hold: Hold }, sink: TurnSink, signal: AbortSignal): Promise<Outcome> {
+export async function completeTurn(
+  ctx: TurnContext,
+  input: ChatInput,
+  prepared: { decision: Decision; hold: Hold },
+  sink: TurnSink,
+  signal: AbortSignal,
+): Promise<Outcome> {
   const { decision, hold } = prepared
   const m = ctx.rt.metrics
   sink.meta(turnMeta(ctx, prepared))
@@ -211,15 +275,35 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       sink.sources({ sources: [], retrieval: null })
       sink.delta(question)
       outcome = 'clarified'
-      usage = await finalizeTurn(ctx, decision, hold, { actual: ctx.deps.config.BILLING_CLARIFY_COST, kind: 'clarify', characters: codePoints(question), model: null, outcome })
+      usage = await finalizeTurn(ctx, decision, hold, {
+        actual: ctx.deps.config.BILLING_CLARIFY_COST,
+        kind: 'clarify',
+        characters: codePoints(question),
+        model: null,
+        outcome,
+      })
       if (!usage) throw new SettlementError('the clarifying answer could not be settled')
       sink.done({ outcome, usage, model: null, extractive: false, timings: ctx.timings })
       return outcome
     }
 
     // a textbook is searched whatever document_language says (it is in its own language)
-    retrieval = await retrieveStep(ctx, decision, hold, decision.searchText ?? input.message, decision.fileId ? null : (input.document_language ?? null), input.message)
-    const retrievalInfo = { query: retrieval.query, translated: retrieval.translated, translation_failed: retrieval.translation_failed, cross_lingual: retrieval.cross_lingual, candidates: retrieval.candidates, rerank: retrieval.rerank }
+    retrieval = await retrieveStep(
+      ctx,
+      decision,
+      hold,
+      decision.searchText ?? input.message,
+      decision.fileId ? null : (input.document_language ?? null),
+      input.message,
+    )
+    const retrievalInfo = {
+      query: retrieval.query,
+      translated: retrieval.translated,
+      translation_failed: retrieval.translation_failed,
+      cross_lingual: retrieval.cross_lingual,
+      candidates: retrieval.candidates,
+      rerank: retrieval.rerank,
+    }
     // the sources go out with the answer's first text, not before it: a turn that ends before any text
     // (the client left, the model failed) is charged nothing, so it hands out none of the curriculum's
     // excerpts either
@@ -252,7 +336,12 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
       // the chunk ids name the pages that answer (sha256 of document, page and index, both public): a turn
       // charged nothing (cancelled before any text) names none in the usage row its student reads, as it
       // hands out no source in its answer
-      extra: { retrieval: billed ? retrievalInfo : uncharged(retrievalInfo, input.message), sources: billed ? retrieval.snippets.map((s) => s.chunk_id) : [], extractive: generated?.extractive ?? false, ...(generated?.cut ? { cut_at_deadline: true } : {}) },
+      extra: {
+        retrieval: billed ? retrievalInfo : uncharged(retrievalInfo, input.message),
+        sources: billed ? retrieval.snippets.map((s) => s.chunk_id) : [],
+        extractive: generated?.extractive ?? false,
+        ...(generated?.cut ? { cut_at_deadline: true } : {}),
+      },
     })
     // an answer is delivered settled or not at all (JSON: no answer; SSE: an error event, not done)
     if (billed && !usage) throw new SettlementError('the answer could not be settled')
@@ -279,7 +368,11 @@ export async function completeTurn(ctx: TurnContext, input: ChatInput, prepared:
     }
     sink.error(
       unsettled
-        ? { error: ErrorCode.SERVICE_UNAVAILABLE, message: 'The answer could not be settled, so it is not delivered; nothing was charged, please retry', request_id: ctx.requestId }
+        ? {
+          error: ErrorCode.SERVICE_UNAVAILABLE,
+          message: 'The answer could not be settled, so it is not delivered; nothing was charged, please retry',
+          request_id: ctx.requestId,
+        }
         : refused
         ? { error: ErrorCode.BAD_REQUEST, message: REFUSED_MESSAGE, request_id: ctx.requestId }
         : unavailable

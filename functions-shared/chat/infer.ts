@@ -18,7 +18,7 @@ import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import type { DocumentRow } from '../ingestion/documents.ts'
 import type { Candidate } from './retrieve.ts'
-import { searchQuestion, type PreparedQuery } from './query.ts'
+import { type PreparedQuery, searchQuestion } from './query.ts'
 import { chunkTexts } from './retrieve.ts'
 import { withoutCopies } from './copies.ts'
 import { rerankByPage } from './pages.ts'
@@ -53,13 +53,17 @@ const round = (x: number) => Math.round(x * 10_000) / 10_000
 /** The grade and subject of each document, for the hits (one query for all of them). */
 async function documentsOf(deps: Deps, ids: string[]): Promise<Map<string, { grade: string | null; subject: string | null }>> {
   if (ids.length === 0) return new Map()
-  const rows = await asService(deps.sql, (tx) => tx<Pick<DocumentRow, 'id' | 'grade' | 'subject'>[]>`select id, grade, subject from public.documents where id = any(${ids}::uuid[])`)
+  const rows = await asService(
+    deps.sql,
+    (tx) => tx<Pick<DocumentRow, 'id' | 'grade' | 'subject'>[]>`select id, grade, subject from public.documents where id = any(${ids}::uuid[])`,
+  )
   return new Map(rows.map((r) => [r.id, { grade: r.grade, subject: r.subject }]))
 }
 
 /** The subjects of the ready documents (of a grade). */
 async function catalogueSubjects(deps: Deps, grade: string | null): Promise<string[]> {
-  const rows = await asService(deps.sql, (tx) => tx<{ subject: string }[]>`
+  const rows = await asService(deps.sql, (tx) =>
+    tx<{ subject: string }[]>`
     select distinct subject from public.documents
      where status = 'ready' and subject is not null and (${grade}::text is null or lower(grade) = lower(${grade}::text))`)
   return rows.map((r) => r.subject)
@@ -151,7 +155,9 @@ export async function inferFromCatalogue(
   const named = namedSubjects(message, await catalogueSubjects(deps, input.grade))
   if (named.length === 1) {
     const w = await weigh(deps, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, { ...filters, subject: named[0]! }))
-    if (w.matched) return { kind: 'match', subject: named[0]!, grade: input.grade ?? gradeOf(w, named[0]!), evidence: { ...w.evidence, named, decided_by: 'named' } }
+    if (w.matched) {
+      return { kind: 'match', subject: named[0]!, grade: input.grade ?? gradeOf(w, named[0]!), evidence: { ...w.evidence, named, decided_by: 'named' } }
+    }
   }
   const w = await weigh(deps, await rerankedHits(deps, input.query, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, filters), chunks))
   const evidence = named.length > 0 ? { ...w.evidence, named } : w.evidence
@@ -161,7 +167,9 @@ export async function inferFromCatalogue(
   if (tied.length === 1) return { kind: 'match', subject: tied[0]!, grade: input.grade ?? gradeOf(w, tied[0]!), evidence: { ...evidence, decided_by: 'hits' } }
   // a subject the question names, or else its vocabulary, decides between the tied subjects when one leads
   const namedInTie = tied.filter((s) => named.includes(s))
-  if (namedInTie.length === 1) return { kind: 'match', subject: namedInTie[0]!, grade: input.grade ?? gradeOf(w, namedInTie[0]!), evidence: { ...evidence, decided_by: 'named' } }
+  if (namedInTie.length === 1) {
+    return { kind: 'match', subject: namedInTie[0]!, grade: input.grade ?? gradeOf(w, namedInTie[0]!), evidence: { ...evidence, decided_by: 'named' } }
+  }
   const vocabulary = subjectScores(message)
   const byVocabulary = tied.map((s) => [s, vocabulary.get(subjectKey(s) ?? s) ?? 0] as const).sort((a, b) => b[1] - a[1])
   if (byVocabulary[0]![1] > (byVocabulary[1]?.[1] ?? 0)) {
@@ -173,7 +181,10 @@ export async function inferFromCatalogue(
 
 /** What the catalogue offers (ready documents): its subjects and grades, to name in a clarifying question. */
 export async function catalogueOptions(deps: Deps): Promise<{ subjects: string[]; grades: string[] }> {
-  const rows = await asService(deps.sql, (tx) => tx<Pick<DocumentRow, 'subject' | 'grade'>[]>`select distinct subject, grade from public.documents where status = 'ready'`)
+  const rows = await asService(
+    deps.sql,
+    (tx) => tx<Pick<DocumentRow, 'subject' | 'grade'>[]>`select distinct subject, grade from public.documents where status = 'ready'`,
+  )
   const subjects = [...new Set(rows.map((r) => r.subject).filter((s): s is string => !!s))].sort()
   const grades = [...new Set(rows.map((r) => r.grade).filter((g): g is string => !!g))].sort()
   return { subjects, grades }

@@ -45,7 +45,7 @@ export class LiveTurns<T extends { readonly state: { readonly turnId: string } }
       // a real timer: it waits for another process's writes, not for the service's clock
       const timer = setTimeout(done, ms)
       let waiting = this.#waiting.get(turnId)
-      if (!waiting) this.#waiting.set(turnId, (waiting = new Set()))
+      if (!waiting) this.#waiting.set(turnId, waiting = new Set())
       waiting.add(done)
       signal?.addEventListener('abort', done, { once: true })
       if (signal?.aborted) done()
@@ -56,4 +56,3 @@ export class LiveTurns<T extends { readonly state: { readonly turnId: string } }
     return this.#turns.size
   }
 }
-

@@ -11,8 +11,15 @@ export type HintLevel = 1 | 2 | 3 | 4 | 5
 export const HINT_LADDER: Record<HintLevel, { name: string; instruction: string }> = {
   1: { name: 'direct', instruction: 'Give the complete answer or solution with its final result first, then a short explanation.' },
   2: { name: 'worked', instruction: 'Explain the method step by step and give the final result at the end.' },
-  3: { name: 'guided', instruction: 'Explain the method and the rule that applies, with the key steps, and let the student carry out the last step; give a final result only for a definition or a fact.' },
-  4: { name: 'hints', instruction: 'Do not solve it: point to the rule or the extract that applies and give one or two hints; give neither the steps in full nor the result.' },
+  3: {
+    name: 'guided',
+    instruction:
+      'Explain the method and the rule that applies, with the key steps, and let the student carry out the last step; give a final result only for a definition or a fact.',
+  },
+  4: {
+    name: 'hints',
+    instruction: 'Do not solve it: point to the rule or the extract that applies and give one or two hints; give neither the steps in full nor the result.',
+  },
   5: { name: 'socratic', instruction: 'Answer only with two or three guiding questions that lead the student to the relevant extract; never give the answer.' },
 }
 
@@ -94,7 +101,8 @@ export function clarifyingQuestion(language: ChatLanguage, options: ClarifyOptio
     }[language]
   }
   return {
-    fr: `Pour bien t'aider, précise ta question : de quelle matière s'agit-il${subjects}, en quelle classe es-tu${grades}, et quel point exactement ne comprends-tu pas ?`,
+    fr:
+      `Pour bien t'aider, précise ta question : de quelle matière s'agit-il${subjects}, en quelle classe es-tu${grades}, et quel point exactement ne comprends-tu pas ?`,
     ar: `لكي أساعدك جيدًا، وضّح سؤالك: ما المادة${subjects}، وفي أي قسم أنت${grades}، وما النقطة التي لم تفهمها بالضبط؟`,
     hassaniya: `باش نعاونك زين، وضّح سؤالك: اشمن مادة${subjects}، وفي اشمن قسم انت${grades}، وشنهو اللي ما فهمت بالضبط؟`,
   }[language]

@@ -4,7 +4,7 @@
 // a question in the other: each form is searched and the lists are fused (by best rank, fuseLists). One
 // preparation per turn serves the subject inference and the retrieval alike.
 import type { Deps } from '../deps.ts'
-import { search, type Candidate, type RetrievalFilters, type SearchOptions } from './retrieve.ts'
+import { type Candidate, type RetrievalFilters, search, type SearchOptions } from './retrieve.ts'
 
 export type QuestionLanguage = 'fr' | 'ar' | 'hassaniya'
 
@@ -90,7 +90,13 @@ export function fuseLists(lists: readonly Candidate[][], k: number, limit: numbe
 }
 
 /** Every form of the question searched with the same filters (in parallel), fused. */
-export async function searchQuestion(deps: Deps, query: PreparedQuery, k: number, filters: RetrievalFilters, options: SearchOptions = {}): Promise<Candidate[]> {
+export async function searchQuestion(
+  deps: Deps,
+  query: PreparedQuery,
+  k: number,
+  filters: RetrievalFilters,
+  options: SearchOptions = {},
+): Promise<Candidate[]> {
   const lists = await Promise.all(query.texts.map((text, i) => search(deps, query.vectors[i]!, text, k, filters, options)))
   return fuseLists(lists, deps.config.RETRIEVAL_RRF_K, k)
 }

@@ -14,8 +14,7 @@ import { namespaceFor } from '../catalogue/namespace.ts'
 import { chunkTexts, type RetrievalFilters, type RetrievedChunk } from './retrieve.ts'
 import { withoutCopies } from './copies.ts'
 import { rerankByPage } from './pages.ts'
-import { prepareQuery, searchQuestion, translationUseful, type CrossLingualStatus, type PreparedQuery } from './query.ts'
-
+import { type CrossLingualStatus, type PreparedQuery, prepareQuery, searchQuestion, translationUseful } from './query.ts'
 
 export interface RetrievalResult {
   /** the text the rerank read */
@@ -38,7 +37,9 @@ class RerankTimeout extends Error {}
  * over different candidates never share a cached ranking.
  */
 export function rerankScope(f: RetrievalFilters): string {
-  const ns = f.grade && f.subject ? namespaceFor(f.grade, f.subject) : ['all', f.grade && `grade=${f.grade.toLowerCase()}`, f.subject && `subject=${f.subject}`].filter(Boolean).join(';')
+  const ns = f.grade && f.subject
+    ? namespaceFor(f.grade, f.subject)
+    : ['all', f.grade && `grade=${f.grade.toLowerCase()}`, f.subject && `subject=${f.subject}`].filter(Boolean).join(';')
   return [ns, f.language && `language=${f.language}`, f.fileId && `file=${f.fileId}`].filter(Boolean).join(';')
 }
 
@@ -70,7 +71,8 @@ export async function retrieveAndRerank(
       timings[name] = Math.round((performance.now() - start) * 100) / 100
     }
   }
-  const prepared = input.prepared ?? (await prepareQuery(deps, input.message, input.language, { timed, translate: translationUseful(input.language, input.filters.language) }))
+  const prepared = input.prepared ??
+    (await prepareQuery(deps, input.message, input.language, { timed, translate: translationUseful(input.language, input.filters.language) }))
   const translated = input.language !== 'fr' && prepared.translation !== null
   const translationFailed = prepared.status === 'failed'
   const query = translated ? prepared.translation! : input.rerankMessage ?? input.message
@@ -93,9 +95,21 @@ export async function retrieveAndRerank(
   const cached = caches.rerank.get(key)
   if (cached) {
     const ordered = cached.map((id) => byId.get(id)).filter((c): c is RetrievedChunk => c !== undefined)
-    if (ordered.length > 0) return { query, translated, translation_failed: translationFailed, cross_lingual: cross, candidates: chunks.length, snippets: ordered.slice(0, limits.rerankN), rerank: 'cache' }
+    if (ordered.length > 0) {
+      return {
+        query,
+        translated,
+        translation_failed: translationFailed,
+        cross_lingual: cross,
+        candidates: chunks.length,
+        snippets: ordered.slice(0, limits.rerankN),
+        rerank: 'cache',
+      }
+    }
   }
-  if (chunks.length <= 1) return { query, translated, translation_failed: translationFailed, cross_lingual: cross, candidates: chunks.length, snippets: dense, rerank: 'model' }
+  if (chunks.length <= 1) {
+    return { query, translated, translation_failed: translationFailed, cross_lingual: cross, candidates: chunks.length, snippets: dense, rerank: 'model' }
+  }
 
   const controller = new AbortController()
   let cancelTimer = () => {}
@@ -111,7 +125,15 @@ export async function retrieveAndRerank(
     return { query, translated, translation_failed: translationFailed, cross_lingual: cross, candidates: chunks.length, snippets: ranked, rerank: 'model' }
   } catch (err) {
     controller.abort()
-    return { query, translated, translation_failed: translationFailed, cross_lingual: cross, candidates: chunks.length, snippets: dense, rerank: err instanceof RerankTimeout ? 'fallback_timeout' : 'fallback_error' }
+    return {
+      query,
+      translated,
+      translation_failed: translationFailed,
+      cross_lingual: cross,
+      candidates: chunks.length,
+      snippets: dense,
+      rerank: err instanceof RerankTimeout ? 'fallback_timeout' : 'fallback_error',
+    }
   } finally {
     cancelTimer()
     timings.rerank = Math.round((performance.now() - started) * 100) / 100

@@ -137,7 +137,14 @@ export interface SearchOptions {
  * text is folded and stemmed in SQL exactly as the chunks were (private.search_vector, which also takes
  * out format characters: a zero-width joiner or a soft hyphen inside a word).
  */
-export async function hybridSearch(deps: Deps, vector: readonly number[], queryText: string, k: number, filters: RetrievalFilters, options: SearchOptions = {}): Promise<Candidate[]> {
+export async function hybridSearch(
+  deps: Deps,
+  vector: readonly number[],
+  queryText: string,
+  k: number,
+  filters: RetrievalFilters,
+  options: SearchOptions = {},
+): Promise<Candidate[]> {
   const { config } = deps
   const { namespace, grade, subject, language, file } = filterArgs(filters)
   const depth = (factor: number) => Math.ceil(k * factor)
@@ -158,7 +165,14 @@ export async function hybridSearch(deps: Deps, vector: readonly number[], queryT
 }
 
 /** The configured search: hybrid, or dense alone (RETRIEVAL_MODE). */
-export function search(deps: Deps, vector: readonly number[], queryText: string, k: number, filters: RetrievalFilters, options: SearchOptions = {}): Promise<Candidate[]> {
+export function search(
+  deps: Deps,
+  vector: readonly number[],
+  queryText: string,
+  k: number,
+  filters: RetrievalFilters,
+  options: SearchOptions = {},
+): Promise<Candidate[]> {
   return deps.config.RETRIEVAL_MODE === 'hybrid' ? hybridSearch(deps, vector, queryText, k, filters, options) : denseSearch(deps, vector, k, filters)
 }
 
@@ -174,9 +188,12 @@ export async function chunkTexts(deps: Deps, candidates: readonly Candidate[], c
   }
   if (missing.length > 0) {
     // each document's first chunk (its opening, read through the (file_id, page_number, chunk_index) key)
-    const rows = await asService(deps.sql, (tx) => tx<{ id: string; content: string; title: string | null; chunk_index: number; opening: string | null }[]>`
+    const rows = await asService(deps.sql, (tx) =>
+      tx<{ id: string; content: string; title: string | null; chunk_index: number; opening: string | null }[]>`
       select c.id, c.content, d.title, c.chunk_index,
-             (select left(f.content, ${TOPIC_CHARS * 2}) from public.document_chunks f where f.file_id = c.file_id order by f.page_number, f.chunk_index limit 1) as opening
+             (select left(f.content, ${
+        TOPIC_CHARS * 2
+      }) from public.document_chunks f where f.file_id = c.file_id order by f.page_number, f.chunk_index limit 1) as opening
         from public.document_chunks c join public.documents d on d.id = c.file_id
        where c.id = any(${missing.map((m) => m.chunk_id)}) and d.status = 'ready'`)
     for (const r of rows) {

@@ -6,20 +6,20 @@
 // makes a retried POST the same turn.
 import { chatRuntime } from './runtime.ts'
 import { createRoute, z } from '@hono/zod-openapi'
-import { rateLimitClient, type Deps } from '../deps.ts'
+import { type Deps, rateLimitClient } from '../deps.ts'
 import { bearerSecurity, createRouter } from '../http/router.ts'
-import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
+import { errorResponses, ErrorSchema, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { isPgError } from '../db/tx.ts'
 import { DomainError } from '../domain/errors.ts'
 import { completeTurn, prepareTurn, turnMeta } from './agent.ts'
 import { finalizeTurn } from './settle.ts'
-import { UNAVAILABLE_MESSAGE, type ChatInput, type TurnContext } from './turn.ts'
+import { type ChatInput, type TurnContext, UNAVAILABLE_MESSAGE } from './turn.ts'
 import { readTurn, settledTurn } from './turn-store.ts'
 import { databaseTurnWrites, TurnRecorder } from './turn-recorder.ts'
-import { loadConversation, type ConversationContext } from './conversation.ts'
-import { ChatResponse, chatRequestSchema, IdempotencyKey, SSE_DESCRIPTION } from './schemas.ts'
+import { type ConversationContext, loadConversation } from './conversation.ts'
+import { chatRequestSchema, ChatResponse, IdempotencyKey, SSE_DESCRIPTION } from './schemas.ts'
 import { addTurnRoutes, lastEventId, turnHeaders, turnJson, turnStream, userOf, wantsStream } from './turn-routes.ts'
 import { canonicalJson, sha256Hex } from '../lib/hash.ts'
 
@@ -33,7 +33,8 @@ export function chatRouter(deps: Deps) {
     path: '/',
     tags: ['chat'],
     summary: 'Ask the AI teacher',
-    description: `One turn of a conversation: decide_path, check_wallet (reserve), retrieve_and_rerank, generate (or ask a clarifying question), finalize (settle). ${SSE_DESCRIPTION}`,
+    description:
+      `One turn of a conversation: decide_path, check_wallet (reserve), retrieve_and_rerank, generate (or ask a clarifying question), finalize (settle). ${SSE_DESCRIPTION}`,
     security: bearerSecurity,
     request: {
       headers: z.object({ 'idempotency-key': IdempotencyKey }),
@@ -44,8 +45,11 @@ export function chatRouter(deps: Deps) {
         description: 'The answer: JSON, or an SSE stream of the same data',
         content: { 'application/json': { schema: ChatResponse }, 'text/event-stream': { schema: z.string().openapi({ description: SSE_DESCRIPTION }) } },
       },
-      402: jsonContent(ErrorSchema, 'Insufficient balance (`estimated`, `token_balance`): nothing reserved, nothing charged. A balance below the cheapest turn (a clarifying question) is refused before the question is read'),
-      404: jsonContent(ErrorSchema, 'Unknown or not ready textbook; a conversation that is not the user\'s'),
+      402: jsonContent(
+        ErrorSchema,
+        'Insufficient balance (`estimated`, `token_balance`): nothing reserved, nothing charged. A balance below the cheapest turn (a clarifying question) is refused before the question is read',
+      ),
+      404: jsonContent(ErrorSchema, "Unknown or not ready textbook; a conversation that is not the user's"),
       409: jsonContent(ErrorSchema, 'The first request of this Idempotency-Key has not begun its turn within 30 s: retry'),
       422: jsonContent(ErrorSchema, 'idempotency_key_reused: this key was sent with another body in the last 24 hours'),
       503: jsonContent(ErrorSchema, `${UNAVAILABLE_MESSAGE} (the chat model failed or its circuit is open); nothing charged`),
@@ -62,7 +66,9 @@ export function chatRouter(deps: Deps) {
     const userId = userOf(c)
     const requestId = c.get('requestId')
     if (input.conversation_id && input.history) {
-      throw new ApiError(ErrorCode.BAD_REQUEST, 'A conversation keeps its own history: send conversation_id or history, not both', { details: { fields: [{ field: 'history', message: 'is not allowed with conversation_id' }] } })
+      throw new ApiError(ErrorCode.BAD_REQUEST, 'A conversation keeps its own history: send conversation_id or history, not both', {
+        details: { fields: [{ field: 'history', message: 'is not allowed with conversation_id' }] },
+      })
     }
     const streaming = input.stream ?? wantsStream(c)
     const key = c.req.valid('header')['idempotency-key']
@@ -75,7 +81,12 @@ export function chatRouter(deps: Deps) {
         const [claim] = await deps.sql<{ turn_id: string; request_hash: string; fresh: boolean }[]>`
           select * from public.claim_chat_idempotency(${userId}, ${key}, ${hash}, ${turnId})`
         if (claim!.fresh) break
-        if (claim!.request_hash !== hash) throw new ApiError(ErrorCode.IDEMPOTENCY_KEY_REUSED, 'This Idempotency-Key was sent with another request in the last 24 hours: use a new key for a new question')
+        if (claim!.request_hash !== hash) {
+          throw new ApiError(
+            ErrorCode.IDEMPOTENCY_KEY_REUSED,
+            'This Idempotency-Key was sent with another request in the last 24 hours: use a new key for a new question',
+          )
+        }
         const state = await readTurn(deps, live, userId, claim!.turn_id)
         if (state) {
           c.get('log').info({ turn_id: state.turnId, idempotency_key: key }, 'a retried request: its turn is replayed')
@@ -90,7 +101,9 @@ export function chatRouter(deps: Deps) {
                           and not exists (select 1 from public.chat_messages m where m.turn_id = t.id))`
         if (begun?.exists) throw new DomainError('not_found', `The turn of this Idempotency-Key (${claim!.turn_id}) is gone with its conversation`)
         if (Date.now() > waitUntil) {
-          throw new ApiError(ErrorCode.CONFLICT, 'The first request with this Idempotency-Key is still being decided: retry in a moment', { headers: { 'Retry-After': '1' } })
+          throw new ApiError(ErrorCode.CONFLICT, 'The first request with this Idempotency-Key is still being decided: retry in a moment', {
+            headers: { 'Retry-After': '1' },
+          })
         }
         // the first request is still deciding its turn (or was refused and frees the key): wait for it
         await live.wait(claim!.turn_id, deps.config.CHAT_FOLLOW_POLL_MS).moved
@@ -118,12 +131,25 @@ export function chatRouter(deps: Deps) {
     let recorder: TurnRecorder
     try {
       recorder = await TurnRecorder.begin(deps, live, chatRuntime(deps).writes ?? databaseTurnWrites(deps), ctx.log, {
-        turnId, userId, conversationId: conversation?.id ?? null, reservationId: prepared.hold.reservation.id, requestId, question: input.message, meta: turnMeta(ctx, prepared),
+        turnId,
+        userId,
+        conversationId: conversation?.id ?? null,
+        reservationId: prepared.hold.reservation.id,
+        requestId,
+        question: input.message,
+        meta: turnMeta(ctx, prepared),
         lesson: { grade: prepared.decision.grade ?? prepared.decision.inferredGrade ?? null, subject: prepared.decision.subject },
       })
     } catch (err) {
       // the turn could not begin (its conversation deleted meanwhile, the database out): its hold is released
-      await finalizeTurn(ctx, prepared.decision, prepared.hold, { actual: 0, kind: 'released', characters: 0, model: null, outcome: 'failed', extra: { error: (err as Error).message } })
+      await finalizeTurn(ctx, prepared.decision, prepared.hold, {
+        actual: 0,
+        kind: 'released',
+        characters: 0,
+        model: null,
+        outcome: 'failed',
+        extra: { error: (err as Error).message },
+      })
       await releaseKey().catch(() => {})
       if (isPgError(err, 'PT404')) throw new DomainError('not_found', `Conversation ${input.conversation_id} was not found`)
       throw err

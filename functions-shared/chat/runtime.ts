@@ -13,7 +13,6 @@ import { LiveTurns } from './live-turns.ts'
 import type { Deps } from '../deps.ts'
 import type { TurnRecorder, TurnWrites } from './turn-recorder.ts'
 
-
 /**
  * How long the catalogue's grades and subjects are kept between turns. They change only when a document is
  * published or deleted, and what a turn reads them for (a grade or subject stored in an older form of the
@@ -68,7 +67,7 @@ export function chatRuntime(deps: Deps): ChatRuntime {
   if (!rt) {
     const made = createChatRuntime(deps.config, deps.clock, deps.metrics.chat, deps.logs.get('chat'))
     deps.metrics.circuit.state = () => made.breaker.state
-    runtimes.set(deps, (rt = made))
+    runtimes.set(deps, rt = made)
   }
   return rt
 }

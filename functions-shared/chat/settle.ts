@@ -1,7 +1,7 @@
 // The money steps of a chat turn: check_wallet (the daily limit and the hold, before any answer starts)
 // and finalize (the reservation settled, the usage written). See agent.ts for the order.
 import type { Deps } from '../deps.ts'
-import { tierLimits, type Tier } from '../config.ts'
+import { type Tier, tierLimits } from '../config.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { finalize } from '../wallet/service.ts'
 import { countReservation } from '../wallet/metrics.ts'
@@ -9,7 +9,7 @@ import { iso } from '../lib/time.ts'
 import { isPgError } from '../db/tx.ts'
 import { storable, storableText } from '../lib/text.ts'
 import type { HintLevel } from './prompt.ts'
-import { UNAVAILABLE_MESSAGE, type TurnContext, type Decision, type Hold, type Usage, type Outcome, timed } from './turn.ts'
+import { type Decision, type Hold, type Outcome, timed, type TurnContext, UNAVAILABLE_MESSAGE, type Usage } from './turn.ts'
 import { refusalCode } from '../domain/errors.ts'
 
 function untilUtcMidnight(now: number): number {
@@ -31,17 +31,19 @@ export function actualFor(deps: Deps, characters: number): number {
 }
 
 /** public.begin_chat_turn's one row: the turn's reservation, or why there is none. */
-type BeginTurnRow = {
-  tier: Tier
-  hint_level: HintLevel
-  turns: number
-  token_balance: string
-  estimated: number
-} & (
-  | { refused: null; reservation_id: string; expires_at: Date }
-  | { refused: 'daily_limit'; reservation_id: null; expires_at: null }
-  | { refused: 'insufficient_balance'; reservation_id: null; expires_at: null }
-)
+type BeginTurnRow =
+  & {
+    tier: Tier
+    hint_level: HintLevel
+    turns: number
+    token_balance: string
+    estimated: number
+  }
+  & (
+    | { refused: null; reservation_id: string; expires_at: Date }
+    | { refused: 'daily_limit'; reservation_id: null; expires_at: null }
+    | { refused: 'insufficient_balance'; reservation_id: null; expires_at: null }
+  )
 
 /**
  * Step 2. Refuses what cannot be served — the chat model's circuit open (503), the tier's daily limit
@@ -51,7 +53,10 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
   return timed(ctx, 'check_wallet', async () => {
     const { deps } = ctx
     if (decision.path === 'answer' && ctx.rt.breaker.state === 'open') {
-      throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, UNAVAILABLE_MESSAGE, { details: { reason: 'circuit_open' }, headers: { 'Retry-After': String(deps.config.CIRCUIT_RESET_SECONDS) } })
+      throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, UNAVAILABLE_MESSAGE, {
+        details: { reason: 'circuit_open' },
+        headers: { 'Retry-After': String(deps.config.CIRCUIT_RESET_SECONDS) },
+      })
     }
     const tiers = ['free', 'standard', 'premium'] as const
     const estimates = tiers.map((t) => estimateFor(deps, decision.path, t).estimated)
@@ -116,7 +121,10 @@ export async function refuseBeforeReading(ctx: TurnContext): Promise<void> {
   const tier = wallet.subscription_tier
   const daily = tierLimits(deps.config, tier).dailyLimit ?? 0
   if (daily > 0 && wallet.turns !== null && Number(wallet.turns) >= daily) {
-    ctx.log.info({ step: 'check_wallet', tier, turns_today: Number(wallet.turns), daily_limit: daily }, 'the daily limit is reached: refused before the question is read')
+    ctx.log.info(
+      { step: 'check_wallet', tier, turns_today: Number(wallet.turns), daily_limit: daily },
+      'the daily limit is reached: refused before the question is read',
+    )
     throw dailyLimitReached(deps, tier)
   }
   const balance = Number(wallet.token_balance)
@@ -140,7 +148,19 @@ export class SettlementError extends Error {
  * Null when the reservation cannot be settled (it outlived its TTL and the expiry refunded it, or the
  * database is out).
  */
-export async function finalizeTurn(ctx: TurnContext, decision: Decision, hold: Hold, settle: { actual: number; kind: 'chat' | 'clarify' | 'released'; characters: number; model: string | null; outcome: Outcome; extra?: Record<string, unknown> }): Promise<Usage | null> {
+export async function finalizeTurn(
+  ctx: TurnContext,
+  decision: Decision,
+  hold: Hold,
+  settle: {
+    actual: number
+    kind: 'chat' | 'clarify' | 'released'
+    characters: number
+    model: string | null
+    outcome: Outcome
+    extra?: Record<string, unknown>
+  },
+): Promise<Usage | null> {
   return timed(ctx, 'finalize', async () => {
     const attempt = (details: Record<string, unknown>, model: string | null) =>
       finalize({
@@ -152,10 +172,19 @@ export async function finalizeTurn(ctx: TurnContext, decision: Decision, hold: H
     // timings (3 KB a row): a student's free turns would grow the usage log without bound
     const uncharged = settle.actual === 0
     const details = {
-      path: decision.path, reason: decision.reason, outcome: settle.outcome, language: decision.language, subject: decision.subject, grade: decision.grade,
+      path: decision.path,
+      reason: decision.reason,
+      outcome: settle.outcome,
+      language: decision.language,
+      subject: decision.subject,
+      grade: decision.grade,
       ...(decision.inference && !uncharged ? { inference: decision.inference } : {}),
       ...(decision.inference ? { inferred_grade: decision.inferredGrade ?? null } : {}),
-      tier: hold.tier, hint_level: hold.hintLevel, ...(ctx.turnId ? { turn_id: ctx.turnId } : {}), ...(uncharged ? {} : { timings: ctx.timings }), ...settle.extra,
+      tier: hold.tier,
+      hint_level: hold.hintLevel,
+      ...(ctx.turnId ? { turn_id: ctx.turnId } : {}),
+      ...(uncharged ? {} : { timings: ctx.timings }),
+      ...settle.extra,
     }
     let r: Awaited<ReturnType<typeof finalize>>
     try {
@@ -173,8 +202,24 @@ export async function finalizeTurn(ctx: TurnContext, decision: Decision, hold: H
       }
     }
     ctx.rt.metrics.tokensCharged.inc(r.charged)
-    ctx.log.info({ step: 'finalize', actual: r.actual, charged: r.charged, refunded: r.refunded, uncovered: r.uncovered, kind: settle.kind, outcome: settle.outcome }, 'finalize')
-    return { estimated: r.estimated, actual: r.actual, charged: r.charged, refunded: r.refunded, uncovered: r.uncovered, characters: settle.characters, token_balance: r.token_balance }
+    ctx.log.info({
+      step: 'finalize',
+      actual: r.actual,
+      charged: r.charged,
+      refunded: r.refunded,
+      uncovered: r.uncovered,
+      kind: settle.kind,
+      outcome: settle.outcome,
+    }, 'finalize')
+    return {
+      estimated: r.estimated,
+      actual: r.actual,
+      charged: r.charged,
+      refunded: r.refunded,
+      uncovered: r.uncovered,
+      characters: settle.characters,
+      token_balance: r.token_balance,
+    }
   })
 }
 

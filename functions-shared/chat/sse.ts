@@ -12,7 +12,9 @@ export const SSE_HEADERS = {
   'X-Accel-Buffering': 'no',
 } as const
 
-export function sseResponse(options: { clock: Clock; heartbeatMs: number; run: (send: SendEvent) => Promise<void>; onCancel: () => void; headers?: Record<string, string> }): Response {
+export function sseResponse(
+  options: { clock: Clock; heartbeatMs: number; run: (send: SendEvent) => Promise<void>; onCancel: () => void; headers?: Record<string, string> },
+): Response {
   const encoder = new TextEncoder()
   let closed = false
   let cancelHeartbeat = () => {}

@@ -20,7 +20,17 @@ export interface TurnWrites {
   begin(b: BeginTurn & { title: string; meta: Record<string, unknown> }): Promise<string>
   /** the text since the last write (and the sources event with the first text); whether a cancel was asked for */
   append(turnId: string, text: string, sourcesEvent: Record<string, unknown> | null): Promise<boolean>
-  end(turnId: string, end: { status: TurnStatus; text: string; sourcesEvent: Record<string, unknown> | null; terminal: Terminal; usage: Record<string, unknown> | null; document: string | null }): Promise<void>
+  end(
+    turnId: string,
+    end: {
+      status: TurnStatus
+      text: string
+      sourcesEvent: Record<string, unknown> | null
+      terminal: Terminal
+      usage: Record<string, unknown> | null
+      document: string | null
+    },
+  ): Promise<void>
   /** false: a turn is read from memory only, and kept there a while after its end */
   readonly durable: boolean
 }
@@ -236,9 +246,16 @@ export class TurnRecorder implements TurnSink {
     this.#moved()
     const text = () => this.#pending
     this.finished = this.#writing.then(async () => {
-      for (let attempt = 1; ; attempt++) {
+      for (let attempt = 1;; attempt++) {
         try {
-          await this.#writes.end(this.state.turnId, { status, text: text(), sourcesEvent: this.#pendingSources, terminal, usage, document: this.#firstDocument() })
+          await this.#writes.end(this.state.turnId, {
+            status,
+            text: text(),
+            sourcesEvent: this.#pendingSources,
+            terminal,
+            usage,
+            document: this.#firstDocument(),
+          })
           this.writes++
           break
         } catch (err) {

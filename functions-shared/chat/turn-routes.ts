@@ -2,11 +2,11 @@
 // resumed after a Last-Event-ID and followed to its end from any process (turn-store.ts), or stopped; and
 // the ways POST /chat answers with a turn (its stream, or its JSON once it has ended).
 import { chatRuntime } from './runtime.ts'
-import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi'
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import type { Deps } from '../deps.ts'
 import { bearerSecurity } from '../http/router.ts'
-import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
+import { errorResponses, ErrorSchema, jsonContent } from '../http/schemas.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { DomainError } from '../domain/errors.ts'
 import { sseResponse } from './sse.ts'
@@ -39,7 +39,11 @@ export function turnStream(c: Context, deps: Deps, userId: string, turnId: strin
         await followTurn(deps, chatRuntime(deps).live, userId, turnId, lastId, (e) => send(e.event, e.data, e.id), left.signal)
       } catch (err) {
         log.error({ turn_id: turnId, err: { message: (err as Error).message } }, 'following the turn failed')
-        send('error', { error: ErrorCode.SERVICE_UNAVAILABLE, message: 'The answer could not be read; resume with GET /chat/turns/{turn_id} and Last-Event-ID', request_id: c.get('requestId') })
+        send('error', {
+          error: ErrorCode.SERVICE_UNAVAILABLE,
+          message: 'The answer could not be read; resume with GET /chat/turns/{turn_id} and Last-Event-ID',
+          request_id: c.get('requestId'),
+        })
       }
     },
   })
@@ -56,7 +60,10 @@ export function turnJson(c: Context, state: TurnState, headers: Record<string, s
   return c.json(turnBody(state), 200)
 }
 
-export const turnHeaders = (state: { turnId: string; conversationId: string | null }) => ({ 'X-Turn-Id': state.turnId, ...(state.conversationId ? { 'X-Conversation-Id': state.conversationId } : {}) })
+export const turnHeaders = (state: { turnId: string; conversationId: string | null }) => ({
+  'X-Turn-Id': state.turnId,
+  ...(state.conversationId ? { 'X-Conversation-Id': state.conversationId } : {}),
+})
 
 /** The user of a route that needs a user's token. */
 export function userOf(c: Context): string {
@@ -72,9 +79,13 @@ export function addTurnRoutes(router: OpenAPIHono, deps: Deps): void {
     path: '/turns/{turn_id}',
     tags: ['chat'],
     summary: 'Read a turn, or resume its stream',
-    description: 'The stored turn (the owner\'s only): its status (streaming, answered, clarified, cancelled, failed, interrupted), the answer so far, its sources and usage. With `Accept: text/event-stream`: its SSE events after `Last-Event-ID` (all of them without it), then the live answer to its terminal event, the same events as the original stream, whichever process generates it.',
+    description:
+      "The stored turn (the owner's only): its status (streaming, answered, clarified, cancelled, failed, interrupted), the answer so far, its sources and usage. With `Accept: text/event-stream`: its SSE events after `Last-Event-ID` (all of them without it), then the live answer to its terminal event, the same events as the original stream, whichever process generates it.",
     security: bearerSecurity,
-    request: { params: TurnParams, headers: z.object({ 'last-event-id': z.string().optional().openapi({ description: 'the id of the last event received' }) }) },
+    request: {
+      params: TurnParams,
+      headers: z.object({ 'last-event-id': z.string().optional().openapi({ description: 'the id of the last event received' }) }),
+    },
     responses: {
       200: {
         description: 'The turn, or its events',
@@ -89,7 +100,8 @@ export function addTurnRoutes(router: OpenAPIHono, deps: Deps): void {
     path: '/turns/{turn_id}/cancel',
     tags: ['chat'],
     summary: 'Stop a turn',
-    description: 'Stops the answer from any process: the turn is billed for the characters generated until then (nothing before the first), and ends `cancelled`. Answers with the turn once it has ended (200), or 202 if it is still ending after 10 s.',
+    description:
+      'Stops the answer from any process: the turn is billed for the characters generated until then (nothing before the first), and ends `cancelled`. Answers with the turn once it has ended (200), or 202 if it is still ending after 10 s.',
     security: bearerSecurity,
     request: { params: TurnParams },
     responses: {

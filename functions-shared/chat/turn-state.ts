@@ -59,7 +59,9 @@ export function eventsAfter(state: TurnState, lastId: number): TurnEvent[] {
   const held = lastId >= 2 && lastId % 2 === 0 ? (lastId - 2) / 2 : lastId >= 3 ? Number.POSITIVE_INFINITY : 0
   if (length > held) out.push({ id: 2 + 2 * length, event: 'delta', data: { text: state.content.slice(held) } })
   // the terminal event: unless it was received (an odd id of 3 or more is the terminal's)
-  if (state.terminal && !(lastId >= 3 && lastId % 2 === 1)) out.push({ id: 3 + 2 * Math.max(length, Number.isFinite(held) ? held : 0), event: state.terminal.event, data: state.terminal.data })
+  if (state.terminal && !(lastId >= 3 && lastId % 2 === 1)) {
+    out.push({ id: 3 + 2 * Math.max(length, Number.isFinite(held) ? held : 0), event: state.terminal.event, data: state.terminal.data })
+  }
   return out
 }
 
@@ -82,4 +84,3 @@ export function turnBody(state: TurnState): Record<string, unknown> {
     ...error,
   }
 }
-

@@ -60,7 +60,15 @@ export async function readTurn(deps: Deps, live: LiveTurns<TurnRecorder>, userId
  * Sends the turn's events after `lastId`, then follows it to its terminal event: from memory when this
  * process generates it, else from the database every CHAT_FOLLOW_POLL_MS. Stops when `signal` aborts.
  */
-export async function followTurn(deps: Deps, live: LiveTurns<TurnRecorder>, userId: string, turnId: string, lastId: number, send: (e: TurnEvent) => void, signal: AbortSignal): Promise<void> {
+export async function followTurn(
+  deps: Deps,
+  live: LiveTurns<TurnRecorder>,
+  userId: string,
+  turnId: string,
+  lastId: number,
+  send: (e: TurnEvent) => void,
+  signal: AbortSignal,
+): Promise<void> {
   let last = lastId
   while (!signal.aborted) {
     // listening before reading: a move while it reads wakes the next read at once

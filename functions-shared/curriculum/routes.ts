@@ -3,7 +3,7 @@ import { createRoute, z } from '@hono/zod-openapi'
 import { gradeMatchKey, subjectMatchKey } from '../catalogue/filters.ts'
 import type { Deps } from '../deps.ts'
 import { createRouter } from '../http/router.ts'
-import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
+import { errorResponses, ErrorSchema, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { asService } from '../db/tx.ts'
@@ -46,19 +46,42 @@ interface PageRangeRow {
 }
 
 const subjects = createRoute({
-  method: 'get', path: '/subjects', tags: ['curriculum'], summary: 'Subjects that have a ready textbook',
+  method: 'get',
+  path: '/subjects',
+  tags: ['curriculum'],
+  summary: 'Subjects that have a ready textbook',
   responses: { 200: jsonContent(z.object({ subjects: z.array(z.string()), total: z.number().int() }), 'Sorted'), ...errorResponses.public },
 })
 const textbooks = createRoute({
-  method: 'get', path: '/textbooks', tags: ['curriculum'], summary: 'Ready textbooks, optionally filtered',
-  request: { query: z.object({ grade: z.string().max(64).optional(), subject: z.string().max(128).optional().openapi({ description: 'a subject, read as its slug ("Mathématiques" is mathematiques)' }), language: z.string().max(16).optional() }) },
-  responses: { 200: jsonContent(z.object({ levels: z.array(z.string()), textbooks: z.array(TextbookSchema) }).openapi('TextbookList'), 'Levels and textbooks'), ...errorResponses.public },
+  method: 'get',
+  path: '/textbooks',
+  tags: ['curriculum'],
+  summary: 'Ready textbooks, optionally filtered',
+  request: {
+    query: z.object({
+      grade: z.string().max(64).optional(),
+      subject: z.string().max(128).optional().openapi({ description: 'a subject, read as its slug ("Mathématiques" is mathematiques)' }),
+      language: z.string().max(16).optional(),
+    }),
+  },
+  responses: {
+    200: jsonContent(z.object({ levels: z.array(z.string()), textbooks: z.array(TextbookSchema) }).openapi('TextbookList'), 'Levels and textbooks'),
+    ...errorResponses.public,
+  },
 })
 const textbook = createRoute({
-  method: 'get', path: '/textbooks/{id}', tags: ['curriculum'], summary: 'One ready textbook and the range of its pages',
+  method: 'get',
+  path: '/textbooks/{id}',
+  tags: ['curriculum'],
+  summary: 'One ready textbook and the range of its pages',
   request: { params: z.object({ id: z.uuid() }) },
   responses: {
-    200: jsonContent(z.object({ document: TextbookSchema, page_range: z.object({ min: z.number().int().nullable(), max: z.number().int().nullable() }) }).openapi('TextbookDetail'), 'The textbook'),
+    200: jsonContent(
+      z.object({ document: TextbookSchema, page_range: z.object({ min: z.number().int().nullable(), max: z.number().int().nullable() }) }).openapi(
+        'TextbookDetail',
+      ),
+      'The textbook',
+    ),
     404: jsonContent(ErrorSchema, 'Unknown, or not ready'),
     ...errorResponses.public,
   },
@@ -70,7 +93,13 @@ export function curriculumRouter(deps: Deps) {
   router.use('*', limit('public'))
   return router
     .openapi(subjects, async (c) => {
-      const rows = await asService(deps.sql, (tx) => tx<{ subject: string }[]>`select distinct subject from public.documents where status = 'ready' and subject is not null and subject <> '' order by subject`)
+      const rows = await asService(
+        deps.sql,
+        (tx) =>
+          tx<
+            { subject: string }[]
+          >`select distinct subject from public.documents where status = 'ready' and subject is not null and subject <> '' order by subject`,
+      )
       return c.json({ subjects: rows.map((r) => r.subject), total: rows.length }, 200)
     })
     .openapi(textbooks, async (c) => {
@@ -80,11 +109,15 @@ export function curriculumRouter(deps: Deps) {
       const grade = q.grade === undefined ? null : gradeMatchKey(q.grade)
       const subject = q.subject === undefined ? null : subjectMatchKey(q.subject)
       const language = q.language ?? null
-      const ready = await asService(deps.sql, (tx) => tx<DocumentRow[]>`
+      const ready = await asService(deps.sql, (tx) =>
+        tx<DocumentRow[]>`
         select * from public.documents
          where status = 'ready' and (${language}::text is null or language = ${language})
          order by grade, subject, weight desc, title`)
-      const rows = ready.filter((r) => (grade === null || (r.grade !== null && gradeMatchKey(r.grade) === grade)) && (subject === null || (r.subject !== null && subjectMatchKey(r.subject) === subject)))
+      const rows = ready.filter((r) =>
+        (grade === null || (r.grade !== null && gradeMatchKey(r.grade) === grade)) &&
+        (subject === null || (r.subject !== null && subjectMatchKey(r.subject) === subject))
+      )
       const levels = [...new Set(rows.map((r) => r.grade).filter((g): g is string => !!g))].sort()
       return c.json({ levels, textbooks: rows.map(textbookJson) }, 200)
     })
@@ -93,7 +126,9 @@ export function curriculumRouter(deps: Deps) {
       const result = await asService(deps.sql, async (tx) => {
         const [doc] = await tx<DocumentRow[]>`select * from public.documents where id = ${id} and status = 'ready'`
         if (!doc) return null
-        const [range] = await tx<[PageRangeRow]>`select min(page_number)::int as min, max(page_number)::int as max from public.document_chunks where file_id = ${id}`
+        const [range] = await tx<
+          [PageRangeRow]
+        >`select min(page_number)::int as min, max(page_number)::int as max from public.document_chunks where file_id = ${id}`
         return { document: textbookJson(doc), page_range: { min: range.min, max: range.max } }
       })
       if (!result) throw new ApiError(ErrorCode.NOT_FOUND, `No ready textbook ${id}`)

@@ -35,7 +35,7 @@ export async function migrate(sql: Sql, options: { shim: string; shimAdditions?:
       shimApplied = true
     }
     const [{ local }] = await tx<[{ local: boolean }]>`select to_regclass('auth.schema_migrations') is null as local`
-    if (local) for (const addition of options.shimAdditions ?? []) await tx.unsafe(addition)
+    if (local) { for (const addition of options.shimAdditions ?? []) await tx.unsafe(addition) }
     await tx.unsafe(`
       create schema if not exists supabase_migrations;
       create table if not exists supabase_migrations.schema_migrations (version text not null primary key, statements text[], name text);

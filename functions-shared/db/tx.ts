@@ -33,7 +33,8 @@ export async function asService<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Promis
 
 /** True when the error is PostgreSQL's, with this SQLSTATE. */
 export function isPgError(err: unknown, code?: string): err is Error & { code: string } {
-  return err instanceof Error && typeof (err as { code?: unknown }).code === 'string' && (code === undefined || (err as unknown as { code: string }).code === code)
+  return err instanceof Error && typeof (err as { code?: unknown }).code === 'string' &&
+    (code === undefined || (err as unknown as { code: string }).code === code)
 }
 
 /**

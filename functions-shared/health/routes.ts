@@ -15,7 +15,7 @@ const HealthSchema = z
     time: z.string().openapi({ format: 'date-time' }),
     database: z.object({
       reachable: z.boolean(),
-      roles: z.boolean().openapi({ description: 'a query runs as service_role, and as authenticated with a user\'s claims' }),
+      roles: z.boolean().openapi({ description: "a query runs as service_role, and as authenticated with a user's claims" }),
       latency_ms: z.number().nullable(),
     }),
   })
@@ -28,7 +28,7 @@ const route = createRoute({
   summary: 'Service health',
   responses: {
     200: jsonContent(HealthSchema, 'The service and its database are up'),
-    503: jsonContent(HealthSchema, 'The database does not answer, or not as the service\'s roles'),
+    503: jsonContent(HealthSchema, "The database does not answer, or not as the service's roles"),
   },
 })
 
@@ -71,7 +71,9 @@ export function healthRouter(deps: Deps) {
     const database = await check()
     const ok = database.reachable && database.roles
     const body = { status: ok ? ('ok' as const) : ('degraded' as const), version: VERSION, time: new Date(deps.clock.now()).toISOString(), database }
-    if (!ok) c.get('log').warn({ database }, database.reachable ? 'health check: queries do not run as the service\'s roles' : 'health check: database unreachable')
+    if (!ok) {
+      c.get('log').warn({ database }, database.reachable ? "health check: queries do not run as the service's roles" : 'health check: database unreachable')
+    }
     return ok ? c.json(body, 200) : c.json(body, 503)
   })
 }

@@ -2,7 +2,7 @@
 // Roles come from app_metadata.role (filled by the access-token hook). user_metadata.role is read only
 // while app_metadata.role is absent, and never grants admin: users can write their own user_metadata.
 import type { MiddlewareHandler } from 'hono'
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
+import { createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, type JWTVerifyGetKey } from 'jose'
 import { ApiError, ErrorCode } from './errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Principal, Role } from './context.ts'
@@ -140,7 +140,9 @@ export function requireAdmin(options: {
     if (principal.kind === 'user' && principal.role !== 'admin') throw new ApiError(ErrorCode.FORBIDDEN, 'Admin role required')
     if (principal.kind === 'user' && options.stillAdmin) {
       const session = typeof principal.claims.session_id === 'string' ? principal.claims.session_id : null
-      if (!(await options.stillAdmin(principal.userId, session))) throw new ApiError(ErrorCode.FORBIDDEN, 'Admin role required: this token\'s admin role or session has ended; sign in again')
+      if (!(await options.stillAdmin(principal.userId, session))) {
+        throw new ApiError(ErrorCode.FORBIDDEN, "Admin role required: this token's admin role or session has ended; sign in again")
+      }
     }
     c.set('principal', principal)
     await next()

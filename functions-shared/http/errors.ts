@@ -123,17 +123,22 @@ export function handleError(raw: Error, c: Context): Response {
   }
   if (err instanceof HTTPException) {
     const status = err.status
-    const code =
-      status === 413 ? ErrorCode.PAYLOAD_TOO_LARGE
-      : status === 415 ? ErrorCode.UNSUPPORTED_MEDIA_TYPE
-      : status === 401 ? ErrorCode.UNAUTHORIZED
-      : status === 404 ? ErrorCode.NOT_FOUND
-      : status < 500 ? ErrorCode.BAD_REQUEST
+    const code = status === 413
+      ? ErrorCode.PAYLOAD_TOO_LARGE
+      : status === 415
+      ? ErrorCode.UNSUPPORTED_MEDIA_TYPE
+      : status === 401
+      ? ErrorCode.UNAUTHORIZED
+      : status === 404
+      ? ErrorCode.NOT_FOUND
+      : status < 500
+      ? ErrorCode.BAD_REQUEST
       : ErrorCode.INTERNAL_ERROR
     // a JSON route's body of another type (text/plain, none): say what the route takes
-    const message =
-      status === 413 ? 'Request body is too large'
-      : status === 415 ? `Unsupported Media Type: send the body as JSON (Content-Type: application/json), not ${c.req.header('content-type') || 'a body without a Content-Type'}`
+    const message = status === 413
+      ? 'Request body is too large'
+      : status === 415
+      ? `Unsupported Media Type: send the body as JSON (Content-Type: application/json), not ${c.req.header('content-type') || 'a body without a Content-Type'}`
       : err.message || 'Request failed'
     return c.json(errorBody(c, code, message), status)
   }
@@ -159,7 +164,12 @@ function isDataException(err: Error): err is Error & { code: string } {
 
 /** A route's path as a pattern: `:param` (with or without its own pattern) one segment, `*` anything. */
 const routePattern = (path: string) =>
-  new RegExp(`^${path.replace(/[.+?^${}()|[\]\\]/g, (ch) => (ch === '{' || ch === '}' ? ch : `\\${ch}`)).replace(/:[A-Za-z_][A-Za-z0-9_]*(\{[^}]*\})?\\?\??/g, '[^/]+').replace(/\*/g, '.*')}/?$`)
+  new RegExp(
+    `^${
+      path.replace(/[.+?^${}()|[\]\\]/g, (ch) => (ch === '{' || ch === '}' ? ch : `\\${ch}`)).replace(/:[A-Za-z_][A-Za-z0-9_]*(\{[^}]*\})?\\?\??/g, '[^/]+')
+        .replace(/\*/g, '.*')
+    }/?$`,
+  )
 
 /**
  * No route for this method and path: 404, or 405 with Allow when the path has routes for other methods

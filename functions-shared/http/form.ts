@@ -7,7 +7,10 @@ import { ApiError, ErrorCode } from './errors.ts'
 
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 /** `; name=value`, the value a token or a quoted string (RFC 9110 §5.6.4, §5.6.6), one at a time from lastIndex. */
-const PARAMETER = new RegExp(`[ \\t]*;[ \\t]*(?:(${TOKEN})=(?:(${TOKEN})|"((?:[\\t \\x21\\x23-\\x5b\\x5d-\\x7e\\x80-\\xff]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*)"))?`, 'y')
+const PARAMETER = new RegExp(
+  `[ \\t]*;[ \\t]*(?:(${TOKEN})=(?:(${TOKEN})|"((?:[\\t \\x21\\x23-\\x5b\\x5d-\\x7e\\x80-\\xff]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*)"))?`,
+  'y',
+)
 
 /** A Content-Type's parameters (names in lower case), or null when they are not written as RFC 9110 §8.3.1 has them. */
 export function contentTypeParameters(header: string): Map<string, string> | null {
@@ -48,7 +51,7 @@ export async function readMultipart(c: Context): Promise<Record<string, FormData
   if (boundary === undefined || !BOUNDARY.test(boundary)) {
     throw new ApiError(
       ErrorCode.BAD_REQUEST,
-      'The Content-Type needs one boundary parameter of 1 to 70 characters (letters, digits, spaces and \'()+_,-./:=?, not ending in a space), quoted when it holds a space',
+      "The Content-Type needs one boundary parameter of 1 to 70 characters (letters, digits, spaces and '()+_,-./:=?, not ending in a space), quoted when it holds a space",
     )
   }
   let form: FormData

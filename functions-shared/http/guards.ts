@@ -22,7 +22,12 @@ export function tokenVerifier(deps: Deps): TokenVerifier {
   let verifier = verifiers.get(deps)
   if (!verifier) {
     const { config } = deps
-    verifier = createTokenVerifier({ secret: config.JWT_SECRET, jwksUrl: config.JWT_JWKS_URL, clockToleranceSeconds: config.JWT_CLOCK_TOLERANCE_SECONDS, clock: deps.clock })
+    verifier = createTokenVerifier({
+      secret: config.JWT_SECRET,
+      jwksUrl: config.JWT_JWKS_URL,
+      clockToleranceSeconds: config.JWT_CLOCK_TOLERANCE_SECONDS,
+      clock: deps.clock,
+    })
     verifiers.set(deps, verifier)
   }
   return verifier
@@ -31,7 +36,7 @@ export function tokenVerifier(deps: Deps): TokenVerifier {
 /** Where the process's rate limits count: RATE_LIMIT_STORE's store, made at its first use, unless one was given. */
 export function rateLimitStore(deps: Deps): RateLimitStore {
   let store = stores.get(deps)
-  if (!store) stores.set(deps, (store = deps.config.RATE_LIMIT_STORE === 'postgres' ? new PostgresRateLimitStore(deps.sql) : new MemoryRateLimitStore()))
+  if (!store) stores.set(deps, store = deps.config.RATE_LIMIT_STORE === 'postgres' ? new PostgresRateLimitStore(deps.sql) : new MemoryRateLimitStore())
   return store
 }
 

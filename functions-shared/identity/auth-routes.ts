@@ -23,7 +23,10 @@ export function authRouter(deps: Deps) {
     description: 'The account is a student; the profile is created by a trigger. Duplicate email: 409.',
     request: { body: json(z.object({ email: EmailSchema, password, full_name: FullNameSchema }).openapi('SignUpRequest')) },
     responses: {
-      201: jsonContent(z.object({ success: z.literal(true), data: z.object({ user_id: z.uuid(), email: z.string() }) }).openapi('SignUpResponse'), 'Account created'),
+      201: jsonContent(
+        z.object({ success: z.literal(true), data: z.object({ user_id: z.uuid(), email: z.string() }) }).openapi('SignUpResponse'),
+        'Account created',
+      ),
       409: jsonContent(z.object({ error: z.string() }).passthrough(), 'Email already registered'),
       ...errors,
     },

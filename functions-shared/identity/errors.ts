@@ -27,12 +27,11 @@ export interface AuthLimits {
 function rateLimited(error: AuthErrorLike, context: string, limits: AuthLimits): ApiError {
   const code = error.code ?? ''
   const after = /after (\d+) seconds?/.exec(error.message)
-  const [retryAfter, limit, window] =
-    after && code === 'over_email_send_rate_limit'
-      ? [Number(after[1]), 1, `${limits.emailSpacingSeconds}s`]
-      : code === 'over_email_send_rate_limit'
-        ? [Math.ceil(3600 / Math.max(1, limits.emailsPerHour)), limits.emailsPerHour, '1h']
-        : [Math.ceil(300 / Math.max(1, limits.perFiveMinutes)), limits.perFiveMinutes, '5m']
+  const [retryAfter, limit, window] = after && code === 'over_email_send_rate_limit'
+    ? [Number(after[1]), 1, `${limits.emailSpacingSeconds}s`]
+    : code === 'over_email_send_rate_limit'
+    ? [Math.ceil(3600 / Math.max(1, limits.emailsPerHour)), limits.emailsPerHour, '1h']
+    : [Math.ceil(300 / Math.max(1, limits.perFiveMinutes)), limits.perFiveMinutes, '5m']
   const what = after ? `${context} for this address` : `${context} attempts from this address`
   return new ApiError(ErrorCode.RATE_LIMITED, `Too many ${what}; retry in ${retryAfter} s`, {
     details: { retry_after: retryAfter, limit, window, auth_error: code },
@@ -40,7 +39,11 @@ function rateLimited(error: AuthErrorLike, context: string, limits: AuthLimits):
   })
 }
 
-export function fromAuthError(error: AuthErrorLike, context: string, limits: AuthLimits = { perFiveMinutes: 30, emailsPerHour: 30, emailSpacingSeconds: 60 }): ApiError {
+export function fromAuthError(
+  error: AuthErrorLike,
+  context: string,
+  limits: AuthLimits = { perFiveMinutes: 30, emailsPerHour: 30, emailSpacingSeconds: 60 },
+): ApiError {
   const code = error.code ?? ''
   switch (code) {
     case 'user_already_exists':

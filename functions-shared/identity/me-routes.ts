@@ -2,7 +2,7 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import type { Deps } from '../deps.ts'
 import { bearerSecurity, createRouter } from '../http/router.ts'
-import { ErrorSchema, errorResponses, jsonContent } from '../http/schemas.ts'
+import { errorResponses, ErrorSchema, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
 import { FullNameSchema, ProfileSchema } from './schemas.ts'
 import { getOwnProfile, updateOwnProfile } from './service.ts'
@@ -23,8 +23,14 @@ const patch = createRoute({
   summary: 'Change my full name',
   description: 'Only full_name may change here; any other field is refused with 400.',
   security: bearerSecurity,
-  request: { body: { content: { 'application/json': { schema: z.strictObject({ full_name: FullNameSchema }).openapi('UpdateProfileRequest') } }, required: true } },
-  responses: { 200: jsonContent(ProfileSchema, 'The updated profile'), 404: jsonContent(ErrorSchema, 'No profile for this account'), ...errorResponses.protected },
+  request: {
+    body: { content: { 'application/json': { schema: z.strictObject({ full_name: FullNameSchema }).openapi('UpdateProfileRequest') } }, required: true },
+  },
+  responses: {
+    200: jsonContent(ProfileSchema, 'The updated profile'),
+    404: jsonContent(ErrorSchema, 'No profile for this account'),
+    ...errorResponses.protected,
+  },
 })
 
 export function meRouter(deps: Deps) {
@@ -33,7 +39,9 @@ export function meRouter(deps: Deps) {
   router.use('*', user, limit('profile'))
   return router
     .openapi(get, async (c) => c.json(await getOwnProfile({ ctx: { deps, requestId: c.get('requestId') }, principal: c.get('principal') }), 200))
-    .openapi(patch, async (c) =>
-      c.json(await updateOwnProfile({ ctx: { deps, requestId: c.get('requestId') }, principal: c.get('principal'), input: c.req.valid('json') }), 200),
+    .openapi(
+      patch,
+      async (c) =>
+        c.json(await updateOwnProfile({ ctx: { deps, requestId: c.get('requestId') }, principal: c.get('principal'), input: c.req.valid('json') }), 200),
     )
 }

@@ -48,7 +48,17 @@ function toProfile(row: ProfileRow): Profile {
 
 /** Auth's error as ours, naming the configured Auth limits when it is a 429. */
 const fromAuthError = (error: Parameters<typeof toApiError>[0], context: string, ctx?: ServiceContext) =>
-  toApiError(error, context, ctx ? { perFiveMinutes: ctx.deps.config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS, emailsPerHour: ctx.deps.config.AUTH_RATE_LIMIT_EMAIL_SENT, emailSpacingSeconds: ctx.deps.config.AUTH_EMAIL_MAX_FREQUENCY_SECONDS } : undefined)
+  toApiError(
+    error,
+    context,
+    ctx
+      ? {
+        perFiveMinutes: ctx.deps.config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS,
+        emailsPerHour: ctx.deps.config.AUTH_RATE_LIMIT_EMAIL_SENT,
+        emailSpacingSeconds: ctx.deps.config.AUTH_EMAIL_MAX_FREQUENCY_SECONDS,
+      }
+      : undefined,
+  )
 
 export async function signUp({ ctx, input }: { ctx: ServiceContext; input: { email: string; password: string; full_name: string } }) {
   const client = await ctx.deps.supabase.anon(ctx.requestId, ctx.clientIp)
@@ -102,14 +112,22 @@ function userClaims(principal: Principal) {
 }
 
 export async function getOwnProfile({ ctx, principal }: { ctx: ServiceContext; principal: Principal }): Promise<Profile> {
-  const rows = await asUser(ctx.deps.sql, userClaims(principal), (tx) => tx.unsafe<ProfileRow[]>(`select ${PROFILE_COLUMNS} from public.profiles where id = (select auth.uid())`))
+  const rows = await asUser(
+    ctx.deps.sql,
+    userClaims(principal),
+    (tx) => tx.unsafe<ProfileRow[]>(`select ${PROFILE_COLUMNS} from public.profiles where id = (select auth.uid())`),
+  )
   if (!rows[0]) throw new DomainError('not_found', 'No profile for this account')
   return toProfile(rows[0])
 }
 
-export async function updateOwnProfile({ ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { full_name: string } }): Promise<Profile> {
-  const rows = await asUser(ctx.deps.sql, userClaims(principal), (tx) =>
-    tx.unsafe<ProfileRow[]>(`update public.profiles set full_name = $1 where id = (select auth.uid()) returning ${PROFILE_COLUMNS}`, [input.full_name]),
+export async function updateOwnProfile(
+  { ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { full_name: string } },
+): Promise<Profile> {
+  const rows = await asUser(
+    ctx.deps.sql,
+    userClaims(principal),
+    (tx) => tx.unsafe<ProfileRow[]>(`update public.profiles set full_name = $1 where id = (select auth.uid()) returning ${PROFILE_COLUMNS}`, [input.full_name]),
   )
   if (!rows[0]) throw new DomainError('not_found', 'No profile for this account')
   return toProfile(rows[0])
@@ -125,12 +143,17 @@ async function profileById(ctx: ServiceContext, id: string): Promise<Profile | n
 export async function listProfiles({ ctx, input }: { ctx: ServiceContext; input: { limit: number; offset: number } }) {
   return asService(ctx.deps.sql, async (tx) => {
     const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.profiles`
-    const rows = await tx.unsafe<ProfileRow[]>(`select ${PROFILE_COLUMNS} from public.profiles order by created_at desc, id limit $1 offset $2`, [input.limit, input.offset])
+    const rows = await tx.unsafe<ProfileRow[]>(`select ${PROFILE_COLUMNS} from public.profiles order by created_at desc, id limit $1 offset $2`, [
+      input.limit,
+      input.offset,
+    ])
     return { items: rows.map(toProfile), total, limit: input.limit, offset: input.offset }
   })
 }
 
-export async function createUser({ ctx, input }: { ctx: ServiceContext; input: { email: string; password: string; full_name: string; role: Role } }): Promise<Profile> {
+export async function createUser(
+  { ctx, input }: { ctx: ServiceContext; input: { email: string; password: string; full_name: string; role: Role } },
+): Promise<Profile> {
   const client = await ctx.deps.supabase.admin(ctx.requestId)
   const { data, error } = await client.auth.admin.createUser({
     email: input.email,
@@ -157,8 +180,9 @@ export async function setUserRole({ ctx, input }: { ctx: ServiceContext; input: 
 }
 
 export async function setHintLevel({ ctx, input }: { ctx: ServiceContext; input: { user_id: string; hint_level: number } }): Promise<Profile> {
-  const rows = await asService(ctx.deps.sql, (tx) =>
-    tx.unsafe<ProfileRow[]>(`update public.profiles set hint_level = $2 where id = $1 returning ${PROFILE_COLUMNS}`, [input.user_id, input.hint_level]),
+  const rows = await asService(
+    ctx.deps.sql,
+    (tx) => tx.unsafe<ProfileRow[]>(`update public.profiles set hint_level = $2 where id = $1 returning ${PROFILE_COLUMNS}`, [input.user_id, input.hint_level]),
   )
   if (!rows[0]) throw new DomainError('not_found', `User ${input.user_id} not found`)
   return toProfile(rows[0])

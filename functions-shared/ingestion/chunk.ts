@@ -36,7 +36,7 @@ export function tokenWindows(text: string, tokenizer: Tokenizer, size: number, o
   }
   const windows: { text: string; tokens: number }[] = []
   let previousEnd = 0
-  for (let start = 0; start < tokens.length; ) {
+  for (let start = 0; start < tokens.length;) {
     let from = start
     for (let b = start; b < previousEnd; b++) {
       if (betweenWords(b)) {
@@ -82,7 +82,9 @@ export function chunkPages(
 ): TextChunk[] {
   const chunks: TextChunk[] = []
   for (const page of pages) {
-    split(page.text).forEach((w, i) => chunks.push({ page_number: page.number, chunk_index: i, text: w.text, ...(w.tokens === undefined ? {} : { token_count: w.tokens }) }))
+    split(page.text).forEach((w, i) =>
+      chunks.push({ page_number: page.number, chunk_index: i, text: w.text, ...(w.tokens === undefined ? {} : { token_count: w.tokens }) })
+    )
   }
   return chunks
 }

@@ -3,7 +3,7 @@ import type { Deps } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { iso } from '../lib/time.ts'
 import type { DOCUMENT_ORIGINS, DOCUMENT_STATUSES } from '../domain/enums.ts'
-import { metadataJson, type MetadataColumns } from '../catalogue/listings.ts'
+import { type MetadataColumns, metadataJson } from '../catalogue/listings.ts'
 import { updateReference } from '../catalogue/references.ts'
 import type { UpdateReferenceRequest } from '../catalogue/schemas.ts'
 import type { Principal } from '../http/auth.ts'
@@ -59,7 +59,8 @@ export async function updateDocument(deps: Deps, id: string, patch: DocumentPatc
     const [row] = await asService(deps.sql, (tx) => tx<DocumentRow[]>`select * from public.documents where id = ${id}`)
     return row ? documentJson(row) : null
   }
-  const rows = await asService(deps.sql, (tx) => tx<DocumentRow[]>`
+  const rows = await asService(deps.sql, (tx) =>
+    tx<DocumentRow[]>`
     update public.documents set
       title = case when ${patch.title !== undefined} then ${patch.title ?? null} else title end,
       major = case when ${patch.major !== undefined} then ${patch.major ?? null} else major end,
@@ -110,7 +111,8 @@ interface StatsRow {
  * circulation: every wallet balance plus the tokens held by pending reservations.
  */
 export async function dashboardStats(deps: Deps) {
-  const [r] = await asService(deps.sql, (tx) => tx<[StatsRow]>`
+  const [r] = await asService(deps.sql, (tx) =>
+    tx<[StatsRow]>`
     select
       (select count(*) from public.documents)::int as documents_total,
       (select count(*) from public.documents where status = 'ready')::int as documents_ready,

@@ -11,10 +11,10 @@ import { PdfError } from '../pdf/extract.ts'
 import { arabicShare } from '../text/canonicalize.ts'
 import { cleanPages } from '../pdf/clean-pages.ts'
 import { checkQuality } from '../catalogue/quality.ts'
-import { readPdf, readPdfSettings, type ReadPdf } from '../pdf/read.ts'
+import { type ReadPdf, readPdf, readPdfSettings } from '../pdf/read.ts'
 import { allowedHosts, globalAllowlist } from '../catalogue/sources.ts'
 import { retry } from '../lib/retry.ts'
-import { chunkId, chunkPages, tokenWindows, type TextChunk } from './chunk.ts'
+import { chunkId, chunkPages, type TextChunk, tokenWindows } from './chunk.ts'
 import { defaultTokenizer } from './tokenizer.ts'
 import { hasNamespace, namespaceFor } from '../catalogue/namespace.ts'
 import type { ReferenceRow } from '../catalogue/listings.ts'
@@ -95,7 +95,9 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     // the ingest request and the scraper refuse such a reference first; this guards what they cannot see
     // (a row edited in the database, a job queued before they checked)
     const { grade, subject } = reference
-    if (grade === null || subject === null || !hasNamespace(grade, subject)) throw new PipelineError('the reference has no grade or subject, so it has no namespace')
+    if (grade === null || subject === null || !hasNamespace(grade, subject)) {
+      throw new PipelineError('the reference has no grade or subject, so it has no namespace')
+    }
     const source = deps.sources.find((s) => s.name === reference.source)
     const namespace = namespaceFor(grade, subject)
     // a scan registered where it could not be read has no language yet: its pages tell
@@ -152,7 +154,9 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     const options = source ? { boilerplate: source.boilerplate, taaMarbutaToHa: source.taa_marbuta_to_ha, hamzaCarriers: source.hamza_carriers } : {}
     const pages = cleanPages(extracted.pages, config.QUALITY_MIN_PAGE_CHARS, options)
     if (pages.length === 0) {
-      throw new PipelineError(extracted.ocr.attempted > 0 || config.OCR_MODE === 'never' ? `no page with text (${ocrSummary(extracted, config.OCR_MODE)})` : 'no page with text')
+      throw new PipelineError(
+        extracted.ocr.attempted > 0 || config.OCR_MODE === 'never' ? `no page with text (${ocrSummary(extracted, config.OCR_MODE)})` : 'no page with text',
+      )
     }
     const language = registeredLanguage ?? (arabicShare(pages.map((p) => p.text).join('\n')) > 0.5 ? 'ar' : 'fr')
     // recognized text is judged by the recognizer's confidence, as the scraper's quality gate does
@@ -168,23 +172,41 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
           language: language === 'fr' ? 'fr' : 'ar',
           ocr: { chars: ocrText.join('\n').length, confidence: extracted.ocr.confidence },
         },
-        { minTextChars: 0, maxFileBytes: Number.MAX_SAFE_INTEGER, minConfidenceAr: config.OCR_MIN_CONFIDENCE_AR, minConfidenceFr: config.OCR_MIN_CONFIDENCE_FR },
+        {
+          minTextChars: 0,
+          maxFileBytes: Number.MAX_SAFE_INTEGER,
+          minConfidenceAr: config.OCR_MIN_CONFIDENCE_AR,
+          minConfidenceFr: config.OCR_MIN_CONFIDENCE_FR,
+        },
       )
       if (!quality.passed) throw new PipelineError(quality.reason!)
     }
     const pageInfo = new Map(pages.map((p) => [p.number, p]))
-    await asService(deps.sql, (tx) => tx`select public.report_job_progress(${job.id}, ${job.attempt}, ${extracted.pageCount}, ${extracted.pageCount}, ${extracted.ocr.pages})`)
+    await asService(
+      deps.sql,
+      (tx) => tx`select public.report_job_progress(${job.id}, ${job.attempt}, ${extracted.pageCount}, ${extracted.pageCount}, ${extracted.ocr.pages})`,
+    )
     await transition(deps, job, 'tokenizing', {
       pages: pages.length,
       page_count: extracted.pageCount,
       ...(extracted.ocr.attempted > 0
-        ? { ocr_pages: extracted.ocr.pages, ocr_attempted: extracted.ocr.attempted, ocr_failed: extracted.ocr.failed, ocr_skipped: extracted.ocr.skipped, ocr_seconds: Math.round(extracted.ocr.seconds * 10) / 10, ocr_confidence: roundConfidence(extracted.ocr.confidence), ocr_layers_repaired: extracted.ocr.repaired }
+        ? {
+          ocr_pages: extracted.ocr.pages,
+          ocr_attempted: extracted.ocr.attempted,
+          ocr_failed: extracted.ocr.failed,
+          ocr_skipped: extracted.ocr.skipped,
+          ocr_seconds: Math.round(extracted.ocr.seconds * 10) / 10,
+          ocr_confidence: roundConfidence(extracted.ocr.confidence),
+          ocr_layers_repaired: extracted.ocr.repaired,
+        }
         : {}),
     })
 
     // 4. chunks: cl100k windows, 512/64 for French, 384/48 for Arabic and Hassaniya
     stage.next('chunk')
-    const [size, overlap] = language === 'fr' ? [config.CHUNK_TOKENS_FR, config.CHUNK_TOKEN_OVERLAP_FR] : [config.CHUNK_TOKENS_AR, config.CHUNK_TOKEN_OVERLAP_AR]
+    const [size, overlap] = language === 'fr'
+      ? [config.CHUNK_TOKENS_FR, config.CHUNK_TOKEN_OVERLAP_FR]
+      : [config.CHUNK_TOKENS_AR, config.CHUNK_TOKEN_OVERLAP_AR]
     const chunks = chunkPages(pages, (text) => tokenWindows(text, defaultTokenizer, size, overlap))
     await transition(deps, job, 'embedding_request_sent', { chunks: chunks.length })
 
@@ -212,7 +234,9 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
         },
       })
       if (vectors.length !== batch.length || vectors.some((v) => v.length !== config.VECTOR_DIMENSION)) {
-        throw new PipelineError(`the embedder returned ${vectors.length} vectors for ${batch.length} chunks, or vectors not of dimension ${config.VECTOR_DIMENSION}`)
+        throw new PipelineError(
+          `the embedder returned ${vectors.length} vectors for ${batch.length} chunks, or vectors not of dimension ${config.VECTOR_DIMENSION}`,
+        )
       }
       await asService(deps.sql, async (tx) => {
         await tx`select public.report_job_progress(${job.id}, ${job.attempt}, ${extracted.pageCount}, ${extracted.pageCount}, ${null})`
@@ -227,7 +251,14 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
           embedding: vectorLiteral(vectors[k]!),
           // only the light fields of spec §1.4; the text stays in document_chunks
           metadata: {
-            chunk_id: ids[i + k], file_id: fileId, language, grade: reference.grade, subject: reference.subject, source_url: reference.source_url, page_number: c.page_number, ingestion_ts: ingestionTs,
+            chunk_id: ids[i + k],
+            file_id: fileId,
+            language,
+            grade: reference.grade,
+            subject: reference.subject,
+            source_url: reference.source_url,
+            page_number: c.page_number,
+            ingestion_ts: ingestionTs,
             // where the page's text came from: its text layer, or the recognizer (with its confidence)
             text_source: pageInfo.get(c.page_number)?.source ?? 'pdf',
             ...(pageInfo.get(c.page_number)?.source === 'ocr' ? { ocr_confidence: roundConfidence(pageInfo.get(c.page_number)!.confidence) } : {}),
@@ -242,9 +273,18 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     // one, the document and the reference synced, the job ready (public.complete_ingestion)
     stage.next('store')
     // a reference registered without a language takes the one read from its pages
-    await asService(deps.sql, (tx) => tx`
+    await asService(deps.sql, (tx) =>
+      tx`
       select id from public.complete_ingestion(${job.id}, ${job.attempt}, ${config.VECTOR_INDEX_NAME}, ${namespace}, ${extracted.pageCount},
-                                               ${tx.json({ pages: pages.length, chunks: chunks.length, vectors: chunks.length, embedder: deps.embedder.name, ms: Math.round(performance.now() - started) })},
+                                               ${
+        tx.json({
+          pages: pages.length,
+          chunks: chunks.length,
+          vectors: chunks.length,
+          embedder: deps.embedder.name,
+          ms: Math.round(performance.now() - started),
+        })
+      },
                                                ${language})`)
     await deps.onJobTransition?.({ job_id: job.id, attempt: job.attempt, status: 'ready' })
     stage.next('done')
@@ -257,8 +297,11 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
       log.warn({ job_id: job.id, attempt: job.attempt }, 'job was claimed again by another worker; this run stops')
       return { job_id: job.id, status: 'superseded' }
     }
-    const message =
-      err instanceof FetchError ? `download failed: ${err.message}` : err instanceof PdfError || err instanceof PipelineError ? err.message : `${stage.name} failed: ${(err as Error).message}`
+    const message = err instanceof FetchError
+      ? `download failed: ${err.message}`
+      : err instanceof PdfError || err instanceof PipelineError
+      ? err.message
+      : `${stage.name} failed: ${(err as Error).message}`
     log.error({ job_id: job.id, stage: stage.name, err: { message: (err as Error).message } }, 'ingestion job failed')
     return fail(deps, job, message, { stage: stage.name })
   }
@@ -286,6 +329,12 @@ async function deferForOcr(deps: Deps, job: ClaimedJob, read: ReadPdf): Promise<
  */
 export async function claimNextJob(deps: Deps, options: { deferredOnly?: boolean } = {}): Promise<ClaimedJob | null> {
   // claim_next_job returns a null row (every column null) when nothing is queued
-  const [row] = await asService(deps.sql, (tx) => tx<Nullable<ClaimedJob>[]>`select id, reference_id, file_id, attempt from public.claim_next_job(${deps.ocr !== undefined}, ${options.deferredOnly === true})`)
+  const [row] = await asService(
+    deps.sql,
+    (tx) =>
+      tx<Nullable<ClaimedJob>[]>`select id, reference_id, file_id, attempt from public.claim_next_job(${deps.ocr !== undefined}, ${
+        options.deferredOnly === true
+      })`,
+  )
   return row?.id && row.reference_id && row.attempt !== null ? { id: row.id, reference_id: row.reference_id, file_id: row.file_id, attempt: row.attempt } : null
 }

@@ -85,7 +85,9 @@ export async function requestIngestion(deps: Deps, input: { reference_id: string
   const [job] = await rpc(deps, async (tx) => {
     // such a job could only fail in the pipeline: refused here, where the operator is told how to fix it
     // (the row lock holds until the job is queued, so the grade and subject checked are the ones queued)
-    const [ref] = await tx<Pick<ReferenceRow, 'status' | 'grade' | 'subject'>[]>`select status, grade, subject from public.curriculum_references where id = ${input.reference_id} for update`
+    const [ref] = await tx<
+      Pick<ReferenceRow, 'status' | 'grade' | 'subject'>[]
+    >`select status, grade, subject from public.curriculum_references where id = ${input.reference_id} for update`
     if (ref && ref.status !== 'duplicate' && !hasNamespace(ref.grade, ref.subject)) throw noNamespaceError(input.reference_id, ref.grade, ref.subject)
     return tx<JobRow[]>`select * from public.request_ingestion(${input.reference_id}, ${input.force})`
   })
@@ -99,9 +101,13 @@ export async function requestIngestion(deps: Deps, input: { reference_id: string
  */
 export async function legacyIngestion(deps: Deps, input: { reference_id: string; force: boolean }) {
   const requeued = await rpc(deps, async (tx) => {
-    const [ref] = await tx<Pick<ReferenceRow, 'status' | 'grade' | 'subject'>[]>`select status, grade, subject from public.curriculum_references where id = ${input.reference_id} for update`
+    const [ref] = await tx<
+      Pick<ReferenceRow, 'status' | 'grade' | 'subject'>[]
+    >`select status, grade, subject from public.curriculum_references where id = ${input.reference_id} for update`
     if (!ref) return null
-    const [newest] = await tx<Pick<JobRow, 'id' | 'status'>[]>`select id, status from public.ingestion_jobs where reference_id = ${input.reference_id} order by seq desc limit 1`
+    const [newest] = await tx<
+      Pick<JobRow, 'id' | 'status'>[]
+    >`select id, status from public.ingestion_jobs where reference_id = ${input.reference_id} order by seq desc limit 1`
     if (newest?.status !== 'failed') return null
     if (!hasNamespace(ref.grade, ref.subject)) throw noNamespaceError(input.reference_id, ref.grade, ref.subject)
     const [job] = await tx<Pick<JobRow, 'id'>[]>`select id from public.requeue_job(${newest.id})`
@@ -123,7 +129,9 @@ export async function listJobs(deps: Deps, input: { status?: JobStatus | undefin
   return asService(deps.sql, async (tx) => {
     const status = input.status ?? null
     const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.ingestion_jobs where (${status}::text is null or status = ${status})`
-    const rows = await tx<JobRow[]>`select * from public.ingestion_jobs where (${status}::text is null or status = ${status}) order by seq desc limit ${input.limit} offset ${input.offset}`
+    const rows = await tx<
+      JobRow[]
+    >`select * from public.ingestion_jobs where (${status}::text is null or status = ${status}) order by seq desc limit ${input.limit} offset ${input.offset}`
     return { items: rows.map(jobJson), total, limit: input.limit, offset: input.offset }
   })
 }
@@ -132,7 +140,9 @@ export async function getJob(deps: Deps, jobId: string) {
   return asService(deps.sql, async (tx) => {
     const [row] = await tx<JobRow[]>`select * from public.ingestion_jobs where id = ${jobId}`
     if (!row) return null
-    const audit = await tx<AuditRow[]>`select id, from_status, to_status, error_message, details, created_at from public.ingestion_audit where job_id = ${jobId} order by id`
+    const audit = await tx<
+      AuditRow[]
+    >`select id, from_status, to_status, error_message, details, created_at from public.ingestion_audit where job_id = ${jobId} order by id`
     return {
       ...jobJson(row),
       audit: audit.map((a) => ({

@@ -23,7 +23,8 @@ export interface UploadInput {
 
 const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => x.toFixed(7)).join(',')}]`
 
-const refused = (field: string, message: string) => new ApiError(ErrorCode.VALIDATION_FAILED, `Invalid form: ${field}: ${message}`, { details: { fields: [{ field, message }] } })
+const refused = (field: string, message: string) =>
+  new ApiError(ErrorCode.VALIDATION_FAILED, `Invalid form: ${field}: ${message}`, { details: { fields: [{ field, message }] } })
 
 /**
  * The grade, subject and namespace an upload is stored under: the grade and subject in the form a
@@ -51,25 +52,32 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
     // scanned pages are recognized in the request where this process can (Node); OCR_MAX_PAGES bounds it
     extracted = await readPdf(input.bytes, { ...readPdfSettings(config), engine: deps.ocr, extract: deps.extractPdf, language: input.language })
   } catch (err) {
-    if (err instanceof PdfError) throw new ApiError(ErrorCode.VALIDATION_FAILED, err.message, { details: { fields: [{ field: 'file', message: err.message }] } })
-    if (err instanceof PdfReadersBusy) throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, 'Every PDF reader is busy with other uploads; retry shortly', { headers: { 'Retry-After': String(err.retryAfterSeconds) } })
+    if (err instanceof PdfError) {
+      throw new ApiError(ErrorCode.VALIDATION_FAILED, err.message, { details: { fields: [{ field: 'file', message: err.message }] } })
+    }
+    if (err instanceof PdfReadersBusy) {
+      throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, 'Every PDF reader is busy with other uploads; retry shortly', {
+        headers: { 'Retry-After': String(err.retryAfterSeconds) },
+      })
+    }
     throw err
   }
   countOcr(deps.metrics.ingestion, extracted.ocr)
   const pages = cleanPages(extracted.pages, config.QUALITY_MIN_PAGE_CHARS)
   if (pages.length === 0) {
-    const why =
-      extracted.needsOcr.length > 0
-        ? 'The PDF has no text layer, and this server cannot recognize scanned pages (OCR runs in Node processes: npm start, npm run worker); register it as a reference and ingest it instead'
-        : config.OCR_MODE === 'never'
-          ? 'The PDF has no page with text (a scan without a text layer? OCR_MODE is never)'
-          : 'The PDF has no page with text (nothing was recognized either)'
+    const why = extracted.needsOcr.length > 0
+      ? 'The PDF has no text layer, and this server cannot recognize scanned pages (OCR runs in Node processes: npm start, npm run worker); register it as a reference and ingest it instead'
+      : config.OCR_MODE === 'never'
+      ? 'The PDF has no page with text (a scan without a text layer? OCR_MODE is never)'
+      : 'The PDF has no page with text (nothing was recognized either)'
     throw new ApiError(ErrorCode.VALIDATION_FAILED, why, { details: { fields: [{ field: 'file', message: 'no text' }] } })
   }
   const sourceOf = new Map(pages.map((p) => [p.number, p]))
   const chunks = chunkPages(pages, (text) => charWindows(text, config.CHUNK_CHARS, config.CHUNK_CHAR_OVERLAP).map((t) => ({ text: t })))
   const vectors: number[][] = []
-  for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) vectors.push(...(await deps.embedder.embed(chunks.slice(i, i + config.EMBED_BATCH_SIZE).map((c) => c.text))))
+  for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) {
+    vectors.push(...(await deps.embedder.embed(chunks.slice(i, i + config.EMBED_BATCH_SIZE).map((c) => c.text))))
+  }
   const { grade, subject, namespace } = placement
   const documentId = crypto.randomUUID()
   const ids = await Promise.all(chunks.map((c) => chunkId(documentId, c.page_number, c.chunk_index)))
@@ -88,8 +96,15 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
           content: c.text,
           embedding: vectorLiteral(vectors[i + k]!),
           metadata: {
-            chunk_id: ids[i + k], file_id: documentId, language: input.language, grade, subject,
-            source_url: input.pdf_source ?? null, page_number: c.page_number, ingestion_ts: ingestionTs, text: c.text,
+            chunk_id: ids[i + k],
+            file_id: documentId,
+            language: input.language,
+            grade,
+            subject,
+            source_url: input.pdf_source ?? null,
+            page_number: c.page_number,
+            ingestion_ts: ingestionTs,
+            text: c.text,
             text_source: page?.source ?? 'pdf',
             ...(page?.source === 'ocr' ? { ocr_confidence: Math.round(page.confidence! * 1000) / 1000 } : {}),
           },
@@ -100,7 +115,13 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
     await tx`select public.publish_upload(${documentId})`
   })
   return {
-    status: 'ready' as const, document_id: documentId, namespace, pages: extracted.pageCount, content_pages: pages.length, chunks: chunks.length, vectors: chunks.length,
+    status: 'ready' as const,
+    document_id: documentId,
+    namespace,
+    pages: extracted.pageCount,
+    content_pages: pages.length,
+    chunks: chunks.length,
+    vectors: chunks.length,
     ocr_pages: extracted.ocr.pages,
   }
 }

@@ -11,6 +11,10 @@ export const sha256BytesHex = (bytes: Uint8Array): string => bytesToHex(sha256(b
 /** JSON with every object's keys in order. */
 export function canonicalJson(value: unknown): string {
   const sorted = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(sorted) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])])) : v
+    Array.isArray(v)
+      ? v.map(sorted)
+      : v && typeof v === 'object'
+      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])]))
+      : v
   return JSON.stringify(sorted(value))
 }

@@ -1,13 +1,25 @@
 // JSON logs, one line per event: timestamp (ISO 8601), level (a word), logger, message, request_id.
-import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino'
+import { type DestinationStream, type Logger as PinoLogger, pino } from 'pino'
 
 export type Logger = PinoLogger
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
 
 /** Keys whose values are never written, at the top level or one object deep. */
 const SECRET_KEYS = [
-  'password', 'new_password', 'token', 'access_token', 'refresh_token', 'authorization', 'apikey', 'api_key',
-  'admin_key', 'x-admin-key', 'secret', 'jwt', 'service_role_key', 'cookie',
+  'password',
+  'new_password',
+  'token',
+  'access_token',
+  'refresh_token',
+  'authorization',
+  'apikey',
+  'api_key',
+  'admin_key',
+  'x-admin-key',
+  'secret',
+  'jwt',
+  'service_role_key',
+  'cookie',
 ]
 const redactPaths = SECRET_KEYS.flatMap((k) => [`["${k}"]`, `*["${k}"]`])
 
@@ -41,7 +53,7 @@ export function createLogRoot(options: { level?: LogLevel; destination?: Destina
   return {
     get(name) {
       let logger = named.get(name)
-      if (!logger) named.set(name, (logger = root.child({ logger: name, request_id: null })))
+      if (!logger) named.set(name, logger = root.child({ logger: name, request_id: null }))
       return logger
     },
     forRequest(name, requestId) {

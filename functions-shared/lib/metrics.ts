@@ -58,7 +58,12 @@ const CIRCUIT_VALUE: Record<CircuitState, number> = { closed: 0, open: 1, half_o
 export function createMetrics(sources: MetricSources = {}): Metrics {
   const registry = new Registry()
   const registers = [registry]
-  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests by method, route pattern and status', labelNames: ['method', 'route', 'status'] as const, registers })
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers,
+  })
   const latency = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'HTTP request latency by method, route pattern and status',
@@ -98,11 +103,27 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
       latency.observe(labels, seconds)
     },
     wallet: {
-      tokens: new Counter({ name: 'wallet_tokens_total', help: 'Tokens moved, by movement (reserved, charged, refunded, expired, topped_up)', labelNames: ['movement'], registers }),
-      reservations: new Counter({ name: 'wallet_reservations_total', help: 'Reservations by outcome (reserved, insufficient, finalized, conflict, expired)', labelNames: ['outcome'], registers }),
+      tokens: new Counter({
+        name: 'wallet_tokens_total',
+        help: 'Tokens moved, by movement (reserved, charged, refunded, expired, topped_up)',
+        labelNames: ['movement'],
+        registers,
+      }),
+      reservations: new Counter({
+        name: 'wallet_reservations_total',
+        help: 'Reservations by outcome (reserved, insufficient, finalized, conflict, expired)',
+        labelNames: ['outcome'],
+        registers,
+      }),
     },
     ingestion: {
-      stageSeconds: new Histogram({ name: 'ingestion_stage_seconds', help: 'Time spent per pipeline stage', labelNames: ['stage'], buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300], registers }),
+      stageSeconds: new Histogram({
+        name: 'ingestion_stage_seconds',
+        help: 'Time spent per pipeline stage',
+        labelNames: ['stage'],
+        buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300],
+        registers,
+      }),
       pages: new Counter({ name: 'ingestion_pages_total', help: 'Pages with text processed', registers }),
       chunks: new Counter({ name: 'ingestion_chunks_total', help: 'Chunks stored', registers }),
       retries: new Counter({ name: 'ingestion_retries_total', help: 'Retries of transient failures, by stage', labelNames: ['stage'], registers }),
@@ -125,13 +146,38 @@ export function createMetrics(sources: MetricSources = {}): Metrics {
         buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
         registers,
       }),
-      cache: new Counter({ name: 'chat_cache_lookups_total', help: 'Chat cache lookups by cache (rerank, chunk) and result (hit, miss)', labelNames: ['cache', 'result'], registers }),
-      rerank: new Counter({ name: 'chat_rerank_total', help: 'Reranks by mode (model, cache, fallback_error, fallback_timeout)', labelNames: ['mode'], registers }),
-      translations: new Counter({ name: 'chat_translations_total', help: 'Question translations to French by outcome (translated, unchanged, failed)', labelNames: ['outcome'], registers }),
+      cache: new Counter({
+        name: 'chat_cache_lookups_total',
+        help: 'Chat cache lookups by cache (rerank, chunk) and result (hit, miss)',
+        labelNames: ['cache', 'result'],
+        registers,
+      }),
+      rerank: new Counter({
+        name: 'chat_rerank_total',
+        help: 'Reranks by mode (model, cache, fallback_error, fallback_timeout)',
+        labelNames: ['mode'],
+        registers,
+      }),
+      translations: new Counter({
+        name: 'chat_translations_total',
+        help: 'Question translations to French by outcome (translated, unchanged, failed)',
+        labelNames: ['outcome'],
+        registers,
+      }),
       tokensCharged: new Counter({ name: 'chat_tokens_charged_total', help: 'Tokens charged for chat turns', registers }),
-      turnWrites: new Histogram({ name: 'chat_turn_writes', help: 'Database writes of a stored chat turn (begin, the answer written in batches, end)', buckets: [2, 3, 4, 6, 8, 12, 16, 24, 32, 64], registers }),
+      turnWrites: new Histogram({
+        name: 'chat_turn_writes',
+        help: 'Database writes of a stored chat turn (begin, the answer written in batches, end)',
+        buckets: [2, 3, 4, 6, 8, 12, 16, 24, 32, 64],
+        registers,
+      }),
       characters: new Counter({ name: 'chat_characters_generated_total', help: 'Answer characters generated', registers }),
-      circuitTransitions: new Counter({ name: 'chat_circuit_transitions_total', help: 'Circuit breaker transitions by new state', labelNames: ['to'], registers }),
+      circuitTransitions: new Counter({
+        name: 'chat_circuit_transitions_total',
+        help: 'Circuit breaker transitions by new state',
+        labelNames: ['to'],
+        registers,
+      }),
     },
   }
 }

@@ -14,7 +14,7 @@ export interface RetryOptions {
 
 export async function retry<T>(fn: (attempt: number) => Promise<T>, o: RetryOptions): Promise<T> {
   const random = o.random ?? Math.random
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1;; attempt++) {
     try {
       return await fn(attempt)
     } catch (err) {

@@ -11,7 +11,13 @@ export class TtlCache<V extends {}> {
 
   constructor(options: { ttlMs: number; max: number; clock: Clock; onLookup?: (hit: boolean) => void }) {
     this.#onLookup = options.onLookup
-    this.#lru = new LRUCache<string, V>({ max: options.max, ttl: options.ttlMs, ttlAutopurge: false, ttlResolution: 0, perf: { now: () => options.clock.now() } })
+    this.#lru = new LRUCache<string, V>({
+      max: options.max,
+      ttl: options.ttlMs,
+      ttlAutopurge: false,
+      ttlResolution: 0,
+      perf: { now: () => options.clock.now() },
+    })
   }
 
   get(key: string): V | undefined {

@@ -195,22 +195,20 @@ async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: num
 
 export async function safeFetch(raw: string, options: SafeFetchOptions): Promise<SafeResponse> {
   // the connection's own lookup resolves and checks the name again: what is reached is what was checked
-  const guarded = options.fetch
-    ? undefined
-    : options.guard?.(async (hostname) => {
-        const addresses = await options.resolve(hostname).catch((err: unknown) => {
-          throw new FetchError('network', `cannot resolve ${hostname}`, { cause: err })
-        })
-        checkAddresses(hostname, addresses, options)
-        return addresses
-      })
+  const guarded = options.fetch ? undefined : options.guard?.(async (hostname) => {
+    const addresses = await options.resolve(hostname).catch((err: unknown) => {
+      throw new FetchError('network', `cannot resolve ${hostname}`, { cause: err })
+    })
+    checkAddresses(hostname, addresses, options)
+    return addresses
+  })
   const fetchImpl = options.fetch ?? guarded?.fetch ?? fetch
   const maxRedirects = options.maxRedirects ?? 5
   const controller = new AbortController()
   const timer = setTimeout(() => controller.abort(), options.timeoutMs)
   try {
     let current = raw
-    for (let hop = 0; ; hop++) {
+    for (let hop = 0;; hop++) {
       const url = await checkUrl(current, options)
       let res: Response
       try {

@@ -2,7 +2,7 @@
 // upload): running heads and feet dropped, the hyphens of words the layout broke at a line's end joined,
 // the text canonicalized (as written: chunks are quoted to students), and pages with too little content
 // (measured on the folded form) left out.
-import { canonicalize, matchingForm, type CanonicalizeOptions } from '../text/canonicalize.ts'
+import { canonicalize, type CanonicalizeOptions, matchingForm } from '../text/canonicalize.ts'
 import { joinHyphenatedWords } from '../text/hyphenation.ts'
 import { withoutRunningLines } from '../text/running-lines.ts'
 import type { ReadPage } from './read.ts'

@@ -22,7 +22,38 @@ export class CryptError extends Error {
 }
 
 const PAD = Uint8Array.from([
-  0x28, 0xbf, 0x4e, 0x5e, 0x4e, 0x75, 0x8a, 0x41, 0x64, 0x00, 0x4e, 0x56, 0xff, 0xfa, 0x01, 0x08, 0x2e, 0x2e, 0x00, 0xb6, 0xd0, 0x68, 0x3e, 0x80, 0x2f, 0x0c, 0xa9, 0xfe, 0x64, 0x53, 0x69, 0x7a,
+  0x28,
+  0xbf,
+  0x4e,
+  0x5e,
+  0x4e,
+  0x75,
+  0x8a,
+  0x41,
+  0x64,
+  0x00,
+  0x4e,
+  0x56,
+  0xff,
+  0xfa,
+  0x01,
+  0x08,
+  0x2e,
+  0x2e,
+  0x00,
+  0xb6,
+  0xd0,
+  0x68,
+  0x3e,
+  0x80,
+  0x2f,
+  0x0c,
+  0xa9,
+  0xfe,
+  0x64,
+  0x53,
+  0x69,
+  0x7a,
 ])
 
 const concat = (...parts: Uint8Array[]): Uint8Array => {
@@ -38,7 +69,9 @@ const equal = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every
 
 const nameOf = (v: unknown): string | undefined => (v && typeof v === 'object' && 'name' in v ? (v as { name: string }).name : undefined)
 const bytesOf = (v: unknown): Uint8Array | undefined => (v && typeof v === 'object' && 'bytes' in v ? (v as PdfBytes).bytes : undefined)
-const dictOf = (v: unknown): Map<string, unknown> | undefined => (v && typeof v === 'object' && 'dict' in v ? (v as { dict: Map<string, unknown> }).dict : undefined)
+const dictOf = (
+  v: unknown,
+): Map<string, unknown> | undefined => (v && typeof v === 'object' && 'dict' in v ? (v as { dict: Map<string, unknown> }).dict : undefined)
 
 export function rc4(key: Uint8Array, data: Uint8Array): Uint8Array {
   const s = new Uint8Array(256)
@@ -72,7 +105,7 @@ function aesDecrypt(key: Uint8Array, data: Uint8Array): Uint8Array {
 /** Algorithm 2.B of ISO 32000-2: the hash of revision 6, for the empty password. */
 function hashR6(salt: Uint8Array, udata: Uint8Array): Uint8Array {
   let k = sha256(concat(salt, udata))
-  for (let round = 0; ; round++) {
+  for (let round = 0;; round++) {
     const k1 = concat(...Array.from({ length: 64 }, () => concat(k, udata)))
     const e = cbc(k.subarray(0, 16), k.subarray(16, 32), { disablePadding: true }).encrypt(k1)
     let sum = 0
@@ -90,7 +123,9 @@ function hashR6(salt: Uint8Array, udata: Uint8Array): Uint8Array {
  * then, and reads nothing).
  */
 export function standardDecrypter(encrypt: Map<string, unknown>, id: Uint8Array): Decrypter {
-  if (nameOf(encrypt.get('Filter')) !== 'Standard') throw new CryptError(`the PDF is encrypted by the ${nameOf(encrypt.get('Filter')) ?? 'unknown'} security handler`)
+  if (nameOf(encrypt.get('Filter')) !== 'Standard') {
+    throw new CryptError(`the PDF is encrypted by the ${nameOf(encrypt.get('Filter')) ?? 'unknown'} security handler`)
+  }
   const v = Number(encrypt.get('V') ?? 0)
   const r = Number(encrypt.get('R'))
   const o = bytesOf(encrypt.get('O')) ?? new Uint8Array(0)
@@ -122,22 +157,25 @@ export function standardDecrypter(encrypt: Map<string, unknown>, id: Uint8Array)
   const n = r === 2 ? 5 : Math.max(5, Math.min(16, Math.floor(length > 16 ? length / 8 : length)))
   const pBytes = new Uint8Array([p & 0xff, (p >> 8) & 0xff, (p >> 16) & 0xff, (p >>> 24) & 0xff])
   let hash = md5(concat(PAD, o.subarray(0, 32), pBytes, id, r >= 4 && !encryptMetadata ? new Uint8Array([0xff, 0xff, 0xff, 0xff]) : new Uint8Array(0)))
-  if (r >= 3) for (let i = 0; i < 50; i++) hash = md5(hash.subarray(0, n))
+  if (r >= 3) { for (let i = 0; i < 50; i++) hash = md5(hash.subarray(0, n)) }
   const key = hash.subarray(0, n)
   // algorithms 4 and 5: /U made from that key says whether the empty password is the user's
-  const check =
-    r === 2
-      ? equal(rc4(key, PAD), u.subarray(0, 32))
-      : (() => {
-          let x = rc4(key, md5(concat(PAD, id)))
-          for (let i = 1; i <= 19; i++) x = rc4(key.map((b) => b ^ i), x)
-          return equal(x, u.subarray(0, 16))
-        })()
+  const check = r === 2 ? equal(rc4(key, PAD), u.subarray(0, 32)) : (() => {
+    let x = rc4(key, md5(concat(PAD, id)))
+    for (let i = 1; i <= 19; i++) x = rc4(key.map((b) => b ^ i), x)
+    return equal(x, u.subarray(0, 16))
+  })()
   if (!check) throw new CryptError('the PDF is encrypted with a password')
   return (num, gen, data) => {
     if (method === 'none') return data
     const aes = method === 'aes128'
-    const objectKey = md5(concat(key, new Uint8Array([num & 0xff, (num >> 8) & 0xff, (num >> 16) & 0xff, gen & 0xff, (gen >> 8) & 0xff]), aes ? new Uint8Array([0x73, 0x41, 0x6c, 0x54]) : new Uint8Array(0))).subarray(0, Math.min(n + 5, 16))
+    const objectKey = md5(
+      concat(
+        key,
+        new Uint8Array([num & 0xff, (num >> 8) & 0xff, (num >> 16) & 0xff, gen & 0xff, (gen >> 8) & 0xff]),
+        aes ? new Uint8Array([0x73, 0x41, 0x6c, 0x54]) : new Uint8Array(0),
+      ),
+    ).subarray(0, Math.min(n + 5, 16))
     return aes ? aesDecrypt(objectKey, data) : rc4(objectKey, data)
   }
 }

@@ -1,7 +1,7 @@
 // The PDF filters that expand data (FlateDecode, BrotliDecode, LZWDecode, RunLengthDecode, ASCIIHexDecode,
 // ASCII85Decode) as streaming decoders, and the filters a stream's dictionary names.
 
-import { asName, asNumber, resolved, type PdfDict, type PdfValue } from './objects.ts'
+import { asName, asNumber, type PdfDict, type PdfValue, resolved } from './objects.ts'
 
 export const FILTERS: Record<string, string> = { Fl: 'FlateDecode', LZW: 'LZWDecode', RL: 'RunLengthDecode', AHx: 'ASCIIHexDecode', A85: 'ASCII85Decode' }
 
@@ -36,9 +36,10 @@ export function filtersOf(text: string, dictionary: PdfDict): Filter[] | null {
  * Filters to try on a stream whose dictionary or filters could not be read: each that expands data, and
  * the text encodings before Flate. The largest count of them is taken (the check fails closed).
  */
-export const GUESSES: Filter[][] = [['FlateDecode'], ['LZWDecode'], ['RunLengthDecode'], ['BrotliDecode'], ['ASCIIHexDecode', 'FlateDecode'], ['ASCII85Decode', 'FlateDecode']].map((names) =>
-  names.map((name) => ({ name, earlyChange: 1 })),
-)
+export const GUESSES: Filter[][] = [['FlateDecode'], ['LZWDecode'], ['RunLengthDecode'], ['BrotliDecode'], ['ASCIIHexDecode', 'FlateDecode'], [
+  'ASCII85Decode',
+  'FlateDecode',
+]].map((names) => names.map((name) => ({ name, earlyChange: 1 })))
 
 export const EXPANDING = new Set(['FlateDecode', 'BrotliDecode', 'LZWDecode', 'RunLengthDecode', 'ASCIIHexDecode', 'ASCII85Decode'])
 
@@ -171,7 +172,7 @@ export function lzw(earlyChange: number): TransformStream<Uint8Array, Uint8Array
   let out = new Uint8Array(65536)
   let n = 0
   const emit = (controller: TransformStreamDefaultController<Uint8Array>) => {
-    for (let k = 0; k < sequenceLength; ) {
+    for (let k = 0; k < sequenceLength;) {
       const take = Math.min(sequenceLength - k, out.length - n)
       if (k < 4096) out.set(sequence.subarray(k, Math.min(k + take, 4096)), n)
       n += take
@@ -235,4 +236,3 @@ export function lzw(earlyChange: number): TransformStream<Uint8Array, Uint8Array
     },
   })
 }
-

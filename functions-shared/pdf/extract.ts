@@ -48,7 +48,13 @@ export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Pr
     throw new PdfError(`the PDF's compressed streams expand to more than ${Math.round(maxInflated / 2 ** 20)} MB (images aside): refused before reading`)
   }
   const { AnnotationMode, getDocument, OPS } = await loadPdfjs()
-  const imageOps = new Set<number>([OPS.paintImageXObject, OPS.paintInlineImageXObject, OPS.paintInlineImageXObjectGroup, OPS.paintImageXObjectRepeat, OPS.paintImageMaskXObject])
+  const imageOps = new Set<number>([
+    OPS.paintImageXObject,
+    OPS.paintInlineImageXObject,
+    OPS.paintInlineImageXObjectGroup,
+    OPS.paintImageXObjectRepeat,
+    OPS.paintImageMaskXObject,
+  ])
   const task = getDocument({
     data: bytes.slice(), // pdf.js takes ownership of the buffer
     maxImageSize: MAX_IMAGE_PIXELS,
@@ -76,7 +82,9 @@ export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Pr
           const runs = placedAccents(content.items.flatMap((item) => ('str' in item ? [item] : [])))
           // the rules a fraction or a radical draws, read only where the runs show one
           let operators: Awaited<ReturnType<typeof page.getOperatorList>> | undefined
-          const rules: Rule[] = needsRules(runs) ? horizontalRules((operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE })).fnArray, operators.argsArray, OPS) : []
+          const rules: Rule[] = needsRules(runs)
+            ? horizontalRules((operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE })).fnArray, operators.argsArray, OPS)
+            : []
           // (a line broken after a slash goes on with no space: "mol/" and "L" are "mol/L")
           const text = joinItems(readFormulas(runs, rules)).replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').replace(/(?<=\S\/)\n(?=\S)/g, '').trim()
           // what the process that asked does next with the text (canonical form, checks, fingerprint, chunks)

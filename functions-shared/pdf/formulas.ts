@@ -26,7 +26,7 @@ const SUPERSCRIPT: Record<string, string> = {
   ...table('abcdefghijklmnoprstuvwxyz', 'ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ'),
   ...table('ABDEGHIJKLMNOPRTUVW', 'ᴬᴮᴰᴱᴳᴴᴵᴶᴷᴸᴹᴺᴼᴾᴿᵀᵁⱽᵂ'),
   // a prime is drawn raised already
-  ...table('′″‴\'*', '′″‴′*'),
+  ...table("′″‴'*", '′″‴′*'),
 }
 const SUBSCRIPT: Record<string, string> = {
   ...table('0123456789+-\u2212=()', '₀₁₂₃₄₅₆₇₈₉₊₋₋₌₍₎'),
@@ -71,7 +71,8 @@ export function needsRules(runs: readonly TextRun[]): boolean {
 
 /** Whether `next` starts lower than `prev`, left of its end: a line under it, begun inside it. */
 const denominatorAfter = (prev: TextRun, next: TextRun) =>
-  baseline(next) < baseline(prev) - fontSize(next) * 0.3 && baseline(prev) - baseline(next) < fontSize(next) * 3 && left(next) < right(prev) - fontSize(next) * 0.3
+  baseline(next) < baseline(prev) - fontSize(next) * 0.3 && baseline(prev) - baseline(next) < fontSize(next) * 3 &&
+  left(next) < right(prev) - fontSize(next) * 0.3
 
 /** The runs with the formulas they hold written in the documented forms (see the top of this file). */
 export function readFormulas(runs: readonly TextRun[], rules: readonly Rule[]): TextRun[] {
@@ -160,7 +161,9 @@ function fractions(runs: readonly TextRun[], rules: readonly Rule[]): TextRun[] 
     const n = out[p]
     if (!n || !formulaRun(d) || !formulaRun(n) || !denominatorAfter(n, d)) continue
     const size = Math.max(fontSize(n), fontSize(d))
-    const rule = rules.find((r) => r.y > baseline(d) && r.y < baseline(n) && within(d, r) && within(n, r) && baseline(n) - r.y < size * 2 && r.y - baseline(d) < size * 2.5)
+    const rule = rules.find((r) =>
+      r.y > baseline(d) && r.y < baseline(n) && within(d, r) && within(n, r) && baseline(n) - r.y < size * 2 && r.y - baseline(d) < size * 2.5
+    )
     if (!rule) continue
     // the numerator: the runs before, above the rule and within its span; the denominator: the runs from j, under it
     let start = p
@@ -180,16 +183,23 @@ function fractions(runs: readonly TextRun[], rules: readonly Rule[]): TextRun[] 
       const drawn = rs.filter((r) => !blank(r)).sort((a, b) => left(a) - left(b))
       return drawn.some((r, k) => k > 0 && left(r) - Math.max(...drawn.slice(0, k).map(right)) > size * 1.5)
     }
-    if (Math.abs(centre(numerator) - ruleCentre) > size * 0.6 || Math.abs(centre(denominator) - ruleCentre) > size * 0.6 || rule.x1 - rule.x0 > widest + size * 1.5 || gapped(numerator) || gapped(denominator)) continue
+    if (
+      Math.abs(centre(numerator) - ruleCentre) > size * 0.6 || Math.abs(centre(denominator) - ruleCentre) > size * 0.6 ||
+      rule.x1 - rule.x0 > widest + size * 1.5 || gapped(numerator) || gapped(denominator)
+    ) continue
     const before = out.slice(0, start).reverse().find((r) => !blank(r))
     const onLine = before && Math.abs(baseline(before) - (rule.y - size * 0.25)) < size
     // the blank runs inside the fraction's box (a typesetter's room after the denominator), and those
     // between a sign and the fraction it makes negative (α = −b/(2a)): a sign after a relation, an opening
     // bracket or a space reads with the fraction
-    while (end + 1 < out.length && blank(out[end + 1]!) && out[end + 1]!.str !== '' && right(out[end + 1]!) <= Math.max(rule.x1, ...numerator.map(right), ...denominator.map(right)) + size * 0.3) end++
+    while (
+      end + 1 < out.length && blank(out[end + 1]!) && out[end + 1]!.str !== '' &&
+      right(out[end + 1]!) <= Math.max(rule.x1, ...numerator.map(right), ...denominator.map(right)) + size * 0.3
+    ) end++
     const beforeSign = before ? out.slice(0, out.indexOf(before)).reverse()[0] : undefined
-    const signed = before && onLine && /[−\-+±]$/.test(before.str) && (before.str.trim().length > 1 ? /[=<>≤≥≠(\[]\s*[−\-+±]$/.test(before.str) : !beforeSign || blank(beforeSign) || /[=<>≤≥≠(\[]$/.test(beforeSign.str))
-    if (signed) while (start > 0 && blank(out[start - 1]!) && out[start - 1]!.width < fontSize(before) * 0.4) start--
+    const signed = before && onLine && /[−\-+±]$/.test(before.str) &&
+      (before.str.trim().length > 1 ? /[=<>≤≥≠(\[]\s*[−\-+±]$/.test(before.str) : !beforeSign || blank(beforeSign) || /[=<>≤≥≠(\[]$/.test(beforeSign.str))
+    if (signed) { while (start > 0 && blank(out[start - 1]!) && out[start - 1]!.width < fontSize(before) * 0.4) start-- }
     // a factor right after the fraction is written a space apart: 1/2 mv², not 1/2mv²
     const next = out.slice(end + 1).find((r) => !blank(r))
     const factor = next && Math.abs(baseline(next) - rule.y) < size * 1.5 && /^[\p{L}\p{N}(√]/u.test(next.str) ? ' ' : ''
@@ -222,7 +232,9 @@ function radicals(runs: readonly TextRun[], rules: readonly Rule[]): TextRun[] {
     if (!RADICAL.test(sign.str)) continue
     const size = fontSize(sign)
     const first = out[i + 1]!
-    const rule = rules.find((r) => Math.abs(r.x0 - right(sign)) < size * 0.4 && r.x1 > left(first) && r.y > baseline(first) + fontSize(first) * 0.4 && r.y - baseline(first) < size * 2)
+    const rule = rules.find((r) =>
+      Math.abs(r.x0 - right(sign)) < size * 0.4 && r.x1 > left(first) && r.y > baseline(first) + fontSize(first) * 0.4 && r.y - baseline(first) < size * 2
+    )
     if (!rule) continue
     // the radicand: the runs that start under the rule; the last one cut where the rule ends
     let end = i + 1
@@ -238,7 +250,13 @@ function radicals(runs: readonly TextRun[], rules: readonly Rule[]): TextRun[] {
       radicand[radicand.length - 1] = { ...last, str: chars.slice(0, cut).join(''), width: last.width - restWidth, hasEOL: false }
     }
     const inside = runsText(attachScripts(radicand))
-    const merged: TextRun = { ...first, str: `√(${inside})`, transform: [...first.transform.slice(0, 4), left(sign), baseline(first)], width: Math.max(rule.x1, right(radicand.at(-1)!)) - left(sign), hasEOL: rest ? false : last.hasEOL }
+    const merged: TextRun = {
+      ...first,
+      str: `√(${inside})`,
+      transform: [...first.transform.slice(0, 4), left(sign), baseline(first)],
+      width: Math.max(rule.x1, right(radicand.at(-1)!)) - left(sign),
+      hasEOL: rest ? false : last.hasEOL,
+    }
     out.splice(i, end - i + 1, ...(rest ? [merged, rest] : [merged]))
   }
   return out
@@ -254,8 +272,12 @@ function nearestBreak(chars: readonly string[], at: number): number {
 type Matrix = [number, number, number, number, number, number]
 /** a then b */
 const multiply = (a: Matrix, b: Matrix): Matrix => [
-  a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3],
-  a[4] * b[0] + a[5] * b[2] + b[4], a[4] * b[1] + a[5] * b[3] + b[5],
+  a[0] * b[0] + a[1] * b[2],
+  a[0] * b[1] + a[1] * b[3],
+  a[2] * b[0] + a[3] * b[2],
+  a[2] * b[1] + a[3] * b[3],
+  a[4] * b[0] + a[5] * b[2] + b[4],
+  a[4] * b[1] + a[5] * b[3] + b[5],
 ]
 
 /** The operators of pdf.js's operator list that this reading follows. */

@@ -28,14 +28,16 @@ export function lenientInflateSize(data: Uint8Array, cap: number): number {
     let maxLen = 0
     for (let i = 0; i < lengths.length; i++) maxLen = Math.max(maxLen, lengths[i]!)
     const codes = new Int32Array(1 << maxLen)
-    for (let len = 1, code = 0, skip = 2; len <= maxLen; ++len, code <<= 1, skip <<= 1)
-      for (let val = 0; val < lengths.length; ++val)
+    for (let len = 1, code = 0, skip = 2; len <= maxLen; ++len, code <<= 1, skip <<= 1) {
+      for (let val = 0; val < lengths.length; ++val) {
         if (lengths[val] === len) {
           let reversed = 0
           for (let i = 0, t = code; i < len; ++i, t >>= 1) reversed = (reversed << 1) | (t & 1)
           for (let i = reversed; i < codes.length; i += skip) codes[i] = (len << 16) | val
           ++code
         }
+      }
+    }
     return [codes, maxLen]
   }
   const symbol = ([codes, maxLen]: [Int32Array, number]): number => {
@@ -57,7 +59,7 @@ export function lenientInflateSize(data: Uint8Array, cap: number): number {
   const fixedDist = table(Array.from({ length: 32 }, (_, i) => (i < 30 ? 5 : 0)))
   const ORDER = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
   try {
-    for (let last = false; !last && total <= cap; ) {
+    for (let last = false; !last && total <= cap;) {
       const header = bits(3)
       last = (header & 1) === 1
       const type = header >> 1
@@ -85,13 +87,13 @@ export function lenientInflateSize(data: Uint8Array, cap: number): number {
         for (let i = 0; i < numCodeLen; i++) codeLenLengths[ORDER[i]!] = bits(3)
         const codeLenTable = table(codeLenLengths)
         const lengths = new Uint8Array(numLit + numDist)
-        for (let i = 0, len = 0; i < lengths.length; ) {
+        for (let i = 0, len = 0; i < lengths.length;) {
           const code = symbol(codeLenTable)
           if (code < 16) {
             lengths[i++] = len = code
             continue
           }
-          const [extra, base, what] = code === 16 ? [2, 3, len] : code === 17 ? [3, 3, (len = 0)] : [7, 11, (len = 0)]
+          const [extra, base, what] = code === 16 ? [2, 3, len] : code === 17 ? [3, 3, len = 0] : [7, 11, len = 0]
           const repeat = bits(extra) + base
           lengths.fill(what, i, i + repeat)
           i += repeat
@@ -164,4 +166,3 @@ export async function decodedSize(data: Uint8Array, filters: readonly Filter[], 
     return { size: Math.max(size, Math.min(cap + 1, data.length * 1032 ** (expanding - flate))), clean: false }
   }
 }
-

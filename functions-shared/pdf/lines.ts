@@ -2,7 +2,7 @@
 // (right to left, with runs of numbers or Latin words left to right), mirrored runs and the marks that
 // typesetters draw apart put back on their letters.
 import { AR_LETTER, AR_MARK } from '../text/canonicalize.ts'
-import { adjacent, ARABIC, type TextRun, fontSize, middle, right, touches, TOUCH, withoutRoomBeforeClosing } from './text-runs.ts'
+import { adjacent, ARABIC, fontSize, middle, right, type TextRun, TOUCH, touches, withoutRoomBeforeClosing } from './text-runs.ts'
 
 /**
  * The text of a page from its runs, in the order pdf.js gives them (the content stream's), with a space
@@ -24,7 +24,12 @@ export function joinItems(drawn: readonly TextRun[]): string {
     // right to left when any piece is: pdf.js marks a lone Arabic comma after digits "ltr"
     const rtl = word.some((w) => w.dir === 'rtl' || ARABIC.test(w.str))
     const ordered = word.length === 1 ? word : [...word].sort((a, b) => (rtl ? b.transform[4]! - a.transform[4]! : a.transform[4]! - b.transform[4]!))
-    line.push({ text: withDrawnMarks(ordered), x: word.reduce((min, w) => Math.min(min, w.transform[4]!), Infinity), right: Math.max(...word.map(right)), separator })
+    line.push({
+      text: withDrawnMarks(ordered),
+      x: word.reduce((min, w) => Math.min(min, w.transform[4]!), Infinity),
+      right: Math.max(...word.map(right)),
+      separator,
+    })
     word = []
   }
   const endLine = () => {
@@ -194,11 +199,14 @@ function readingOrder(line: readonly TextRun[]): string {
   // a mark drawn apart: marks only (or their presentation forms, "ﱠ" for shadda with fatha), or a glyph
   // of no width (a mark by its nature) that maps to nothing, or to a mark with something else ("0ّ"): its
   // marks are kept, the rest dropped rather than read as a word of its own that splits the word under it
-  const isMark = (r: TextRun) => MARKS_ONLY.test(r.str.normalize('NFKC').trim()) || (r.width === 0 && /^[\p{M}\p{N}\u0000-\u001F\uFFFD]+$/u.test(r.str) && !/^\p{N}+$/u.test(r.str))
+  const isMark = (r: TextRun) =>
+    MARKS_ONLY.test(r.str.normalize('NFKC').trim()) || (r.width === 0 && /^[\p{M}\p{N}\u0000-\u001F\uFFFD]+$/u.test(r.str) && !/^\p{N}+$/u.test(r.str))
   // a space of no width, or one drawn over a letter, is not a word space (pdf.js puts one where a mark
   // moved the pen back)
   const letters = line.filter((r) => r.str.trim() !== '' && r.width > 0)
-  const kept = line.filter((r) => r.str.trim() !== '' || (r.width >= fontSize(r) * 0.01 && !letters.some((l) => middle(r) > l.transform[4]! && middle(r) < right(l))))
+  const kept = line.filter((r) =>
+    r.str.trim() !== '' || (r.width >= fontSize(r) * 0.01 && !letters.some((l) => middle(r) > l.transform[4]! && middle(r) < right(l)))
+  )
   const marks = kept.filter(isMark)
   const placed = kept.filter((r) => !isMark(r)).map((r) => ({ run: r, text: r.str }))
   const bases = placed.filter((p) => p.run.str.trim() !== '')
@@ -209,7 +217,8 @@ function readingOrder(line: readonly TextRun[]): string {
     // the run under the mark: a mark is drawn from about its letter's left edge, so the run that starts
     // nearest at or before it (a little after, too), else the nearest
     const under = bases.filter((p) => p.run.transform[4]! <= x + fontSize(mark) * TOUCH && x <= right(p.run))
-    const base = under.sort((a, b) => b.run.transform[4]! - a.run.transform[4]!)[0] ?? [...bases].sort((a, b) => Math.abs(middle(a.run) - x) - Math.abs(middle(b.run) - x))[0]
+    const base = under.sort((a, b) => b.run.transform[4]! - a.run.transform[4]!)[0] ??
+      [...bases].sort((a, b) => Math.abs(middle(a.run) - x) - Math.abs(middle(b.run) - x))[0]
     if (!base) continue
     // the character under it: a right-to-left run's characters go from its right end
     const share = base.run.width > 0 ? (ARABIC.test(base.text) ? right(base.run) - x : x - base.run.transform[4]!) / base.run.width : 1
@@ -221,7 +230,7 @@ function readingOrder(line: readonly TextRun[]): string {
   // bidirectional algorithm reads it: the full stop drawn left of a formula that ends a sentence ends it)
   const neutral = (p: { text: string }) => /^[\s\p{P}]*$/u.test(p.text)
   const glued = new Set<(typeof ordered)[number]>()
-  for (let i = 0; i < ordered.length; ) {
+  for (let i = 0; i < ordered.length;) {
     if (neutral(ordered[i]!) || ARABIC.test(ordered[i]!.text)) {
       i++
       continue
@@ -237,7 +246,10 @@ function readingOrder(line: readonly TextRun[]): string {
   let out = ''
   for (const [i, p] of ordered.entries()) {
     const before = ordered[i - 1]
-    if (before && before.text.trim() !== '' && p.text.trim() !== '' && !/\s$/.test(before.text) && !/^\s/.test(p.text) && !adjacent(before.run, p.run) && !glued.has(p)) out += ' '
+    if (
+      before && before.text.trim() !== '' && p.text.trim() !== '' && !/\s$/.test(before.text) && !/^\s/.test(p.text) && !adjacent(before.run, p.run) &&
+      !glued.has(p)
+    ) out += ' '
     out += p.text
   }
   return out.replace(/\s+/g, ' ').trim()

@@ -25,7 +25,8 @@ export interface PdfDict {
 }
 
 export const isWhite = (c: number) => c === 0x00 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d || c === 0x20
-export const isDelimiter = (c: number) => c === 0x28 || c === 0x29 || c === 0x3c || c === 0x3e || c === 0x5b || c === 0x5d || c === 0x7b || c === 0x7d || c === 0x2f || c === 0x25
+export const isDelimiter = (c: number) =>
+  c === 0x28 || c === 0x29 || c === 0x3c || c === 0x3e || c === 0x5b || c === 0x5d || c === 0x7b || c === 0x7d || c === 0x2f || c === 0x25
 
 /** A small reader of PDF objects (dictionaries, arrays, names, strings, numbers, references). */
 export class Lexer {
@@ -43,7 +44,7 @@ export class Lexer {
     while (this.pos < this.end) {
       const c = t.charCodeAt(this.pos)
       if (isWhite(c)) this.pos++
-      else if (c === 0x25) while (this.pos < this.end && t[this.pos] !== '\n' && t[this.pos] !== '\r') this.pos++
+      else if (c === 0x25) { while (this.pos < this.end && t[this.pos] !== '\n' && t[this.pos] !== '\r') this.pos++ }
       else break
     }
   }
@@ -240,11 +241,12 @@ export function firstAtOrAfter(sorted: readonly number[], at: number): number {
 export function dataEnds(text: string, start: number, dictionary: PdfDict | null, endstreams: () => number[]): number[] {
   const length = resolved(text, dictionary?.dict.get('Length'), (v) => typeof v === 'number')
   const declared = typeof length === 'number' ? length : undefined
-  if (declared !== undefined && Number.isInteger(declared) && declared >= 0 && /^\s*endstream/.test(text.slice(start + declared, start + declared + 32))) return [start + declared]
+  if (declared !== undefined && Number.isInteger(declared) && declared >= 0 && /^\s*endstream/.test(text.slice(start + declared, start + declared + 32))) {
+    return [start + declared]
+  }
   // the first "endstream" at or after the start (the file's are found once, in order)
   const all = endstreams()
   const lo = firstAtOrAfter(all, start)
   // the end of line before "endstream" is not data
   return all.slice(lo, lo + END_TRIES).map((e) => (text[e - 1] === '\n' ? (text[e - 2] === '\r' ? e - 2 : e - 1) : text[e - 1] === '\r' ? e - 1 : e))
 }
-

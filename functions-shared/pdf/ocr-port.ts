@@ -17,7 +17,7 @@ export interface OcrFailure {
 }
 
 /** The error of a page the recognizer did not read because the document's budget ran out. */
-export const OCR_BUDGET_SPENT = 'the document\'s recognition budget was spent'
+export const OCR_BUDGET_SPENT = "the document's recognition budget was spent"
 
 export interface OcrEngine {
   /**
@@ -26,6 +26,12 @@ export interface OcrEngine {
    * `budgetMs`, no page is begun after that long and none goes on past it: those pages come back as
    * OcrFailures whose error is OCR_BUDGET_SPENT.
    */
-  recognize(pdf: Uint8Array, pages: readonly number[], languages: readonly OcrLanguage[], onPage?: (done: number) => void | Promise<void>, options?: { budgetMs?: number }): Promise<(OcrReading | OcrFailure)[]>
+  recognize(
+    pdf: Uint8Array,
+    pages: readonly number[],
+    languages: readonly OcrLanguage[],
+    onPage?: (done: number) => void | Promise<void>,
+    options?: { budgetMs?: number },
+  ): Promise<(OcrReading | OcrFailure)[]>
   close(): Promise<void>
 }

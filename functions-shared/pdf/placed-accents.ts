@@ -64,7 +64,8 @@ export function placedAccents(runs: readonly TextRun[]): TextRun[] {
       // marks), or from the start of its letter rightwards (TeX's \not): the letter that ends a little
       // before it counts too
       const letterUnder = (after: number) => (b: TextRun | undefined) =>
-        b && b !== run && !gone.has(b) && upright(b) && b.width > 0 && sameLine(run, b) && left(b) <= x && x <= right(b) + after && BASE.test(Array.from(b.str)[characterAt(b.str, (x - left(b)) / b.width)]!)
+        b && b !== run && !gone.has(b) && upright(b) && b.width > 0 && sameLine(run, b) && left(b) <= x && x <= right(b) + after &&
+        BASE.test(Array.from(b.str)[characterAt(b.str, (x - left(b)) / b.width)]!)
       const near = [out[i + 1], out[i - 1], ...out]
       const base = near.find(letterUnder(0)) ?? (run.width === 0 ? near.find(letterUnder(fontSize(run) * 0.3)) : undefined)
       if (!base) continue

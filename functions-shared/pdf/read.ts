@@ -94,7 +94,9 @@ export interface ReadPdfOptions {
 }
 
 /** The settings part of ReadPdfOptions, from the service's configuration (the scraper, jobs and uploads read alike). */
-export function readPdfSettings(config: Config): Pick<ReadPdfOptions, 'deadlineMs' | 'mode' | 'minPageChars' | 'maxOcrPages' | 'ocrBudgetMs' | 'minConfidence'> {
+export function readPdfSettings(
+  config: Config,
+): Pick<ReadPdfOptions, 'deadlineMs' | 'mode' | 'minPageChars' | 'maxOcrPages' | 'ocrBudgetMs' | 'minConfidence'> {
   return {
     deadlineMs: config.PDF_PARSE_DEADLINE_MS,
     mode: config.OCR_MODE,
@@ -113,7 +115,9 @@ export function readPdfSettings(config: Config): Pick<ReadPdfOptions, 'deadlineM
 export function pagesNeedingOcr(pages: readonly { number: number; text: string; images?: boolean }[], mode: OcrMode, minPageChars: number): number[] {
   if (mode === 'never') return []
   if (mode === 'always') return pages.map((p) => p.number)
-  return pages.filter((p) => (matchingForm(canonicalize(p.text)).length < minPageChars ? p.images !== false : !readability(p.text).readable)).map((p) => p.number)
+  return pages.filter((p) => (matchingForm(canonicalize(p.text)).length < minPageChars ? p.images !== false : !readability(p.text).readable)).map((p) =>
+    p.number
+  )
 }
 
 /**
@@ -128,7 +132,7 @@ export function separateRunOnWords(text: string): string {
 /** Page numbers as ranges: "3, 5-9, 12". */
 function pageList(numbers: readonly number[]): string {
   const parts: string[] = []
-  for (let i = 0; i < numbers.length; ) {
+  for (let i = 0; i < numbers.length;) {
     let j = i
     while (j + 1 < numbers.length && numbers[j + 1] === numbers[j]! + 1) j++
     parts.push(j > i ? `pages ${numbers[i]}-${numbers[j]}` : `page ${numbers[i]}`)
@@ -143,12 +147,21 @@ export const LAYER_ORDER_AGREEMENT = 0.6
 export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promise<ReadPdf> {
   const now = options.now ?? (() => performance.now())
   // images are looked for on short pages only (generously: the check folds and trims after)
-  const extracted = await (options.extract ?? extractPdf)(bytes, { deadlineMs: options.deadlineMs, imageCheckBelowChars: options.mode === 'auto' ? options.minPageChars * 4 : undefined })
+  const extracted = await (options.extract ?? extractPdf)(bytes, {
+    deadlineMs: options.deadlineMs,
+    imageCheckBelowChars: options.mode === 'auto' ? options.minPageChars * 4 : undefined,
+  })
   const pages: ReadPage[] = extracted.pages.map((p) => ({ number: p.number, text: p.text, source: 'pdf', confidence: null }))
   const wanted = pagesNeedingOcr(extracted.pages, options.mode, options.minPageChars)
   const short = (text: string) => matchingForm(canonicalize(text)).length < options.minPageChars
   const emptyPages = extracted.pages.filter((p) => short(p.text) && p.images === false).map((p) => p.number)
-  const result: ReadPdf = { pageCount: extracted.pageCount, pages, ocr: { pages: 0, attempted: 0, failed: 0, repaired: 0, skipped: 0, seconds: 0, confidence: null }, needsOcr: [], emptyPages: blankAmong(emptyPages, extracted.pageCount) }
+  const result: ReadPdf = {
+    pageCount: extracted.pageCount,
+    pages,
+    ocr: { pages: 0, attempted: 0, failed: 0, repaired: 0, skipped: 0, seconds: 0, confidence: null },
+    needsOcr: [],
+    emptyPages: blankAmong(emptyPages, extracted.pageCount),
+  }
   if (wanted.length === 0) return result
   if (!options.engine) return { ...result, needsOcr: wanted }
   const chosen = wanted.slice(0, options.maxOcrPages)
@@ -164,7 +177,11 @@ export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promi
   // worker moves on (a page whose drawing takes a minute, times OCR_MAX_PAGES, is hours)
   const unread = readings.filter((r) => 'error' in r && r.error === OCR_BUDGET_SPENT).map((r) => r.number)
   if (unread.length > 0) {
-    throw new PdfError(`the recognizer's budget for this document (${Math.round((options.ocrBudgetMs ?? 0) / 1000)} s, OCR_DOCUMENT_BUDGET_MS) was spent with ${unread.length} of ${chosen.length} pages unread: ${pageList(unread)}`)
+    throw new PdfError(
+      `the recognizer's budget for this document (${
+        Math.round((options.ocrBudgetMs ?? 0) / 1000)
+      } s, OCR_DOCUMENT_BUDGET_MS) was spent with ${unread.length} of ${chosen.length} pages unread: ${pageList(unread)}`,
+    )
   }
   let weighted = 0
   let chars = 0
@@ -195,7 +212,10 @@ export async function readPdf(bytes: Uint8Array, options: ReadPdfOptions): Promi
     if (options.mode === 'auto' && !noLayer && layerCheck.problems.reversedLamAlef > 0) {
       const fixed = repairLamAlef(layer, text)
       const check = readability(fixed.text)
-      if (fixed.repaired > 0 && check.readable && (!confident || check.score <= readingCheck.score) && orderAgreement(fixed.text, recognized) >= LAYER_ORDER_AGREEMENT) {
+      if (
+        fixed.repaired > 0 && check.readable && (!confident || check.score <= readingCheck.score) &&
+        orderAgreement(fixed.text, recognized) >= LAYER_ORDER_AGREEMENT
+      ) {
         pages[reading.number - 1] = { number: reading.number, text: fixed.text, source: 'pdf', confidence: null }
         result.ocr.repaired++
         continue

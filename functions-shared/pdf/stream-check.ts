@@ -21,8 +21,8 @@
 // stream that says /Subtype /Image but decodes to more than its width, height and colours hold is
 // counted like any other: pdf.js reads a stream that a page names as its content whatever it says.
 
-import { CryptError, mayBePlain, standardDecrypter, type Decrypter } from './crypt.ts'
-import { asName, asNumber, dataEnds, dataStart, Lexer, objectsAt, regular, streamDictionary, type PdfDict, type PdfValue, type StreamHead } from './objects.ts'
+import { CryptError, type Decrypter, mayBePlain, standardDecrypter } from './crypt.ts'
+import { asName, asNumber, dataEnds, dataStart, Lexer, objectsAt, type PdfDict, type PdfValue, regular, streamDictionary, type StreamHead } from './objects.ts'
 import { filtersOf, GUESSES } from './decoders.ts'
 import { decodedSize } from './inflate.ts'
 
@@ -63,7 +63,11 @@ function imageBytes(dictionary: PdfDict): number | null {
   const bpc = mask ? 1 : (asNumber(d.get('BitsPerComponent')) ?? 8)
   const space = d.get('ColorSpace')
   const named = asName(space) ?? (Array.isArray(space) ? asName(space[0]) : undefined)
-  const components = mask || named === 'DeviceGray' || named === 'CalGray' || named === 'Indexed' || named === 'Separation' ? 1 : named === 'DeviceRGB' || named === 'CalRGB' || named === 'Lab' ? 3 : 4
+  const components = mask || named === 'DeviceGray' || named === 'CalGray' || named === 'Indexed' || named === 'Separation'
+    ? 1
+    : named === 'DeviceRGB' || named === 'CalRGB' || named === 'Lab'
+    ? 3
+    : 4
   return Math.ceil((width * components * Math.min(bpc, 16)) / 8 + 1) * height + 4096
 }
 
@@ -131,7 +135,11 @@ function imagePixels(dictionary: PdfDict | null): number {
  * maxImageSize out of a page's operators, so that a scan at 600 dpi (35 million pixels) would look like
  * a page with nothing on it.
  */
-export async function streamCheck(bytes: Uint8Array, limit = MAX_INFLATED_BYTES, deadlineAt = Number.POSITIVE_INFINITY): Promise<{ inflated: number; largestImagePixels: number }> {
+export async function streamCheck(
+  bytes: Uint8Array,
+  limit = MAX_INFLATED_BYTES,
+  deadlineAt = Number.POSITIVE_INFINITY,
+): Promise<{ inflated: number; largestImagePixels: number }> {
   // one byte, one character: positions in the text are positions in the bytes
   const text = new TextDecoder('latin1').decode(bytes)
   let lines: number[] | undefined
@@ -149,7 +157,7 @@ export async function streamCheck(bytes: Uint8Array, limit = MAX_INFLATED_BYTES,
   for (let at = text.indexOf('stream'); at !== -1; at = text.indexOf('stream', at + 6)) {
     const start = dataStart(text, at, lineEnds)
     if (start !== -1) heads.set(at, { start, head: streamDictionary(text, at) })
-    if (Date.now() > deadlineAt) throw new StreamCheckLate('checking its compressed streams took longer than the extraction\'s deadline')
+    if (Date.now() > deadlineAt) throw new StreamCheckLate("checking its compressed streams took longer than the extraction's deadline")
   }
   const decrypters = decryptersOf(text, [...heads.values()].map((h) => h.head))
   let largestImagePixels = 0
@@ -158,14 +166,16 @@ export async function streamCheck(bytes: Uint8Array, limit = MAX_INFLATED_BYTES,
     if (total > limit) break
     const dictionary = head?.dict ?? null
     // an encrypted stream whose object cannot be told cannot be decrypted: such a file is not checked
-    if (decrypters.length > 0 && !head) throw new StreamCheckError('the PDF is encrypted, and a stream\'s dictionary cannot be read')
+    if (decrypters.length > 0 && !head) throw new StreamCheckError("the PDF is encrypted, and a stream's dictionary cannot be read")
     const ends = dataEnds(text, start, dictionary, endstreamIndex)
     if (ends.length === 0) break
     // filters read, else every guess (the largest count is taken)
     const read = dictionary ? filtersOf(text, dictionary) : null
     const readings = read ?? GUESSES
-    if (readings.length > 0 && ++decoded > MAX_DECODED_STREAMS) throw new StreamCheckError(`the PDF has more than ${MAX_DECODED_STREAMS} compressed streams to check`)
-    if (Date.now() > deadlineAt) throw new StreamCheckLate('checking its compressed streams took longer than the extraction\'s deadline')
+    if (readings.length > 0 && ++decoded > MAX_DECODED_STREAMS) {
+      throw new StreamCheckError(`the PDF has more than ${MAX_DECODED_STREAMS} compressed streams to check`)
+    }
+    if (Date.now() > deadlineAt) throw new StreamCheckLate("checking its compressed streams took longer than the extraction's deadline")
     // the data as each decrypter gives it, and as written when the handler may leave it (a cross-reference
     // stream, metadata, a Crypt filter): the check does not judge which pdf.js will take
     const forms = (data: Uint8Array): Uint8Array[] => {
@@ -183,7 +193,7 @@ export async function streamCheck(bytes: Uint8Array, limit = MAX_INFLATED_BYTES,
         const data = bytes.subarray(start, e)
         let clean = true
         for (const form of forms(data)) {
-          if ((input += e - start) > inputBudget) throw new StreamCheckError('the PDF\'s streams are written inside one another: they cannot be checked')
+          if ((input += e - start) > inputBudget) throw new StreamCheckError("the PDF's streams are written inside one another: they cannot be checked")
           const counted = await decodedSize(form, filters, cap)
           size = Math.max(size, counted.size)
           clean &&= counted.clean
@@ -196,4 +206,3 @@ export async function streamCheck(bytes: Uint8Array, limit = MAX_INFLATED_BYTES,
   }
   return { inflated: total, largestImagePixels }
 }
-

@@ -23,7 +23,8 @@ export const baseline = (r: TextRun): number => r.transform[5]!
 export const blank = (r: TextRun): boolean => r.str.trim() === ''
 
 /** Whether a run's matrix is upright (not turned, not mirrored): only such runs are read by position. */
-export const upright = (r: TextRun): boolean => r.transform[0]! > 0 && Math.abs(r.transform[1]!) < 1e-3 * r.transform[0]! && Math.abs(r.transform[2]!) < 1e-3 * r.transform[0]!
+export const upright = (r: TextRun): boolean =>
+  r.transform[0]! > 0 && Math.abs(r.transform[1]!) < 1e-3 * r.transform[0]! && Math.abs(r.transform[2]!) < 1e-3 * r.transform[0]!
 
 /**
  * The index of the character of `text` drawn `share` (0 to 1) of the way along its run from the left, the
@@ -49,7 +50,8 @@ export function withoutRoomBeforeClosing(items: readonly TextRun[]): readonly Te
     if (r.str === '' || r.str.trim() !== '' || r.hasEOL || r.width >= fontSize(r) * 0.2 || i === 0 || i + 1 >= items.length) return false
     const [before, after] = [items[i - 1]!, items[i + 1]!]
     // left to right: the sign after the room; a right-to-left line drawn from its left end: the sign alone before it
-    return (CLOSING.test(after.str) && !ARABIC.test(before.str)) || (/^[.,]$/.test(before.str) && after.str.trim() !== '' && !ARABIC.test(after.str) && after.transform[4]! > before.transform[4]!)
+    return (CLOSING.test(after.str) && !ARABIC.test(before.str)) ||
+      (/^[.,]$/.test(before.str) && after.str.trim() !== '' && !ARABIC.test(after.str) && after.transform[4]! > before.transform[4]!)
   }
   return items.some(room) ? items.filter((r, i) => !room(r, i)) : items
 }
@@ -70,6 +72,8 @@ export function adjacent(a: TextRun, b: TextRun): boolean {
 export function touches(a: TextRun, b: TextRun): boolean {
   if (a.str.trim() === '' || b.str.trim() === '' || /\s$/.test(a.str) || /^\s/.test(b.str)) return false
   if (Math.abs(a.transform[5]! - b.transform[5]!) > fontSize(a) * 0.3) return false
-  if (CLOSING.test(b.str) && !ARABIC.test(a.str) && b.transform[4]! >= right(a) - fontSize(a) * TOUCH && b.transform[4]! - right(a) < fontSize(a) * 0.2) return true
+  if (CLOSING.test(b.str) && !ARABIC.test(a.str) && b.transform[4]! >= right(a) - fontSize(a) * TOUCH && b.transform[4]! - right(a) < fontSize(a) * 0.2) {
+    return true
+  }
   return adjacent(a, b)
 }

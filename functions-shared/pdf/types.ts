@@ -32,4 +32,3 @@ export class PdfReadersBusy extends Error {
     this.retryAfterSeconds = retryAfterSeconds
   }
 }
-

@@ -82,7 +82,9 @@ export function canonicalize(raw: string, options: CanonicalizeOptions = {}): st
   // a layer in visual order is put in reading order before its marks are put back on their letters: read
   // backwards, a mark stands before its letter ("ّنأ" for "أنّ"), so the repair that moves a mark after a
   // space onto the letter before it would take it to the end of the word before
-  let text = repairArabicLayer(repairReversedArabic(compatibilityForms(repairTexLigatures(repairSwappedLigatures(raw)).replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart())))).replace(
+  let text = repairArabicLayer(
+    repairReversedArabic(compatibilityForms(repairTexLigatures(repairSwappedLigatures(raw)).replace(ISOLATED_MARK, (c) => c.normalize('NFKC').trimStart()))),
+  ).replace(
     /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g,
     ' ',
   )
@@ -125,7 +127,9 @@ export function kashidaCodes(text: string): Set<string> {
 export function repairArabicLayer(text: string): string {
   if (!/[\u0600-\u06FF]/.test(text)) return text
   let out = text
-  for (const code of kashidaCodes(out)) out = out.replace(new RegExp(`(?<=[${AR_LETTER}${AR_MARK}])\\u${code.charCodeAt(0).toString(16).padStart(4, '0')}+(?=[${AR_LETTER}])`, 'gu'), '')
+  for (const code of kashidaCodes(out)) {
+    out = out.replace(new RegExp(`(?<=[${AR_LETTER}${AR_MARK}])\\u${code.charCodeAt(0).toString(16).padStart(4, '0')}+(?=[${AR_LETTER}])`, 'gu'), '')
+  }
   out = out
     .replace(new RegExp(`([${AR_LETTER}][${AR_MARK}]*)([ \\t]+)([${AR_MARK}]+)`, 'gu'), '$1$3$2')
     .replace(new RegExp(`(^|[\\s\\p{P}])[${AR_MARK}]+(?=[${AR_LETTER}])`, 'gu'), '$1')

@@ -14,9 +14,77 @@ const HAS_BREAK = new RegExp(BREAK.source, 'u')
 /** Words as the document's vocabulary counts them: letters, and compounds of letter-runs joined by hyphens. */
 const WORD = /\p{L}[\p{L}\p{M}]*(?:-\p{L}[\p{L}\p{M}]*)*/gu
 /** The words that follow a hyphen of their own: after a verb (détermine-t-on, dit-elle, prenez-les), or a pronoun (celui-ci, eux-mêmes). */
-const CLITICS = new Set(['je', 'tu', 'il', 'elle', 'on', 'nous', 'vous', 'ils', 'elles', 'le', 'la', 'les', 'lui', 'leur', 'leurs', 'moi', 'toi', 'y', 'en', 'ce', 'ci', 'là', 'même', 'mêmes'])
+const CLITICS = new Set([
+  'je',
+  'tu',
+  'il',
+  'elle',
+  'on',
+  'nous',
+  'vous',
+  'ils',
+  'elles',
+  'le',
+  'la',
+  'les',
+  'lui',
+  'leur',
+  'leurs',
+  'moi',
+  'toi',
+  'y',
+  'en',
+  'ce',
+  'ci',
+  'là',
+  'même',
+  'mêmes',
+])
 /** The words that lead compounds (peut-être, demi-droite, sous-ensemble, au-dessus, nord-est, bien-être). */
-const LEADS = new Set(['au', 'aux', 'peut', 'demi', 'semi', 'mi', 'sous', 'non', 'quasi', 'contre', 'avant', 'après', 'arrière', 'vice', 'ex', 'grand', 'grande', 'porte', 'nord', 'sud', 'est', 'ouest', 'bien', 'mal', 'néo', 'post', 'auto', 'arc', 'chef', 'belle', 'beau', 'vis', 'tout', 'hors', 'haut', 'franco', 'afro', 'arabo', 'gréco', 'socio', 'physico', 'électro'])
+const LEADS = new Set([
+  'au',
+  'aux',
+  'peut',
+  'demi',
+  'semi',
+  'mi',
+  'sous',
+  'non',
+  'quasi',
+  'contre',
+  'avant',
+  'après',
+  'arrière',
+  'vice',
+  'ex',
+  'grand',
+  'grande',
+  'porte',
+  'nord',
+  'sud',
+  'est',
+  'ouest',
+  'bien',
+  'mal',
+  'néo',
+  'post',
+  'auto',
+  'arc',
+  'chef',
+  'belle',
+  'beau',
+  'vis',
+  'tout',
+  'hors',
+  'haut',
+  'franco',
+  'afro',
+  'arabo',
+  'gréco',
+  'socio',
+  'physico',
+  'électro',
+])
 /** A typesetter leaves two letters at least on either side of a break (TeX's French: 2 and 3). */
 const MIN_PART = 2
 
@@ -42,14 +110,14 @@ export function joinHyphenatedWords<T extends { text: string }>(pages: readonly 
   const rejoin = (_match: string, before: string, head: string, tail: string, after: string) => {
     const whole = counts.get(lower(head + tail)) ?? 0
     const compound = counts.get(lower(`${head}-${tail}`)) ?? 0
-    const keep =
-      compound > whole ||
+    const keep = compound > whole ||
       (compound === 0 &&
         whole === 0 &&
         // a part of a longer compound; a pronoun or the "t" of an inversion; a lead of compounds; a part
         // too short for a syllable break; a capital, which starts a name's second part (Jean-Pierre,
         // Nouakchott-Nord), never a syllable
-        (before !== '' || after !== '' || CLITICS.has(lower(tail)) || lower(head) === 't' || LEADS.has(lower(head)) || [...head].length < MIN_PART || [...tail].length < MIN_PART || tail[0] !== lower(tail[0]!)))
+        (before !== '' || after !== '' || CLITICS.has(lower(tail)) || lower(head) === 't' || LEADS.has(lower(head)) || [...head].length < MIN_PART ||
+          [...tail].length < MIN_PART || tail[0] !== lower(tail[0]!)))
     return `${before}${head}${keep ? '-' : ''}${tail}${after}`
   }
   return pages.map((page) => {

@@ -2,7 +2,7 @@
 // search index, then stemmed lightly (Arabic as Larkey's light10, French cut to five letters), and how much
 // of a question's keys a text, or its best passage of three sentences, holds.
 import { LRUCache } from 'lru-cache'
-import { foldText, foldedWords } from './fold.ts'
+import { foldedWords, foldText } from './fold.ts'
 
 // Light stemming of Arabic as Larkey's light10 does it: a leading wa-, the article with the particle
 // it carries, then each suffix in turn; plus the alef of the accusative (tanwin) ending, so that
@@ -13,7 +13,9 @@ const FRENCH_STEM = 5
 const FORMULA_LETTER = /^[befghikopqrtuvwxz\u03B1-\u03C9]$/
 // French words of two letters (folded): function words and the few others a question holds; any other
 // pair of Latin letters is a symbol or a unit (pH, Ka, Ec, OH, kg, km, kJ, mL, dt) and a key
-const FRENCH_TWO_LETTER = new Set('ai as au ca ce ci de du eh en es et eu ex il je la le lu ma me mi ne ni nu on ou qu sa se si su ta te tu un va vu'.split(' '))
+const FRENCH_TWO_LETTER = new Set(
+  'ai as au ca ce ci de du eh en es et eu ex il je la le lu ma me mi ne ni nu on ou qu sa se si su ta te tu un va vu'.split(' '),
+)
 const ALLAH = new Set(['الله', 'لله', 'بالله', 'فالله', 'تالله'])
 
 /**
@@ -36,7 +38,12 @@ function stem(folded: string): string | null {
     if (w.startsWith('و') && w.length >= 4) w = w.slice(1)
     // the name of God is one word, not the article before له ("to him"), which is a function word
     if (ALLAH.has(w)) return 'الله'
-    for (const p of ARABIC_ARTICLES) if (w.startsWith(p) && w.length - p.length >= 2) { w = w.slice(p.length); break }
+    for (const p of ARABIC_ARTICLES) {
+      if (w.startsWith(p) && w.length - p.length >= 2) {
+        w = w.slice(p.length)
+        break
+      }
+    }
     // wa- again after the article, and a second one: light10 takes it off the bare word only, so الواجب kept
     // it (واجب) where واجب lost it (اجب), and وولاتة ("and Oualata") never met ولاتة
     while (w.startsWith('و') && w.length >= 4) w = w.slice(1)
@@ -208,7 +215,7 @@ export function sentencesOf(text: string): { sentences: string[]; keys: Set<stri
   let forms = sentenceCache.get(text)
   if (!forms) {
     const sentences = text.split(SENTENCE_END)
-    sentenceCache.set(text, (forms = { sentences, keys: sentences.map((x) => new Set(textKeys(x))) }))
+    sentenceCache.set(text, forms = { sentences, keys: sentences.map((x) => new Set(textKeys(x))) })
   }
   return forms
 }

@@ -89,9 +89,9 @@ export function repairLamAlef(layer: string, reading: string): { text: string; r
   // recognizer read "هللا" too (turnedNameOfGod)
   const named = turnedNameOfGod(layer) > 0 && !known.has(foldText('هللا'))
     ? layer.replace(TURNED_NAME, (_, proclitic: string) => {
-        repaired++
-        return `${proclitic}\u0627\u0644\u0644\u0647`
-      })
+      repaired++
+      return `${proclitic}\u0627\u0644\u0644\u0647`
+    })
     : layer
   const text = named.replace(ARABIC_WORD, (word) => {
     const fixed = repairWord(word, known)

@@ -42,7 +42,8 @@ const SINGLE_LETTERS = new Set(Array.from('أبجدهوزحطيسصعمنكلق�
 // the two-letter words of Arabic and Hassaniya; a two-letter piece that is none of them is a word cut in
 // two (the article "ال" alone, "كة" of "حركة")
 const TWO_LETTER_WORDS = new Set(
-  'في من عن بن أن إن ان ما لا لم لن قد هو هي ثم كل بل إذ اذ ذو ذا كم مع يا أي اي هل له لك لي به بك بي إلى الى أو او نحن هم هن أم ام كي لو ته تم مد حق حر جو بر يد دم أب اب أخ اخ سن فم ضد حد عد صف مر قل خط شك سر رب عم ود ظل كف فن غد رد ند سد مس حب مد شد قط فك صح جد هن ذي تي دي زي شي بو إي وي نا ها'.split(' '),
+  'في من عن بن أن إن ان ما لا لم لن قد هو هي ثم كل بل إذ اذ ذو ذا كم مع يا أي اي هل له لك لي به بك بي إلى الى أو او نحن هم هن أم ام كي لو ته تم مد حق حر جو بر يد دم أب اب أخ اخ سن فم ضد حد عد صف مر قل خط شك سر رب عم ود ظل كف فن غد رد ند سد مس حب مد شد قط فك صح جد هن ذي تي دي زي شي بو إي وي نا ها'
+    .split(' '),
 )
 const MOJIBAKE = /Ã[\u0080-\u00BF]|Â[\u0080-\u00BF\u00A0]|â€|Ø[\u00A0-\u00BF]|Ù[\u0080-\u00BF]/g
 
@@ -56,8 +57,8 @@ export function readability(raw: string): Readability {
   const presentationForms = (nfkc.match(/[\uFB50-\uFD3D\uFD40-\uFDFF\uFE70-\uFEFF]/g) ?? []).length
   const text = canonicalize(raw)
   const mojibake = (text.match(MOJIBAKE) ?? []).length
-  const strange =
-    Array.from(text).filter((ch) => /[\p{Co}\p{Cn}\p{So}]/u.test(ch) && ch !== '\u25CC').length + (text.match(MISPLACED_MARK) ?? []).length + (text.match(SIGN_IN_WORD) ?? []).length
+  const strange = Array.from(text).filter((ch) => /[\p{Co}\p{Cn}\p{So}]/u.test(ch) && ch !== '\u25CC').length + (text.match(MISPLACED_MARK) ?? []).length +
+    (text.match(SIGN_IN_WORD) ?? []).length
   let reversedLamAlef = 0
   let brokenWords = 0
   const arabic = (text.match(ARABIC_WORD) ?? []).map((w) => w.replace(MARKS, ''))
@@ -78,7 +79,12 @@ export function readability(raw: string): Readability {
   const problems = { unmapped, presentationForms, reversedLamAlef, brokenWords, mojibake, strange }
   const count = unmapped + presentationForms + reversedLamAlef + brokenWords + mojibake + strange
   const score = count / words
-  return { readable: (count < MIN_PROBLEMS || score < MAX_PROBLEM_SHARE) && reversedLamAlef < MIN_REVERSED_ARTICLES && turnedNames === 0, score, problems, words }
+  return {
+    readable: (count < MIN_PROBLEMS || score < MAX_PROBLEM_SHARE) && reversedLamAlef < MIN_REVERSED_ARTICLES && turnedNames === 0,
+    score,
+    problems,
+    words,
+  }
 }
 
 /** Whether a page's text is mostly Arabic script (for the choice of recognizer languages). */

@@ -6,7 +6,7 @@ import type { Principal } from '../http/auth.ts'
 
 import { asService, asUser, fromRpcError } from '../db/tx.ts'
 import type { Sql, TotalRow } from '../db/client.ts'
-import { tierLimits, type Tier } from '../config.ts'
+import { type Tier, tierLimits } from '../config.ts'
 import { countReservation } from './metrics.ts'
 import { iso } from '../lib/time.ts'
 import { LEDGER_REASONS } from '../domain/enums.ts'
@@ -31,11 +31,17 @@ async function rpc<T>(ctx: ServiceContext, fn: (sql: Sql) => Promise<T>): Promis
 export async function getBalance({ ctx, userId }: { ctx: ServiceContext; userId: string }) {
   const { config } = ctx.deps
   const [row, turns] = await rpc(ctx, async (sql) => {
-    const [w] = await sql<BalanceRow[]>`select w.*, public.turns_today(${userId}) as turns from public.get_or_create_wallet(${userId}, ${config.WELCOME_BONUS_TOKENS}, ${ctx.clientKey ?? null}, ${config.WELCOME_BONUS_DAILY_PER_ADDRESS}) w`
+    const [w] = await sql<
+      BalanceRow[]
+    >`select w.*, public.turns_today(${userId}) as turns from public.get_or_create_wallet(${userId}, ${config.WELCOME_BONUS_TOKENS}, ${
+      ctx.clientKey ?? null
+    }, ${config.WELCOME_BONUS_DAILY_PER_ADDRESS}) w`
     return [w!, Number(w!.turns)] as const
   }).catch((err: unknown) => {
     // a token that outlived its account (deleted since it was issued): 401, as the chat answers it (spec §7.9)
-    if (err instanceof DomainError && err.code === 'not_found') throw new ApiError(ErrorCode.UNAUTHORIZED, 'The account of this token no longer exists; sign in again')
+    if (err instanceof DomainError && err.code === 'not_found') {
+      throw new ApiError(ErrorCode.UNAUTHORIZED, 'The account of this token no longer exists; sign in again')
+    }
     throw err
   })
   const tier: Tier = row.subscription_tier
@@ -72,7 +78,9 @@ function reservationJson(r: ReservationRow) {
 }
 
 /** The caller's own reservations, through RLS (stale ones are expired first). */
-export async function listOwnReservations({ ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { status?: string | undefined; limit: number; offset: number } }) {
+export async function listOwnReservations(
+  { ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { status?: string | undefined; limit: number; offset: number } },
+) {
   if (principal.kind !== 'user') throw new DomainError('forbidden', 'This endpoint needs a user token')
   await rpc(ctx, (sql) => sql`select * from public.expire_user_reservations(${principal.userId})`)
   return asUser(ctx.deps.sql, { ...principal.claims, sub: principal.userId }, async (tx) => {
@@ -133,13 +141,21 @@ export interface TurnUsage {
   details: Record<string, unknown>
 }
 
-export async function finalize({ ctx, input, usage }: { ctx: ServiceContext; input: { reservation_id: string; actual: number; kind?: 'chat' | 'clarify' | 'manual' | 'released'; request_id?: string | undefined }; usage?: TurnUsage }) {
+export async function finalize(
+  { ctx, input, usage }: {
+    ctx: ServiceContext
+    input: { reservation_id: string; actual: number; kind?: 'chat' | 'clarify' | 'manual' | 'released'; request_id?: string | undefined }
+    usage?: TurnUsage
+  },
+) {
   const m = ctx.deps.metrics.wallet
   const cap = ctx.deps.config.ACTUAL_COST_CAP_MULTIPLIER
   try {
     const row = await rpc(ctx, async (tx) => {
       const [r] = usage
-        ? await tx<SettlementRow[]>`select * from public.finalize_chat_turn(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null}, ${input.kind ?? 'chat'},
+        ? await tx<SettlementRow[]>`select * from public.finalize_chat_turn(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null}, ${
+          input.kind ?? 'chat'
+        },
                                                            ${cap}, ${usage.characters}, ${usage.model}, ${tx.json(usage.details as never)})`
         : await tx<SettlementRow[]>`select * from public.finalize_reservation(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null},
                                                              ${input.kind ?? 'manual'}, ${cap})`
@@ -170,7 +186,9 @@ export async function finalize({ ctx, input, usage }: { ctx: ServiceContext; inp
 /** Refunds every reservation past its TTL (the expiry job); `now` lets tests move time. */
 export async function expireReservations({ ctx, now }: { ctx: ServiceContext; now?: Date }): Promise<{ expired: number; tokens: number }> {
   const row = await rpc(ctx, async (tx) => {
-    const [r] = now ? await tx<ExpiryRow[]>`select * from public.expire_reservations(${now})` : await tx<ExpiryRow[]>`select * from public.expire_reservations()`
+    const [r] = now
+      ? await tx<ExpiryRow[]>`select * from public.expire_reservations(${now})`
+      : await tx<ExpiryRow[]>`select * from public.expire_reservations()`
     return r!
   })
   const result = { expired: Number(row.expired), tokens: Number(row.tokens) }
@@ -199,9 +217,18 @@ function createdBy(principal: Principal): string {
   return principal.kind === 'user' ? principal.userId : principal.kind === 'service' ? 'service_role' : 'admin_key'
 }
 
-export async function topUp({ ctx, principal, input, idempotencyKey }: { ctx: ServiceContext; principal: Principal; input: TopUpInput; idempotencyKey?: string | undefined }) {
+export async function topUp(
+  { ctx, principal, input, idempotencyKey }: { ctx: ServiceContext; principal: Principal; input: TopUpInput; idempotencyKey?: string | undefined },
+) {
   // the user id as PostgreSQL writes it (lower case): the same request with the id in capitals is a replay
-  const canonical = { user_id: input.user_id.toLowerCase(), tokens: input.tokens, amount: input.amount, currency: input.currency, payment_method: input.payment_method, reference: input.reference ?? null }
+  const canonical = {
+    user_id: input.user_id.toLowerCase(),
+    tokens: input.tokens,
+    amount: input.amount,
+    currency: input.currency,
+    payment_method: input.payment_method,
+    reference: input.reference ?? null,
+  }
   const hash = idempotencyKey ? sha256Hex(JSON.stringify(canonical)) : null
   const row = await rpc(ctx, async (tx) => {
     const [r] = await tx<TopUpRow[]>`select * from public.top_up(${input.user_id}, ${input.tokens}, ${input.amount}, ${input.currency}, ${input.payment_method},
@@ -244,7 +271,20 @@ function transactionJson(r: TransactionRow) {
   }
 }
 
-export async function logExpense({ ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { type: TransactionType; amount: number; currency: Currency; description: string; reference?: string | undefined; payment_method?: PaymentMethod | undefined } }) {
+export async function logExpense(
+  { ctx, principal, input }: {
+    ctx: ServiceContext
+    principal: Principal
+    input: {
+      type: TransactionType
+      amount: number
+      currency: Currency
+      description: string
+      reference?: string | undefined
+      payment_method?: PaymentMethod | undefined
+    }
+  },
+) {
   const row = await rpc(ctx, async (tx) => {
     const [r] = await tx<TransactionRow[]>`select * from public.log_expense(${input.type}, ${input.amount}, ${input.currency}, ${input.description},
                                                           ${input.reference ?? null}, ${createdBy(principal)}, ${input.payment_method ?? null})`
@@ -253,12 +293,20 @@ export async function logExpense({ ctx, principal, input }: { ctx: ServiceContex
   return transactionJson(row)
 }
 
-export async function listTransactions({ ctx, input }: { ctx: ServiceContext; input: { direction?: string | undefined; type?: string | undefined; user_id?: string | undefined; limit: number; offset: number } }) {
+export async function listTransactions(
+  { ctx, input }: {
+    ctx: ServiceContext
+    input: { direction?: string | undefined; type?: string | undefined; user_id?: string | undefined; limit: number; offset: number }
+  },
+) {
   return asService(ctx.deps.sql, async (tx) => {
     const [direction, type, user] = [input.direction ?? null, input.type ?? null, input.user_id ?? null]
-    const where = tx`(${direction}::text is null or direction = ${direction}) and (${type}::text is null or type = ${type}) and (${user}::uuid is null or user_id = ${user})`
+    const where =
+      tx`(${direction}::text is null or direction = ${direction}) and (${type}::text is null or type = ${type}) and (${user}::uuid is null or user_id = ${user})`
     const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.financial_transactions where ${where}`
-    const rows = await tx<TransactionRow[]>`select * from public.financial_transactions where ${where} order by created_at desc, id limit ${input.limit} offset ${input.offset}`
+    const rows = await tx<
+      TransactionRow[]
+    >`select * from public.financial_transactions where ${where} order by created_at desc, id limit ${input.limit} offset ${input.offset}`
     return { items: rows.map(transactionJson), total, limit: input.limit, offset: input.offset }
   })
 }

@@ -3,10 +3,10 @@ import type { Hono } from 'hono'
 import type { Deps } from '../../functions-shared/deps.ts'
 import { isPgError } from '../../functions-shared/db/tx.ts'
 import type { TotalRow } from '../../functions-shared/db/client.ts'
-import { emailTaken, GoTrueError, errors } from './errors.ts'
+import { emailTaken, errors, GoTrueError } from './errors.ts'
 import { findUser, findUserByEmail, mergeMetadata, userWithIdentities, UUID } from './users.ts'
 import { randomToken } from './sessions.ts'
-import { asObject, checkMetadataSize, readBody, type AuthKit } from './kit.ts'
+import { asObject, type AuthKit, checkMetadataSize, readBody } from './kit.ts'
 
 /** The longest ban: Go's time.Duration, in whole hours, as GoTrue reads ban_duration. */
 const MAX_BAN_HOURS = 2_562_047
@@ -97,8 +97,16 @@ export function adminRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
       if (!current) throw errors.userNotFound()
       const appMeta = asObject(body.app_metadata, 'app_metadata')
       const userMeta = asObject(body.user_metadata, 'user_metadata')
-      if (appMeta) await tx`update auth.users set raw_app_meta_data = ${tx.json(checkMetadataSize(mergeMetadata(current.raw_app_meta_data, appMeta), 'app_metadata') as never)}, updated_at = now() where id = ${id}`
-      if (userMeta) await tx`update auth.users set raw_user_meta_data = ${tx.json(checkMetadataSize(mergeMetadata(current.raw_user_meta_data, userMeta), 'user_metadata') as never)}, updated_at = now() where id = ${id}`
+      if (appMeta) {
+        await tx`update auth.users set raw_app_meta_data = ${
+          tx.json(checkMetadataSize(mergeMetadata(current.raw_app_meta_data, appMeta), 'app_metadata') as never)
+        }, updated_at = now() where id = ${id}`
+      }
+      if (userMeta) {
+        await tx`update auth.users set raw_user_meta_data = ${
+          tx.json(checkMetadataSize(mergeMetadata(current.raw_user_meta_data, userMeta), 'user_metadata') as never)
+        }, updated_at = now() where id = ${id}`
+      }
       if (body.email !== undefined) {
         const email = emailOrFail(body.email)
         const other = await findUserByEmail(tx, email)

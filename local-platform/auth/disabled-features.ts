@@ -30,7 +30,9 @@ export function disabledFeatures(app: Hono, kit: AuthKit): void {
   for (const path of ['/sso', '/sso/*', '/admin/sso', '/admin/sso/*']) app.all(path, off(404, 'saml_provider_disabled', 'SAML 2.0 is disabled'))
   app.all('/user/identities', signedIn, off(404, 'manual_linking_disabled', 'Manual linking is disabled'))
   app.all('/user/identities/*', signedIn, off(404, 'manual_linking_disabled', 'Manual linking is disabled'))
-  for (const path of ['/admin/oauth', '/admin/oauth/*', '/oauth', '/oauth/*', '/.well-known/oauth-authorization-server']) app.all(path, off(404, 'feature_disabled', 'OAuth server is disabled'))
+  for (const path of ['/admin/oauth', '/admin/oauth/*', '/oauth', '/oauth/*', '/.well-known/oauth-authorization-server']) {
+    app.all(path, off(404, 'feature_disabled', 'OAuth server is disabled'))
+  }
 }
 
 /** The answer to a token grant this server does not serve, as GoTrue gives it when the provider is off. */

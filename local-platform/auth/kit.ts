@@ -1,11 +1,11 @@
 // The local auth server's shared parts: body and text checks, and the kit every endpoint uses (settings,
 // rate limits, redirect policy, password and e-mail rules, and the bearer-token checks GoTrue applies).
 import type { Context } from 'hono'
-import { jwtVerify, type JWTPayload } from 'jose'
+import { type JWTPayload, jwtVerify } from 'jose'
 import type { Deps } from '../../functions-shared/deps.ts'
 import { clientIp } from '../../functions-shared/deps.ts'
-import { GoTrueError, errors } from './errors.ts'
-import { findUser, normalizeEmail, UUID, type UserRow } from './users.ts'
+import { errors, GoTrueError } from './errors.ts'
+import { findUser, normalizeEmail, type UserRow, UUID } from './users.ts'
 import { findUnstorable, MAX_JSON_DEPTH, nestedDeeperThan } from '../../functions-shared/lib/text.ts'
 import { redirectPolicy } from './redirects.ts'
 import { authRateLimits } from './rate-limits.ts'
@@ -53,7 +53,7 @@ export function checkMetadataSize<T extends Record<string, unknown>>(metadata: T
   const bytes = new TextEncoder().encode(JSON.stringify(metadata)).length
   if (bytes > METADATA_MAX_BYTES) throw errors.validation(`${field} is ${bytes} bytes as JSON, more than ${METADATA_MAX_BYTES}: every access token carries it`)
   return metadata
-}/** What every endpoint of the local auth server uses: settings, limits, and the checks of GoTrue's middleware. */
+} /** What every endpoint of the local auth server uses: settings, limits, and the checks of GoTrue's middleware. */
 export function authKit(deps: Deps) {
   const { sql, config } = deps
   const secret = new TextEncoder().encode(config.JWT_SECRET)

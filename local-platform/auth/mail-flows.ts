@@ -9,11 +9,11 @@ import { sha224 } from '@noble/hashes/sha2.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import type { Deps } from '../../functions-shared/deps.ts'
 import type { Tx } from '../../functions-shared/db/client.ts'
-import { GoTrueError, errors } from './errors.ts'
+import { errors, GoTrueError } from './errors.ts'
 import { findUser, findUserByEmail, userWithIdentities } from './users.ts'
-import { issuer, startSession, type FirstFactor } from './sessions.ts'
+import { type FirstFactor, issuer, startSession } from './sessions.ts'
 import { redirectTarget } from './redirects.ts'
-import { asObject, readBody, type AuthKit } from './kit.ts'
+import { asObject, type AuthKit, readBody } from './kit.ts'
 import { mailboxOf } from './mailbox.ts'
 
 export type Verification = 'signup' | 'invite' | 'magiclink' | 'recovery' | 'email'
@@ -37,23 +37,46 @@ const SUBJECTS: Record<string, string> = {
   reauthentication: 'Confirm reauthentication',
 }
 
-export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmation: (c: Context, tx: Tx, email: string, redirect: string) => Promise<void>; sendRecovery: (c: Context, tx: Tx, email: string, redirect: string) => Promise<void> } {
+export function mailFlows(
+  app: Hono,
+  deps: Deps,
+  kit: AuthKit,
+): {
+  sendConfirmation: (c: Context, tx: Tx, email: string, redirect: string) => Promise<void>
+  sendRecovery: (c: Context, tx: Tx, email: string, redirect: string) => Promise<void>
+} {
   const { sql, config, limits, redirects, emailOrFail, hash, requireUser, requireServiceRole, meta, log } = kit
   const mailbox = mailboxOf(deps)
 
   /** A new code for `email` in its column, and the link that verifies it; the mail when `send`. */
-  async function issue(c: Context | null, tx: Tx, email: string, type: Verification | 'reauthentication', kind: keyof typeof SUBJECTS, redirect: string, send: boolean, confirmed = false) {
+  async function issue(
+    c: Context | null,
+    tx: Tx,
+    email: string,
+    type: Verification | 'reauthentication',
+    kind: keyof typeof SUBJECTS,
+    redirect: string,
+    send: boolean,
+    confirmed = false,
+  ) {
     const code = newCode()
     const hashed = tokenHash(email, code)
     if (type === 'reauthentication') await tx`update auth.users set reauthentication_token = ${hashed}, reauthentication_sent_at = now() where email = ${email}`
-    else if (column(type, confirmed) === 'confirmation') await tx`update auth.users set confirmation_token = ${hashed}, confirmation_sent_at = now() where email = ${email}`
-    else await tx`update auth.users set recovery_token = ${hashed}, recovery_sent_at = now() where email = ${email}`
-    const link = type === 'reauthentication' ? null : `${issuer(deps)}/verify?token=${hashed}&type=${type === 'email' ? (confirmed ? 'magiclink' : 'signup') : type}&redirect_to=${encodeURIComponent(redirect)}`
+    else if (column(type, confirmed) === 'confirmation') {
+      await tx`update auth.users set confirmation_token = ${hashed}, confirmation_sent_at = now() where email = ${email}`
+    } else await tx`update auth.users set recovery_token = ${hashed}, recovery_sent_at = now() where email = ${email}`
+    const link = type === 'reauthentication'
+      ? null
+      : `${issuer(deps)}/verify?token=${hashed}&type=${type === 'email' ? (confirmed ? 'magiclink' : 'signup') : type}&redirect_to=${
+        encodeURIComponent(redirect)
+      }`
     if (send) {
       const text = link ? `Follow this link, or enter the code ${code}:\n${link}` : `Enter the code: ${code}`
-      mailbox.send(email, SUBJECTS[kind]!, text, { code, ...(link ? { link } : {}) })
-      // the link in the log too (a recovery's as recovery_link), as the local stack always logged it
-      ;(c ? log(c) : deps.logs.get('local-auth')).info({ to: email, kind, ...(kind === 'recovery' ? { recovery_link: link } : { link }) }, 'local auth: mail kept in the local mailbox (/mail)')
+      mailbox.send(email, SUBJECTS[kind]!, text, { code, ...(link ? { link } : {}) }) // the link in the log too (a recovery's as recovery_link), as the local stack always logged it
+      ;(c ? log(c) : deps.logs.get('local-auth')).info(
+        { to: email, kind, ...(kind === 'recovery' ? { recovery_link: link } : { link }) },
+        'local auth: mail kept in the local mailbox (/mail)',
+      )
     }
     return { code, hashed, link }
   }
@@ -71,14 +94,21 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
     for (const col of type === 'email' ? (['confirmation', 'recovery'] as const) : ([column(type, true)] as const)) {
       const hashed = 'hashed' in by ? by.hashed : tokenHash(by.email, by.code)
       const rows = col === 'confirmation'
-        ? await tx<{ id: string }[]>`select id from auth.users where confirmation_token = ${hashed} and confirmation_sent_at > now() - ${within}::interval ${'email' in by ? tx`and email = ${by.email}` : tx``} for update`
-        : await tx<{ id: string }[]>`select id from auth.users where recovery_token = ${hashed} and recovery_sent_at > now() - ${within}::interval ${'email' in by ? tx`and email = ${by.email}` : tx``} for update`
+        ? await tx<{ id: string }[]>`select id from auth.users where confirmation_token = ${hashed} and confirmation_sent_at > now() - ${within}::interval ${
+          'email' in by ? tx`and email = ${by.email}` : tx``
+        } for update`
+        : await tx<{ id: string }[]>`select id from auth.users where recovery_token = ${hashed} and recovery_sent_at > now() - ${within}::interval ${
+          'email' in by ? tx`and email = ${by.email}` : tx``
+        } for update`
       const row = rows[0]
       if (!row) continue
-      if (col === 'confirmation') await tx`update auth.users set confirmation_token = '', email_confirmed_at = coalesce(email_confirmed_at, now()), updated_at = now() where id = ${row.id}`
-      else await tx`update auth.users set recovery_token = '', email_confirmed_at = coalesce(email_confirmed_at, now()), updated_at = now() where id = ${row.id}`
+      if (col === 'confirmation') {
+        await tx`update auth.users set confirmation_token = '', email_confirmed_at = coalesce(email_confirmed_at, now()), updated_at = now() where id = ${row.id}`
+      } else {await tx`update auth.users set recovery_token = '', email_confirmed_at = coalesce(email_confirmed_at, now()), updated_at = now() where id = ${row.id}`}
       const user = (await findUser(tx, row.id))!
-      if (user.banned_until && new Date(user.banned_until).getTime() > deps.clock.now()) throw new GoTrueError(403, 'user_banned', 'User is banned')
+      if (user.banned_until && new Date(user.banned_until).getTime() > deps.clock.now()) {
+        throw new GoTrueError(403, 'user_banned', 'User is banned')
+      }
       return user
     }
     throw expired()
@@ -88,7 +118,9 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
   const typeOf = (raw: unknown): Verification => {
     // a phone code or an email change: none is ever issued here, so none is valid (GoTrue's answer to a wrong one)
     if (raw === 'sms' || raw === 'phone_change' || raw === 'email_change') throw expired()
-    if (typeof raw !== 'string' || !TYPES.has(raw as Verification)) throw errors.validation(`Unsupported verification type${typeof raw === 'string' ? ` "${raw}"` : ''}`)
+    if (typeof raw !== 'string' || !TYPES.has(raw as Verification)) {
+      throw errors.validation(`Unsupported verification type${typeof raw === 'string' ? ` "${raw}"` : ''}`)
+    }
     return raw as Verification
   }
 
@@ -118,12 +150,16 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
   app.post('/verify', async (c) => {
     limits.check(c, 'token_verifications')
     const body = await readBody(c)
-    if (typeof body.phone === 'string' && body.phone !== '' && !/^\+?[1-9]\d{1,14}$/.test(body.phone.replace(/[\s()-]/g, ''))) throw errors.validation('Invalid phone number format (E.164 required)')
+    if (typeof body.phone === 'string' && body.phone !== '' && !/^\+?[1-9]\d{1,14}$/.test(body.phone.replace(/[\s()-]/g, ''))) {
+      throw errors.validation('Invalid phone number format (E.164 required)')
+    }
     const type = typeOf(body.type)
     const tokenHashGiven = typeof body.token_hash === 'string' && body.token_hash !== ''
     if (!tokenHashGiven && (typeof body.token !== 'string' || body.token === '')) throw errors.validation('Verify requires a token or a token hash')
     const session = await sql.begin(async (tx) => {
-      const user = tokenHashGiven ? await redeem(tx, type, { hashed: String(body.token_hash) }) : await redeem(tx, type, { email: emailOrFail(body.email), code: String(body.token) })
+      const user = tokenHashGiven
+        ? await redeem(tx, type, { hashed: String(body.token_hash) })
+        : await redeem(tx, type, { email: emailOrFail(body.email), code: String(body.token) })
       return startSession(deps, tx, user, amr[type], meta(c))
     })
     return c.json(session)
@@ -152,11 +188,22 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
     limits.check(c, 'sign_in_sign_ups')
     const body = await readBody(c)
     if (body.type === 'sms' || body.type === 'phone_change') throw new GoTrueError(400, 'phone_provider_disabled', 'Unsupported phone provider')
-    if (body.type !== 'signup') throw errors.validation(body.type === 'email_change' ? 'Resending email_change is not served by the local auth server' : 'Missing one of these types: signup, email_change, sms, phone_change')
+    if (body.type !== 'signup') {
+      throw errors.validation(
+        body.type === 'email_change'
+          ? 'Resending email_change is not served by the local auth server'
+          : 'Missing one of these types: signup, email_change, sms, phone_change',
+      )
+    }
     const email = emailOrFail(body.email)
     limits.check(c, 'email_sent')
     limits.checkAddress(email)
-    const redirect = redirectTarget(redirects, typeof body.options === 'object' && body.options && typeof (body.options as Record<string, unknown>).emailRedirectTo === 'string' ? String((body.options as Record<string, unknown>).emailRedirectTo) : undefined)
+    const redirect = redirectTarget(
+      redirects,
+      typeof body.options === 'object' && body.options && typeof (body.options as Record<string, unknown>).emailRedirectTo === 'string'
+        ? String((body.options as Record<string, unknown>).emailRedirectTo)
+        : undefined,
+    )
     await sql.begin(async (tx) => {
       const user = await findUserByEmail(tx, email)
       // a confirmed or unknown address gets nothing, and the answer does not say which
@@ -206,7 +253,9 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
     const body = await readBody(c)
     const type = String(body.type ?? '')
     if (!['signup', 'invite', 'magiclink', 'recovery'].includes(type)) {
-      throw errors.validation(type.startsWith('email_change') ? 'Generating email change links is not served by the local auth server' : 'Invalid email action link type requested')
+      throw errors.validation(
+        type.startsWith('email_change') ? 'Generating email change links is not served by the local auth server' : 'Invalid email action link type requested',
+      )
     }
     const email = emailOrFail(body.email)
     const data = asObject(body.data, 'data') ?? {}
@@ -225,7 +274,16 @@ export function mailFlows(app: Hono, deps: Deps, kit: AuthKit): { sendConfirmati
       } else if ((type === 'signup' || type === 'invite') && user.email_confirmed_at) {
         throw new GoTrueError(422, 'email_exists', 'A user with this email address has already been registered')
       }
-      const issued = await issue(c, tx, email, verification, verification === 'signup' ? 'confirmation' : verification, redirect, false, verification === 'magiclink' || verification === 'recovery')
+      const issued = await issue(
+        c,
+        tx,
+        email,
+        verification,
+        verification === 'signup' ? 'confirmation' : verification,
+        redirect,
+        false,
+        verification === 'magiclink' || verification === 'recovery',
+      )
       return { id: user!.id, verification, ...issued }
     })
     return c.json({

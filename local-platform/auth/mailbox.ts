@@ -39,7 +39,7 @@ const boxes = new WeakMap<Deps, Mailbox>()
 /** The mailbox of a stack (one per deps: the auth server writes it, the gateway serves it). */
 export function mailboxOf(deps: Deps): Mailbox {
   let box = boxes.get(deps)
-  if (!box) boxes.set(deps, (box = new Mailbox()))
+  if (!box) boxes.set(deps, box = new Mailbox())
   return box
 }
 
@@ -55,15 +55,25 @@ export function mailRouter(box: Mailbox, isServiceKey: (token: string) => Promis
   app.use('*', async (c, next) => {
     const token = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? c.req.header('apikey') ?? c.req.query('apikey')
     if (!token || !(await isServiceKey(token))) {
-      return c.json({ error: 'unauthorized', message: 'The local mailbox is read with the service_role key (npm run status prints it): Authorization: Bearer <key>, or ?apikey=<key>' }, 401)
+      return c.json({
+        error: 'unauthorized',
+        message: 'The local mailbox is read with the service_role key (npm run status prints it): Authorization: Bearer <key>, or ?apikey=<key>',
+      }, 401)
     }
     await next()
   })
   app.get('/api/messages', (c) => c.json({ messages: box.list(c.req.query('to')) }))
   app.get('/', (c) => {
     const rows = box.list(c.req.query('to')).map((m) =>
-      `<article><h2>${escape(m.subject)}</h2><p>To ${escape(m.to)}, ${escape(m.created_at)}</p><pre>${escape(m.text)}</pre>${m.link ? `<p><a href="${escape(m.link)}">${escape(m.link)}</a></p>` : ''}</article>`)
-    return c.html(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Local mail</title></head><body><h1>Mail the local auth server sent</h1>${rows.length ? rows.join('<hr>') : '<p>No mail yet.</p>'}</body></html>`)
+      `<article><h2>${escape(m.subject)}</h2><p>To ${escape(m.to)}, ${escape(m.created_at)}</p><pre>${escape(m.text)}</pre>${
+        m.link ? `<p><a href="${escape(m.link)}">${escape(m.link)}</a></p>` : ''
+      }</article>`
+    )
+    return c.html(
+      `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Local mail</title></head><body><h1>Mail the local auth server sent</h1>${
+        rows.length ? rows.join('<hr>') : '<p>No mail yet.</p>'
+      }</body></html>`,
+    )
   })
   return app
 }

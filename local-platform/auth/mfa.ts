@@ -8,10 +8,10 @@ import { renderSVG } from 'uqr'
 import type { Sql, Tx } from '../../functions-shared/db/client.ts'
 import type { Deps } from '../../functions-shared/deps.ts'
 import { clientIp } from '../../functions-shared/deps.ts'
-import { GoTrueError, errors } from './errors.ts'
-import { readBody, type AuthKit } from './kit.ts'
+import { errors, GoTrueError } from './errors.ts'
+import { type AuthKit, readBody } from './kit.ts'
 import { addSessionMethod, randomToken, sessionResponse } from './sessions.ts'
-import { factorJson, factorsOf, findUser, UUID, type FactorRow, type UserRow } from './users.ts'
+import { factorJson, type FactorRow, factorsOf, findUser, type UserRow, UUID } from './users.ts'
 
 /** GoTrue's MFA settings: challenges last 5 minutes, an unverified factor left unchallenged as long. */
 const CHALLENGE_EXPIRY_SECONDS = 300
@@ -28,7 +28,10 @@ const totpOf = (secret: string, issuer: string, label: string) =>
 
 async function ownedFactor(tx: Sql | Tx, userId: string, factorId: string | undefined, lock = false): Promise<StoredFactor> {
   if (!factorId || !UUID.test(factorId)) throw new GoTrueError(404, 'validation_failed', 'factor_id must be an UUID')
-  const [factor] = await tx.unsafe<StoredFactor[]>(`select ${FACTOR_COLUMNS} from auth.mfa_factors where id = $1 and user_id = $2 ${lock ? 'for update' : ''}`, [factorId, userId])
+  const [factor] = await tx.unsafe<StoredFactor[]>(
+    `select ${FACTOR_COLUMNS} from auth.mfa_factors where id = $1 and user_id = $2 ${lock ? 'for update' : ''}`,
+    [factorId, userId],
+  )
   if (!factor) throw new GoTrueError(404, 'mfa_factor_not_found', 'Factor not found')
   return factor
 }
@@ -73,12 +76,16 @@ export function mfaRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
       await tx`select 1 from auth.users where id = ${user.id} for update`
       await tx`delete from auth.mfa_factors where status <> 'verified' and created_at + make_interval(secs => ${FACTOR_EXPIRY_SECONDS}) < now()
                  and not exists (select 1 from auth.mfa_challenges ch where ch.factor_id = mfa_factors.id)`
-      const factors = await tx<{ friendly_name: string | null; status: string }[]>`select friendly_name, status::text from auth.mfa_factors where user_id = ${user.id}`
+      const factors = await tx<
+        { friendly_name: string | null; status: string }[]
+      >`select friendly_name, status::text from auth.mfa_factors where user_id = ${user.id}`
       if (factors.some((f) => (f.friendly_name ?? '') === name)) {
         throw new GoTrueError(422, 'mfa_factor_name_conflict', `A factor with the friendly name "${name}" for this user already exists`)
       }
       const verified = factors.filter((f) => f.status === 'verified').length
-      if (factors.length >= config.AUTH_MFA_MAX_ENROLLED_FACTORS) throw new GoTrueError(422, 'too_many_enrolled_mfa_factors', 'Maximum number of verified factors reached, unenroll to continue')
+      if (factors.length >= config.AUTH_MFA_MAX_ENROLLED_FACTORS) {
+        throw new GoTrueError(422, 'too_many_enrolled_mfa_factors', 'Maximum number of verified factors reached, unenroll to continue')
+      }
       if (verified > 0 && aal !== 'aal2') throw new GoTrueError(403, 'insufficient_aal', 'AAL2 required to enroll a new factor')
       await tx`insert into auth.mfa_factors (id, user_id, friendly_name, factor_type, status, created_at, updated_at, secret)
                values (${id}, ${user.id}, ${name}, 'totp', 'unverified', now(), now(), ${secret})`
@@ -113,7 +120,9 @@ export function mfaRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
     const result = await sql.begin(async (tx) => {
       const factor = await ownedFactor(tx, user.id, factorId, true)
       const [challenge] = await tx<{ id: string; created_at: Date; verified_at: Date | null; same_ip: boolean }[]>`
-        select id, created_at, verified_at, ip_address = ${ip(c)}::inet as same_ip from auth.mfa_challenges where id = ${challengeId} and factor_id = ${factor.id} for update`
+        select id, created_at, verified_at, ip_address = ${
+        ip(c)
+      }::inet as same_ip from auth.mfa_challenges where id = ${challengeId} and factor_id = ${factor.id} for update`
       if (!challenge) throw new GoTrueError(422, 'mfa_factor_not_found', 'MFA factor with the provided challenge ID not found')
       if (challenge.verified_at || !challenge.same_ip) throw new GoTrueError(422, 'mfa_ip_address_mismatch', 'Challenge and verify IP addresses mismatch.')
       if (deps.clock.now() > challenge.created_at.getTime() + CHALLENGE_EXPIRY_SECONDS * 1000) {
@@ -135,10 +144,18 @@ export function mfaRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
       await tx`delete from auth.mfa_factors where user_id = ${user.id} and status = 'unverified' and factor_type = 'totp'`
       const [session] = await tx<{ created_at: Date }[]>`select created_at from auth.sessions where id = ${sessionId}`
       const fresh = (await findUser(tx, user.id))!
-      return { session: await sessionResponse(deps, tx, { user: fresh, sessionId, startedAt: session!.created_at.getTime(), method: 'totp', refreshToken }) } as const
+      return {
+        session: await sessionResponse(deps, tx, { user: fresh, sessionId, startedAt: session!.created_at.getTime(), method: 'totp', refreshToken }),
+      } as const
     })
     // the expired challenge's deletion is committed before the error goes out
-    if ('expired' in result) throw new GoTrueError(422, 'mfa_challenge_expired', `MFA challenge ${result.expired} has expired, verify against another challenge or create a new challenge.`)
+    if ('expired' in result) {
+      throw new GoTrueError(
+        422,
+        'mfa_challenge_expired',
+        `MFA challenge ${result.expired} has expired, verify against another challenge or create a new challenge.`,
+      )
+    }
     return c.json(result.session)
   })
 
@@ -178,7 +195,10 @@ export function mfaRoutes(app: Hono, deps: Deps, kit: AuthKit): void {
     const factor = await sql.begin(async (tx) => {
       const f = await ownedFactor(tx, user.id, c.req.param('factor'), true)
       if (typeof body.friendly_name === 'string' && body.friendly_name !== '') {
-        const [updated] = await tx.unsafe<StoredFactor[]>(`update auth.mfa_factors set friendly_name = $1, updated_at = now() where id = $2 returning ${FACTOR_COLUMNS}`, [body.friendly_name, f.id])
+        const [updated] = await tx.unsafe<StoredFactor[]>(
+          `update auth.mfa_factors set friendly_name = $1, updated_at = now() where id = $2 returning ${FACTOR_COLUMNS}`,
+          [body.friendly_name, f.id],
+        )
         return updated!
       }
       return f

@@ -46,9 +46,17 @@ export function authClientIp(deps: Deps, c: Context): string {
 export function authRateLimits(deps: Deps) {
   const { config, clock } = deps
   const rules: Record<AuthLimit, { perWindow: number; windowMs: number; burst: number }> = {
-    sign_in_sign_ups: { perWindow: config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS, windowMs: FIVE_MINUTES, burst: Math.min(BURST, config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS) },
+    sign_in_sign_ups: {
+      perWindow: config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS,
+      windowMs: FIVE_MINUTES,
+      burst: Math.min(BURST, config.AUTH_RATE_LIMIT_SIGN_IN_SIGN_UPS),
+    },
     token_refresh: { perWindow: config.AUTH_RATE_LIMIT_TOKEN_REFRESH, windowMs: FIVE_MINUTES, burst: Math.min(BURST, config.AUTH_RATE_LIMIT_TOKEN_REFRESH) },
-    token_verifications: { perWindow: config.AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS, windowMs: FIVE_MINUTES, burst: Math.min(BURST, config.AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS) },
+    token_verifications: {
+      perWindow: config.AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS,
+      windowMs: FIVE_MINUTES,
+      burst: Math.min(BURST, config.AUTH_RATE_LIMIT_TOKEN_VERIFICATIONS),
+    },
     // GoTrue's burst of 30; a limit set higher raises the burst with it
     mfa_challenge: { perWindow: config.AUTH_RATE_LIMIT_MFA, windowMs: MINUTE, burst: Math.max(BURST, config.AUTH_RATE_LIMIT_MFA) },
     mfa_verify: { perWindow: config.AUTH_RATE_LIMIT_MFA, windowMs: MINUTE, burst: Math.max(BURST, config.AUTH_RATE_LIMIT_MFA) },
@@ -82,7 +90,9 @@ export function authRateLimits(deps: Deps) {
     check(c: Context, limit: AuthLimit): void {
       const retryAfter = take(limit, authClientIp(deps, c))
       if (retryAfter === null) return
-      if (limit === 'email_sent') throw new GoTrueError(429, 'over_email_send_rate_limit', 'email rate limit exceeded', {}, { 'Retry-After': String(retryAfter) })
+      if (limit === 'email_sent') {
+        throw new GoTrueError(429, 'over_email_send_rate_limit', 'email rate limit exceeded', {}, { 'Retry-After': String(retryAfter) })
+      }
       throw new GoTrueError(429, 'over_request_rate_limit', 'Request rate limit reached', {}, { 'Retry-After': String(retryAfter) })
     },
     /** Refuses a second email to one address within AUTH_EMAIL_MAX_FREQUENCY_SECONDS (GoTrue's 429). */
@@ -93,7 +103,9 @@ export function authRateLimits(deps: Deps) {
       const last = sentTo.get(email)
       if (last !== undefined && now - last < spacing) {
         const seconds = Math.max(1, Math.ceil((spacing - (now - last)) / 1000))
-        throw new GoTrueError(429, 'over_email_send_rate_limit', `For security purposes, you can only request this after ${seconds} seconds.`, {}, { 'Retry-After': String(seconds) })
+        throw new GoTrueError(429, 'over_email_send_rate_limit', `For security purposes, you can only request this after ${seconds} seconds.`, {}, {
+          'Retry-After': String(seconds),
+        })
       }
       sentTo.set(email, now)
     },

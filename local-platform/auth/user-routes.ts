@@ -5,11 +5,11 @@ import type { MailFlows } from './mail-flows.ts'
 import { unservedGrant } from './disabled-features.ts'
 import type { Deps } from '../../functions-shared/deps.ts'
 import { isPgError } from '../../functions-shared/db/tx.ts'
-import { emailTaken, GoTrueError, errors } from './errors.ts'
+import { emailTaken, errors, GoTrueError } from './errors.ts'
 import { findUser, findUserByEmail, mergeMetadata, normalizeEmail, passwordOf, userWithIdentities } from './users.ts'
 import { randomToken, sessionResponse, startSession } from './sessions.ts'
 import { redirectTarget } from './redirects.ts'
-import { asObject, checkMetadataSize, readBody, type AuthKit } from './kit.ts'
+import { asObject, type AuthKit, checkMetadataSize, readBody } from './kit.ts'
 import { verifyPassword } from './passwords.ts'
 
 /**
@@ -31,15 +31,26 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit, flows: MailFlows
   const { sql, config, log, limits, redirects, checkPassword, emailOrFail, hash, requireUser, meta } = kit
   // a bcrypt hash of no one's password, at the stored ones' cost, that an unknown email is checked against
   let decoy: Promise<string> | undefined
-  const unknownUserHash = () =>
-    (decoy ??= hash(crypto.randomUUID()).catch((err: unknown) => {
-      decoy = undefined
-      throw err
-    }))
-  app.get('/health', (c) => c.json({ version: 'local', name: 'GoTrue (curriculum-tutor local auth)', description: 'GoTrue-compatible auth for local development' }))
+  const unknownUserHash = () => (decoy ??= hash(crypto.randomUUID()).catch((err: unknown) => {
+    decoy = undefined
+    throw err
+  }))
+  app.get(
+    '/health',
+    (c) => c.json({ version: 'local', name: 'GoTrue (curriculum-tutor local auth)', description: 'GoTrue-compatible auth for local development' }),
+  )
 
-  app.get('/settings', (c) =>
-    c.json({ external: { email: true, phone: false, anonymous_users: config.AUTH_ANONYMOUS_SIGN_INS }, disable_signup: false, mailer_autoconfirm: !config.AUTH_ENABLE_CONFIRMATIONS, phone_autoconfirm: false, sms_provider: '', saml_enabled: false }),
+  app.get(
+    '/settings',
+    (c) =>
+      c.json({
+        external: { email: true, phone: false, anonymous_users: config.AUTH_ANONYMOUS_SIGN_INS },
+        disable_signup: false,
+        mailer_autoconfirm: !config.AUTH_ENABLE_CONFIRMATIONS,
+        phone_autoconfirm: false,
+        sms_provider: '',
+        saml_enabled: false,
+      }),
   )
 
   // HMAC keys are never published; asymmetric keys would be listed here.
@@ -49,8 +60,12 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit, flows: MailFlows
     limits.check(c, 'sign_in_sign_ups')
     const body = await readBody(c)
     // no email and no phone: an anonymous sign-in (supabase-js's signInAnonymously), when enabled
-    if ((body.email === undefined || body.email === '') && (body.phone === undefined || body.phone === '')) return anonymous(c, asObject(body.data, 'data') ?? {})
-    if (body.phone !== undefined && body.phone !== '' && (body.email === undefined || body.email === '')) throw new GoTrueError(400, 'phone_provider_disabled', 'Unsupported phone provider')
+    if ((body.email === undefined || body.email === '') && (body.phone === undefined || body.phone === '')) {
+      return anonymous(c, asObject(body.data, 'data') ?? {})
+    }
+    if (body.phone !== undefined && body.phone !== '' && (body.email === undefined || body.email === '')) {
+      throw new GoTrueError(400, 'phone_provider_disabled', 'Unsupported phone provider')
+    }
     const email = emailOrFail(body.email)
     const password = checkPassword(body.password)
     const data = asObject(body.data, 'data') ?? {}
@@ -129,7 +144,9 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit, flows: MailFlows
         if (row.revoked) {
           // A replay inside the reuse interval (two tabs refreshing at once) gets the session's current
           // token; any later replay means the token leaked: the whole session is revoked.
-          const [child] = await tx<{ token: string; created_at: Date }[]>`select token, created_at from auth.refresh_tokens where parent = ${token} and session_id = ${row.session_id} and revoked = false order by id desc limit 1`
+          const [child] = await tx<
+            { token: string; created_at: Date }[]
+          >`select token, created_at from auth.refresh_tokens where parent = ${token} and session_id = ${row.session_id} and revoked = false order by id desc limit 1`
           const withinInterval = child && deps.clock.now() - child.created_at.getTime() <= config.AUTH_REFRESH_REUSE_INTERVAL_SECONDS * 1000
           if (!withinInterval) {
             await tx`delete from auth.sessions where id = ${row.session_id}`
@@ -175,13 +192,18 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit, flows: MailFlows
     if (body.password !== undefined) {
       const password = checkPassword(body.password)
       const current = await passwordOf(sql, user.id)
-      if (current && (await verifyPassword(password, current)))
+      if (current && (await verifyPassword(password, current))) {
         throw new GoTrueError(422, 'same_password', 'New password should be different from the old password.')
+      }
       encrypted = await hash(password)
     }
     await sql.begin(async (tx) => {
       const current = (await findUser(tx, user.id, { lock: true }))!
-      if (data) await tx`update auth.users set raw_user_meta_data = ${tx.json(checkMetadataSize(mergeMetadata(current.raw_user_meta_data, data), 'data') as never)}, updated_at = now() where id = ${user.id}`
+      if (data) {
+        await tx`update auth.users set raw_user_meta_data = ${
+          tx.json(checkMetadataSize(mergeMetadata(current.raw_user_meta_data, data), 'data') as never)
+        }, updated_at = now() where id = ${user.id}`
+      }
       if (body.email !== undefined) {
         const email = emailOrFail(body.email)
         if (email !== current.email) {
@@ -189,7 +211,9 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit, flows: MailFlows
           if (other) throw new GoTrueError(422, 'email_exists', 'A user with this email address has already been registered')
           // another account taking the address at the same moment passes the check too: the unique index decides
           await tx`update auth.users set email = ${email}, email_confirmed_at = now(), updated_at = now() where id = ${user.id}`.catch(emailTaken)
-          await tx`update auth.identities set identity_data = identity_data || ${tx.json({ email })}::jsonb, updated_at = now() where user_id = ${user.id} and provider = 'email'`
+          await tx`update auth.identities set identity_data = identity_data || ${
+            tx.json({ email })
+          }::jsonb, updated_at = now() where user_id = ${user.id} and provider = 'email'`
         }
       }
       if (encrypted !== undefined) {
@@ -235,7 +259,9 @@ export function userRoutes(app: Hono, deps: Deps, kit: AuthKit, flows: MailFlows
     const session = await sql.begin(async (tx) => {
       const id = crypto.randomUUID()
       await tx`insert into auth.users (instance_id, id, aud, role, email, raw_app_meta_data, raw_user_meta_data, created_at, updated_at, is_anonymous)
-               values ('00000000-0000-0000-0000-000000000000', ${id}, 'authenticated', 'authenticated', null, ${tx.json({})}, ${tx.json(data as never)}, now(), now(), true)`
+               values ('00000000-0000-0000-0000-000000000000', ${id}, 'authenticated', 'authenticated', null, ${tx.json({})}, ${
+        tx.json(data as never)
+      }, now(), now(), true)`
       return startSession(deps, tx, (await findUser(tx, id))!, 'anonymous', meta(c))
     })
     return c.json(session)

@@ -76,7 +76,7 @@ export function userJson(u: UserRow, identities: IdentityRow[], factors: Record<
         created_at: iso(i.created_at),
         updated_at: iso(i.updated_at),
         email: i.email ?? undefined,
-      }),
+      })
     ),
     created_at: iso(u.created_at),
     updated_at: iso(u.updated_at),

@@ -3,8 +3,20 @@
 // each resource, order, limit and offset. Identifiers are checked against the catalogue and quoted;
 // values are parameters, sent as text and cast by PostgreSQL to the column's type.
 import { badRequest, RestError } from './errors.ts'
-import { OPERATORS, parseField, parseList, parseLogic, parseOperation, parseOrder, RESERVED, type Condition, type FieldRef, type OrderTerm, type SelectItem } from './parse.ts'
-import { relationshipBetween, type Catalog, type Relation } from './schema.ts'
+import {
+  type Condition,
+  type FieldRef,
+  OPERATORS,
+  type OrderTerm,
+  parseField,
+  parseList,
+  parseLogic,
+  parseOperation,
+  parseOrder,
+  RESERVED,
+  type SelectItem,
+} from './parse.ts'
+import { type Catalog, type Relation, relationshipBetween } from './schema.ts'
 import { MAX_JSON_DEPTH } from '../../functions-shared/lib/text.ts'
 
 export const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
@@ -115,10 +127,23 @@ export class Builder {
   #operation(col: string, type: string, c: Extract<Condition, { kind: 'op' }>): string {
     const v = c.value
     const jsonValue = (text: string) => {
-      if (/^jsonb?(\[\])*$/.test(type) && jsonDepth(text) > MAX_JSON_DEPTH) throw badRequest(`A json value nested deeper than ${MAX_JSON_DEPTH} levels (${c.field.name})`)
+      if (/^jsonb?(\[\])*$/.test(type) && jsonDepth(text) > MAX_JSON_DEPTH) {
+        throw badRequest(`A json value nested deeper than ${MAX_JSON_DEPTH} levels (${c.field.name})`)
+      }
       return text
     }
-    const compare: Record<string, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'like', ilike: 'ilike', match: '~', imatch: '~*' }
+    const compare: Record<string, string> = {
+      eq: '=',
+      neq: '<>',
+      gt: '>',
+      gte: '>=',
+      lt: '<',
+      lte: '<=',
+      like: 'like',
+      ilike: 'ilike',
+      match: '~',
+      imatch: '~*',
+    }
     if (c.op in compare) {
       const op = compare[c.op]!
       const textual = c.op === 'like' || c.op === 'ilike' || c.op === 'match' || c.op === 'imatch'
@@ -130,7 +155,11 @@ export class Builder {
       case 'in': {
         const list = parseList(v)
         const most = type === 'jsonb' || type === 'json' ? MAX_IN_JSON_VALUES : MAX_IN_VALUES
-        if (list.length > most) throw badRequest(`in. takes at most ${most} values${most === MAX_IN_JSON_VALUES ? ` on a ${type} column` : ''}; "${c.field.name}" was given ${list.length}`)
+        if (list.length > most) {
+          throw badRequest(
+            `in. takes at most ${most} values${most === MAX_IN_JSON_VALUES ? ` on a ${type} column` : ''}; "${c.field.name}" was given ${list.length}`,
+          )
+        }
         for (const item of list) jsonValue(item)
         return `${col} = any(${this.param(list, `${type}[]`)})`
       }
@@ -167,7 +196,9 @@ export class Builder {
 
   order(rel: Relation, alias: string, terms: OrderTerm[] | undefined): string {
     if (!terms || terms.length === 0) return ''
-    return ` order by ${terms.map((t) => [this.field(rel, alias, t.field).sql, t.direction, t.nulls && `nulls ${t.nulls}`].filter(Boolean).join(' ')).join(', ')}`
+    return ` order by ${
+      terms.map((t) => [this.field(rel, alias, t.field).sql, t.direction, t.nulls && `nulls ${t.nulls}`].filter(Boolean).join(' ')).join(', ')
+    }`
   }
 
   /** The select list of `items` read from `rel` under `alias`, and conditions its !inner embeds put on the rows. */
@@ -224,7 +255,12 @@ export class Builder {
       for (const c of this.shape.filters.get(path) ?? []) {
         if (c.kind !== 'op' || c.field.name !== name || c.field.path.length > 0 || rel.columns.has(name)) continue
         if (c.op !== 'is' || c.value.toLowerCase() !== 'null') {
-          throw new RestError(400, 'PGRST120', `Bad operator on the '${name}' embedded resource`, 'Only is null or not is null filters are allowed on embedded resources')
+          throw new RestError(
+            400,
+            'PGRST120',
+            `Bad operator on the '${name}' embedded resource`,
+            'Only is null or not is null filters are allowed on embedded resources',
+          )
         }
         conditions.push(c.negate ? again() : `not ${again()}`)
       }
@@ -234,12 +270,17 @@ export class Builder {
       const parent = key.includes('.') ? key.slice(0, key.lastIndexOf('.')) : ''
       const own = key.includes('.') ? key.slice(key.lastIndexOf('.') + 1) : key
       if (key !== '' && parent === path && !embeds.has(own)) {
-        throw new RestError(400, 'PGRST108', `'${own}' is not an embedded resource in this request`, null, `Verify that '${own}' is included in the 'select' query parameter.`)
+        throw new RestError(
+          400,
+          'PGRST108',
+          `'${own}' is not an embedded resource in this request`,
+          null,
+          `Verify that '${own}' is included in the 'select' query parameter.`,
+        )
       }
     }
     return { sql: out.join(', '), conditions }
   }
-
 }
 
 /** The names (aliases where given) of the embeds of a select list. */

@@ -21,7 +21,13 @@ export class RestError extends Error {
 
 /** A request this gateway's subset does not serve: a clear 400 that says so. */
 export const outsideSubset = (what: string) =>
-  new RestError(400, 'PGRST100', `${what} is outside the /rest/v1 subset of the local gateway`, null, 'Hosted Supabase projects serve the whole of PostgREST; see docs/app-developers.md, "/rest/v1 locally"')
+  new RestError(
+    400,
+    'PGRST100',
+    `${what} is outside the /rest/v1 subset of the local gateway`,
+    null,
+    'Hosted Supabase projects serve the whole of PostgREST; see docs/app-developers.md, "/rest/v1 locally"',
+  )
 
 export const badRequest = (message: string, details: string | null = null) => new RestError(400, 'PGRST100', message, details)
 

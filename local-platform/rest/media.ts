@@ -42,7 +42,11 @@ export function render(media: Media, rows: unknown[] | { value: unknown }): { bo
     const list = Array.isArray(rows) ? rows : [rows.value]
     return { body: toCsv(list.filter((r): r is Record<string, unknown> => r !== null && typeof r === 'object')), type: 'text/csv; charset=utf-8' }
   }
-  const strip = (v: unknown): unknown => (media.stripNulls && v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null)) : v)
+  const strip = (
+    v: unknown,
+  ): unknown => (media.stripNulls && v !== null && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null))
+    : v)
   if (!Array.isArray(rows)) return { body: JSON.stringify(strip(rows.value)), type: 'application/json; charset=utf-8' }
   if (media.kind === 'object') {
     if (rows.length !== 1) throw new RestError(406, 'PGRST116', 'Cannot coerce the result to a single JSON object', `The result contains ${rows.length} rows`)

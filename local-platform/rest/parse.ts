@@ -31,7 +31,33 @@ export interface OrderTerm {
   nulls: 'first' | 'last' | null
 }
 
-export const OPERATORS = new Set(['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'match', 'imatch', 'in', 'is', 'isdistinct', 'fts', 'plfts', 'phfts', 'wfts', 'cs', 'cd', 'ov', 'sl', 'sr', 'nxr', 'nxl', 'adj'])
+export const OPERATORS = new Set([
+  'eq',
+  'neq',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'like',
+  'ilike',
+  'match',
+  'imatch',
+  'in',
+  'is',
+  'isdistinct',
+  'fts',
+  'plfts',
+  'phfts',
+  'wfts',
+  'cs',
+  'cd',
+  'ov',
+  'sl',
+  'sr',
+  'nxr',
+  'nxl',
+  'adj',
+])
 const MODIFIABLE = new Set(['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'match', 'imatch'])
 const FTS = new Set(['fts', 'plfts', 'phfts', 'wfts'])
 const IDENT = /^[\p{L}_][\p{L}\p{N}_$]{0,62}$/u
@@ -137,7 +163,14 @@ function parseItem(raw: string, whole: string, depth: number, count: { embeds: n
     }
     // an empty select (`users()`) is kept empty: the embed filters its parent and is left out of the rows
     if (++count.embeds > MAX_EMBEDS) throw parseError(`"failed to parse select parameter"`, `a select names at most ${MAX_EMBEDS} embedded resources`)
-    return { kind: 'embed', name: checkName(unquote(name!), 'table'), alias: aliasPart === null ? null : checkName(unquote(aliasPart), 'alias'), hint, inner, items: body.trim() === '' ? [] : parseSelect(body, depth + 1, count) }
+    return {
+      kind: 'embed',
+      name: checkName(unquote(name!), 'table'),
+      alias: aliasPart === null ? null : checkName(unquote(aliasPart), 'alias'),
+      hint,
+      inner,
+      items: body.trim() === '' ? [] : parseSelect(body, depth + 1, count),
+    }
   }
   let rest = raw
   let alias: string | null = null
@@ -184,12 +217,16 @@ export function parseOperation(field: FieldRef, raw: string): Condition {
 export function parseLogic(op: 'and' | 'or', negate: boolean, raw: string, depth = 0, count = { conditions: 0 }): Condition {
   const text = raw.trim()
   if (depth >= MAX_LOGIC_DEPTH) throw parseError(`"failed to parse logic tree"`, `a logic tree nests at most ${MAX_LOGIC_DEPTH} levels deep`)
-  if (!text.startsWith('(') || !text.endsWith(')')) throw parseError(`"failed to parse logic tree (${raw})"`, 'a logic tree is a list in parentheses: or=(a.eq.1,b.eq.2)')
+  if (!text.startsWith('(') || !text.endsWith(')')) {
+    throw parseError(`"failed to parse logic tree (${raw})"`, 'a logic tree is a list in parentheses: or=(a.eq.1,b.eq.2)')
+  }
   const children = splitTopLevel(text.slice(1, -1)).map((part) => {
     const p = part.trim()
     const nested = /^(not\.)?(and|or)(\([\s\S]*\))$/.exec(p)
     if (nested) return parseLogic(nested[2] as 'and' | 'or', nested[1] !== undefined, nested[3]!, depth + 1, count)
-    if (++count.conditions > MAX_LOGIC_CONDITIONS) throw parseError(`"failed to parse logic tree"`, `a logic tree holds at most ${MAX_LOGIC_CONDITIONS} conditions`)
+    if (++count.conditions > MAX_LOGIC_CONDITIONS) {
+      throw parseError(`"failed to parse logic tree"`, `a logic tree holds at most ${MAX_LOGIC_CONDITIONS} conditions`)
+    }
     // field.[not.]op.value: the field ends at the dot before the operator
     const m = /^("(?:[^"\\]|\\.)*"|[^.]+?)\.((?:not\.)?[a-z]+(?:\([^)]*\))?\.[\s\S]*)$/.exec(p)
     if (!m) throw parseError(`"failed to parse logic tree (${raw})"`, `"${p}" is not field.operator.value`)

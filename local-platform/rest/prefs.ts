@@ -35,7 +35,17 @@ export const KNOWN: Record<string, [keyof Preferences, string]> = {
 }
 
 export function preferences(header: string | undefined): Preferences {
-  const prefs: Preferences = { representation: null, count: null, resolution: null, missing: null, tx: null, handling: null, timezone: null, maxAffected: null, applied: null }
+  const prefs: Preferences = {
+    representation: null,
+    count: null,
+    resolution: null,
+    missing: null,
+    tx: null,
+    handling: null,
+    timezone: null,
+    maxAffected: null,
+    applied: null,
+  }
   const invalid: string[] = []
   const values = (header ?? '').split(',').map((p) => p.trim()).filter((p) => p !== '')
   for (const value of values) {

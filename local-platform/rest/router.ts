@@ -6,20 +6,20 @@
 // every table a query touches. Tables, views and functions of the schemas of config.toml's [api]
 // section; rows capped at its max_rows. What PostgREST understands is honoured, or refused with
 // PostgREST's error; nothing is ignored.
-import { Hono, type Context } from 'hono'
+import { type Context, Hono } from 'hono'
 import type { Deps } from '../../functions-shared/deps.ts'
 import { findUnstorable, MAX_JSON_DEPTH, nestedDeeperThan } from '../../functions-shared/lib/text.ts'
 import { ApiError, errorBody } from '../../functions-shared/http/errors.ts'
 import { guards } from '../../functions-shared/http/guards.ts'
 import { roleFromClaims } from '../../functions-shared/http/auth.ts'
 import { fromDatabase, outsideSubset, RestError } from './errors.ts'
-import { appliedHeader, preferences, type Preferences } from './prefs.ts'
-import { negotiate, render, type Media } from './media.ts'
+import { appliedHeader, type Preferences, preferences } from './prefs.ts'
+import { type Media, negotiate, render } from './media.ts'
 import { parseSelect } from './parse.ts'
 import { Builder, embedNames, readShape, relationSql } from './build.ts'
 import { Catalog, type Relation } from './schema.ts'
 import { callFunction } from './rpc.ts'
-import { countRows, page, writeRows, type WriteKind } from './write.ts'
+import { countRows, page, type WriteKind, writeRows } from './write.ts'
 import { tokenVerifier } from '../../functions-shared/http/guards.ts'
 
 export interface RestOptions {
@@ -41,7 +41,9 @@ interface Caller {
 async function caller(deps: Deps, c: Context): Promise<Caller> {
   const bearer = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1]
   const token = bearer ?? c.req.header('apikey')
-  if (!token) throw new RestError(401, 'PGRST301', 'No API key found in request', null, 'No `apikey` request header or `Authorization: Bearer` token was found.')
+  if (!token) {
+    throw new RestError(401, 'PGRST301', 'No API key found in request', null, 'No `apikey` request header or `Authorization: Bearer` token was found.')
+  }
   let claims: Record<string, unknown>
   try {
     claims = (await tokenVerifier(deps).claims(token)) as Record<string, unknown>
@@ -56,7 +58,9 @@ async function caller(deps: Deps, c: Context): Promise<Caller> {
 function schemaOf(c: Context, options: RestOptions): string {
   const read = c.req.method === 'GET' || c.req.method === 'HEAD'
   const schema = (read ? c.req.header('accept-profile') : c.req.header('content-profile')) ?? options.schemas[0] ?? 'public'
-  if (!options.schemas.includes(schema)) throw new RestError(406, 'PGRST106', `Invalid schema: ${schema}`, null, `Only the following schemas are exposed: ${options.schemas.join(', ')}`)
+  if (!options.schemas.includes(schema)) {
+    throw new RestError(406, 'PGRST106', `Invalid schema: ${schema}`, null, `Only the following schemas are exposed: ${options.schemas.join(', ')}`)
+  }
   return schema
 }
 
@@ -112,7 +116,14 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
     if (who.role === 'service_role') return
     const sub = who.claims.sub
     if (who.role === 'authenticated' && typeof sub === 'string' && sub !== '') {
-      c.set('principal', { kind: 'user', userId: sub, role: roleFromClaims(who.claims), email: typeof who.claims.email === 'string' ? who.claims.email : null, claims: who.claims, token: who.token })
+      c.set('principal', {
+        kind: 'user',
+        userId: sub,
+        role: roleFromClaims(who.claims),
+        email: typeof who.claims.email === 'string' ? who.claims.email : null,
+        claims: who.claims,
+        token: who.token,
+      })
       await perUser(c, async () => {})
     } else await perClient(c, async () => {})
   }
@@ -132,7 +143,13 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
   const request = async (c: Context): Promise<Asked> => {
     const who = await caller(deps, c)
     await counted(c, who)
-    return { who, schema: schemaOf(c, options), query: new URL(c.req.url).searchParams, prefs: preferences(c.req.header('prefer')), media: negotiate(c.req.header('accept')) }
+    return {
+      who,
+      schema: schemaOf(c, options),
+      query: new URL(c.req.url).searchParams,
+      prefs: preferences(c.req.header('prefer')),
+      media: negotiate(c.req.header('accept')),
+    }
   }
 
   /** Runs `fn` as PostgREST runs a request: one transaction as the caller's role, its end as Prefer asks. */
@@ -144,7 +161,9 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
         let timezone = false
         if (prefs.timezone !== null) {
           timezone = (await tx`select set_config('timezone', name, true) from pg_catalog.pg_timezone_names where name = ${prefs.timezone} limit 1`).length > 0
-          if (!timezone && prefs.handling === 'strict') throw new RestError(400, 'PGRST122', 'Invalid preferences given with handling=strict', `Invalid preferences: timezone=${prefs.timezone}`)
+          if (!timezone && prefs.handling === 'strict') {
+            throw new RestError(400, 'PGRST122', 'Invalid preferences given with handling=strict', `Invalid preferences: timezone=${prefs.timezone}`)
+          }
         }
         const value = await fn(new Catalog(tx))
         if (prefs.tx === 'rollback') throw new Rollback({ value, timezone })
@@ -157,7 +176,14 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
     }
   }
 
-  const respond = (c: Context, asked: Asked, timezone: boolean, status: number, payload: { body: string; type: string } | null, headers: Record<string, string>) => {
+  const respond = (
+    c: Context,
+    asked: Asked,
+    timezone: boolean,
+    status: number,
+    payload: { body: string; type: string } | null,
+    headers: Record<string, string>,
+  ) => {
     const applied = appliedHeader(asked.prefs, timezone)
     if (applied) c.header('Preference-Applied', applied)
     for (const [k, v] of Object.entries(headers)) c.header(k, v)
@@ -190,11 +216,23 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
       args = { body: payload as Record<string, unknown> }
     }
     const pg = page(asked.query, c.req.header('range'), options.maxRows)
-    const { value: result, timezone } = await transact(asked, read, (catalog) =>
-      callFunction(catalog, asked.schema, name, args, asked.query, pg, { count: asked.prefs.count !== null, maxAffected: asked.prefs.maxAffected }),
+    const { value: result, timezone } = await transact(
+      asked,
+      read,
+      (catalog) =>
+        callFunction(catalog, asked.schema, name, args, asked.query, pg, { count: asked.prefs.count !== null, maxAffected: asked.prefs.maxAffected }),
     )
     if (result.void) return respond(c, asked, timezone, 204, null, {})
-    if (result.rows === null) return respond(c, asked, timezone, 200, render(asked.media, { value: result.value }), result.total === null ? {} : { 'Content-Range': result.total === 0 ? '*/0' : `0-${result.total - 1}/${result.total}` })
+    if (result.rows === null) {
+      return respond(
+        c,
+        asked,
+        timezone,
+        200,
+        render(asked.media, { value: result.value }),
+        result.total === null ? {} : { 'Content-Range': result.total === 0 ? '*/0' : `0-${result.total - 1}/${result.total}` },
+      )
+    }
     const { status, range } = ranged(result.rows.length, result.offset, result.total)
     return respond(c, asked, timezone, status, render(asked.media, result.rows), { 'Content-Range': range })
   }
@@ -218,13 +256,20 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
       const where = b.where(rel, 't0', '', list.conditions, embedNames(items))
       const from = `${relationSql(rel)} t0${where}`
       const limits = `${pg.limit === null ? '' : ` limit ${pg.limit}`}${pg.offset ? ` offset ${pg.offset}` : ''}`
-      const rows = head && asked.media.kind !== 'object' ? null : ((await catalog.tx.unsafe(`select coalesce(json_agg(_r), '[]') as rows from (select ${list.sql} from ${from}${b.order(rel, 't0', shape.orders.get(''))}${limits}) _r`, b.params as never[]))[0]!.rows as unknown[])
+      const rows = head && asked.media.kind !== 'object' ? null : ((await catalog.tx.unsafe(
+        `select coalesce(json_agg(_r), '[]') as rows from (select ${list.sql} from ${from}${b.order(rel, 't0', shape.orders.get(''))}${limits}) _r`,
+        b.params as never[],
+      ))[0]!.rows as unknown[])
       const total = asked.prefs.count ? await countRows(catalog, `select 1 from ${from}`, b.params, asked.prefs.count, options.maxRows) : null
       return { rows, total }
     })
     const rows = value.rows ?? []
     // a HEAD reads no rows: its range is the one a GET would have given, from the count
-    const n = value.rows !== null ? rows.length : value.total === null ? 0 : Math.max(0, Math.min(pg.limit ?? Number.POSITIVE_INFINITY, value.total - pg.offset))
+    const n = value.rows !== null
+      ? rows.length
+      : value.total === null
+      ? 0
+      : Math.max(0, Math.min(pg.limit ?? Number.POSITIVE_INFINITY, value.total - pg.offset))
     const { status, range } = ranged(n, pg.offset, value.total)
     return respond(c, asked, timezone, status, render(asked.media, rows), { 'Content-Range': range })
   }
@@ -262,4 +307,3 @@ export function restRouter(deps: Deps, options: RestOptions): Hono {
   })
   return app
 }
-

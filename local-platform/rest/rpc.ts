@@ -41,7 +41,9 @@ async function candidates(catalog: Catalog, schema: string, name: string): Promi
     const allNames = r.names as string[]
     // an unnamed parameter is named '' (PostgREST takes it from a body `{"": value}`)
     const named = (i: number) => allNames[i] ?? ''
-    const inputs = modes.length === 0 ? Array.from({ length: r.nargs as number }, (_, i) => named(i)) : modes.flatMap((m, i) => (['i', 'b', 'v'].includes(m) ? [named(i)] : []))
+    const inputs = modes.length === 0
+      ? Array.from({ length: r.nargs as number }, (_, i) => named(i))
+      : modes.flatMap((m, i) => (['i', 'b', 'v'].includes(m) ? [named(i)] : []))
     const outputs = modes.flatMap((m, i) => (m === 'o' || m === 't' || m === 'b' ? [[allNames[i]!, (r.all_types as string[])[i]!] as [string, string]] : []))
     const rowNames = r.row_names as string[]
     const columns = outputs.length > 0 ? new Map(outputs) : rowNames.length > 0 ? new Map(rowNames.map((n, i) => [n, (r.row_types as string[])[i]!])) : null
@@ -81,18 +83,33 @@ export async function callFunction(
   const known = new Set(found.flatMap((f) => f.names))
   const keys = 'body' in args ? Object.keys(args.body) : [...new Set([...query.keys()].filter((k) => known.has(k)))]
   // a function of one unnamed json or jsonb parameter takes the whole body
-  const single = 'body' in args ? found.filter((f) => f.types.length === 1 && f.names.length <= 1 && (f.names[0] ?? '') === '' && /^jsonb?$/.test(f.types[0]!)) : []
+  const single = 'body' in args
+    ? found.filter((f) => f.types.length === 1 && f.names.length <= 1 && (f.names[0] ?? '') === '' && /^jsonb?$/.test(f.types[0]!))
+    : []
   const fits = found.filter((f) => keys.every((k) => f.names.includes(k)) && f.names.slice(0, f.required).every((n) => keys.includes(n)))
   // of several that fit, the one that takes exactly the arguments given (no default filled in)
   const exact = fits.filter((f) => f.names.length === keys.length)
   const chosen = fits.length > 1 && exact.length === 1 ? exact : fits.length > 0 ? fits : single
   if (chosen.length === 0) {
-    throw new RestError(404, 'PGRST202', `Could not find the function ${schema}.${name}${keys.length === 0 ? ' without parameters' : `(${keys.join(', ')})`} in the schema cache`,
-      `Searched for the function ${schema}.${name}${keys.length === 0 ? ' without parameters' : ` with parameter${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`}, but no matches were found in the schema cache.`)
+    throw new RestError(
+      404,
+      'PGRST202',
+      `Could not find the function ${schema}.${name}${keys.length === 0 ? ' without parameters' : `(${keys.join(', ')})`} in the schema cache`,
+      `Searched for the function ${schema}.${name}${
+        keys.length === 0 ? ' without parameters' : ` with parameter${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`
+      }, but no matches were found in the schema cache.`,
+    )
   }
   if (chosen.length > 1) {
-    throw new RestError(300, 'PGRST203', `Could not choose the best candidate function between: ${chosen.map((f) => `${schema}.${name}(${f.names.map((n, i) => `${n} => ${f.types[i]}`).join(', ')})`).join(', ')}`,
-      null, 'Try renaming the parameters or the function itself in the database so function overloading can be resolved')
+    throw new RestError(
+      300,
+      'PGRST203',
+      `Could not choose the best candidate function between: ${
+        chosen.map((f) => `${schema}.${name}(${f.names.map((n, i) => `${n} => ${f.types[i]}`).join(', ')})`).join(', ')
+      }`,
+      null,
+      'Try renaming the parameters or the function itself in the database so function overloading can be resolved',
+    )
   }
   const fn = chosen[0]!
   const skip = new Set(keys)
@@ -102,16 +119,25 @@ export async function callFunction(
   // the call, and the FROM item that gives it its arguments when they come from a JSON body
   let call: string
   let args1 = ''
-  if (fn === single[0] && fits.length === 0) call = `${ident(schema)}.${ident(name)}(${b.param(JSON.stringify((args as { body: unknown }).body), fn.types[0]!)})`
-  else if ('body' in args) {
+  if (fn === single[0] && fits.length === 0) {
+    call = `${ident(schema)}.${ident(name)}(${b.param(JSON.stringify((args as { body: unknown }).body), fn.types[0]!)})`
+  } else if ('body' in args) {
     // an unnamed parameter is passed by position; json_to_record names its column _1
     const column = (k: string) => (k === '' ? '_1' : k)
     const named = keys.map((k) => `${fn.modes[fn.names.indexOf(k)] === 'v' ? 'variadic ' : ''}${k === '' ? '' : `${ident(k)} => `}_a.${ident(column(k))}`)
     call = `${ident(schema)}.${ident(name)}(${named.join(', ')})`
     const body = Object.fromEntries(Object.entries(args.body).map(([k, v]) => [column(k), v]))
-    if (keys.length > 0) args1 = `json_to_record(${b.param(JSON.stringify(body), 'json')}) as _a(${keys.map((k) => `${ident(column(k))} ${fn.types[fn.names.indexOf(k)]}`).join(', ')})`
+    if (keys.length > 0) {
+      args1 = `json_to_record(${b.param(JSON.stringify(body), 'json')}) as _a(${
+        keys.map((k) => `${ident(column(k))} ${fn.types[fn.names.indexOf(k)]}`).join(', ')
+      })`
+    }
   } else {
-    const named = keys.map((k) => `${fn.modes[fn.names.indexOf(k)] === 'v' ? 'variadic ' : ''}${k === '' ? '' : `${ident(k)} => `}${b.param(query.getAll(k).length > 1 ? `{${query.getAll(k).join(',')}}` : query.get(k), fn.types[fn.names.indexOf(k)]!)}`)
+    const named = keys.map((k) =>
+      `${fn.modes[fn.names.indexOf(k)] === 'v' ? 'variadic ' : ''}${k === '' ? '' : `${ident(k)} => `}${
+        b.param(query.getAll(k).length > 1 ? `{${query.getAll(k).join(',')}}` : query.get(k), fn.types[fn.names.indexOf(k)]!)
+      }`
+    )
     call = `${ident(schema)}.${ident(name)}(${named.join(', ')})`
   }
   const source = (alias: string) => (args1 ? `${args1} cross join lateral ${call} ${alias}` : `${call} ${alias}`)
@@ -124,7 +150,9 @@ export async function callFunction(
   if (options.maxAffected !== null && !fn.set) throw setOnly()
   if (!fn.columns) {
     // a scalar (or a set of scalars): filters and select= have no columns to apply to
-    if (query.has('select') || shape.filters.size > 0 || shape.orders.size > 0) throw badRequest(`${schema}.${name} returns ${fn.set ? 'a set of values' : 'a value'}, not rows: select=, filters and order apply to rows`)
+    if (query.has('select') || shape.filters.size > 0 || shape.orders.size > 0) {
+      throw badRequest(`${schema}.${name} returns ${fn.set ? 'a set of values' : 'a value'}, not rows: select=, filters and order apply to rows`)
+    }
     if (!fn.set) {
       const [row] = await run(`select to_json(${call}) as v${args1 ? ` from ${args1}` : ''}`)
       return { rows: null, value: row!.v, void: false, total: options.count ? 1 : null, offset: 0 }
@@ -149,4 +177,5 @@ export async function callFunction(
   return { rows, void: false, total, offset: page.offset }
 }
 
-export const maxAffected = (n: number) => new RestError(400, 'PGRST124', 'Query result exceeds max-affected preference constraint', `The query affects ${n} rows`)
+export const maxAffected = (n: number) =>
+  new RestError(400, 'PGRST124', 'Query result exceeds max-affected preference constraint', `The query affects ${n} rows`)

@@ -75,7 +75,15 @@ export class Catalog {
           columns: new Map(rows.map((r) => [r.name as string, r.type as string])),
           primaryKey: rows.filter((r) => r.pk).map((r) => r.name as string),
           uniques: uniques.map((u) => u.cols as string[]),
-          computed: new Map(computed.map((f) => [f.name as string, { set: f.set as boolean, type: f.type as string, table: f.table_name ? { schema: f.table_schema as string, name: f.table_name as string } : null }])),
+          computed: new Map(
+            computed.map((
+              f,
+            ) => [f.name as string, {
+              set: f.set as boolean,
+              type: f.type as string,
+              table: f.table_name ? { schema: f.table_schema as string, name: f.table_name as string } : null,
+            }]),
+          ),
         }
       })()
       this.#relations.set(key, found)
@@ -103,7 +111,13 @@ export class Catalog {
           join pg_catalog.pg_class dst on dst.oid = con.confrelid join pg_catalog.pg_namespace dn on dn.oid = dst.relnamespace
          where con.contype = 'f' and sn.nspname = ${schema} and dn.nspname = ${schema} and (src.relname = ${table} or dst.relname = ${table})
          order by con.conname`.then((rows) =>
-        rows.map((r) => ({ constraint: r.constraint as string, table: r.table as string, columns: r.columns as string[], refTable: r.ref_table as string, refColumns: r.ref_columns as string[] })),
+        rows.map((r) => ({
+          constraint: r.constraint as string,
+          table: r.table as string,
+          columns: r.columns as string[],
+          refTable: r.ref_table as string,
+          refColumns: r.ref_columns as string[],
+        }))
       )
       this.#keys.set(key, found)
     }
@@ -119,8 +133,14 @@ export type Relationship =
   | { kind: 'function'; child: Relation; fn: string; toOne: boolean }
 
 const noRelationship = (schema: string, parent: string, child: string, hint: string | null) =>
-  new RestError(400, 'PGRST200', `Could not find a relationship between '${parent}' and '${child}' in the schema cache`,
-    `Searched for a foreign key relationship between '${parent}' and '${child}'${hint ? ` using the hint '${hint}'` : ''} in the schema '${schema}', but no matches were found.`)
+  new RestError(
+    400,
+    'PGRST200',
+    `Could not find a relationship between '${parent}' and '${child}' in the schema cache`,
+    `Searched for a foreign key relationship between '${parent}' and '${child}'${
+      hint ? ` using the hint '${hint}'` : ''
+    } in the schema '${schema}', but no matches were found.`,
+  )
 
 /** Whether `columns` are a unique key of `rel` (a one-to-one relationship's child side). */
 const unique = (rel: Relation, columns: string[]) => (rel.uniques ?? []).some((u) => u.length === columns.length && u.every((c) => columns.includes(c)))
@@ -150,16 +170,26 @@ export async function relationshipBetween(catalog: Catalog, schema: string, pare
       if (fk.table === parent.name && fk.refTable === target) candidates.push({ fk, manyToOne: true })
       if (fk.table === target && fk.refTable === parent.name) candidates.push({ fk, manyToOne: false })
     }
-    const chosen = hint === null ? candidates : candidates.filter(({ fk }) => (target !== parent.name && fk.constraint === hint) || fk.columns.includes(hint) || fk.refColumns.includes(hint))
+    const chosen = hint === null
+      ? candidates
+      : candidates.filter(({ fk }) => (target !== parent.name && fk.constraint === hint) || fk.columns.includes(hint) || fk.refColumns.includes(hint))
     if (chosen.length === 1) return fkEmbed(chosen[0]!.fk, chosen[0]!.manyToOne)
     if (chosen.length === 0) throw noRelationship(schema, parent.name, target, hint)
-    throw new RestError(300, 'PGRST201', `Could not embed because more than one relationship was found for '${parent.name}' and '${target}'`,
+    throw new RestError(
+      300,
+      'PGRST201',
+      `Could not embed because more than one relationship was found for '${parent.name}' and '${target}'`,
       chosen.map(({ fk, manyToOne }) => ({
         cardinality: manyToOne ? 'many-to-one' : 'one-to-many',
         embedding: `${parent.name} with ${target}`,
-        relationship: manyToOne ? `${fk.constraint} using ${fk.table}(${fk.columns.join(', ')}) and ${fk.refTable}(${fk.refColumns.join(', ')})` : `${fk.constraint} using ${fk.refTable}(${fk.refColumns.join(', ')}) and ${fk.table}(${fk.columns.join(', ')})`,
+        relationship: manyToOne
+          ? `${fk.constraint} using ${fk.table}(${fk.columns.join(', ')}) and ${fk.refTable}(${fk.refColumns.join(', ')})`
+          : `${fk.constraint} using ${fk.refTable}(${fk.refColumns.join(', ')}) and ${fk.table}(${fk.columns.join(', ')})`,
       })),
-      `Try changing '${target}' to one of the following: ${chosen.map(({ fk }) => `'${target}!${fk.constraint}'`).join(', ')}. Find the desired relationship in the 'details' key.`)
+      `Try changing '${target}' to one of the following: ${
+        chosen.map(({ fk }) => `'${target}!${fk.constraint}'`).join(', ')
+      }. Find the desired relationship in the 'details' key.`,
+    )
   }
   const computed = parent.computed?.get(target)
   if (computed?.table) return { kind: 'function', child: await catalog.relation(computed.table.schema, computed.table.name), fn: target, toOne: !computed.set }

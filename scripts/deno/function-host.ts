@@ -15,5 +15,5 @@ const serve = Deno.serve.bind(Deno) as (options: Options & { handler: Handler })
 }
 
 const entry = Deno.args[0]
-if (!entry) throw new Error('usage: function-host.ts <path of the function\'s index.ts>')
+if (!entry) throw new Error("usage: function-host.ts <path of the function's index.ts>")
 await import(new URL(entry, `file://${Deno.cwd()}/`).href)

@@ -6,7 +6,11 @@ export class ApiCallError extends Error {
   readonly status: number
   readonly body: Record<string, unknown>
   constructor(method: string, path: string, status: number, body: Record<string, unknown>) {
-    super(`${method} ${path} → ${status} ${String(body.error ?? '')}: ${String(body.message ?? body.msg ?? JSON.stringify(body))}${body.request_id ? ` (request ${String(body.request_id)})` : ''}`)
+    super(
+      `${method} ${path} → ${status} ${String(body.error ?? '')}: ${String(body.message ?? body.msg ?? JSON.stringify(body))}${
+        body.request_id ? ` (request ${String(body.request_id)})` : ''
+      }`,
+    )
     this.status = status
     this.body = body
   }
@@ -57,7 +61,7 @@ export class ApiClient {
 
   /** One call; a 429 `rate_limited` is retried (up to 5 times) after the `retry_after` the server gives. */
   async call<T = Record<string, any>>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1;; attempt++) {
       try {
         return await this.#once<T>(method, path, body, headers)
       } catch (err) {
@@ -95,7 +99,11 @@ export class ApiClient {
 
   /** POSTs and yields the SSE events as they arrive. */
   async *stream(path: string, body: unknown): AsyncGenerator<SseEvent> {
-    const res = await fetch(this.#full(path), { method: 'POST', headers: this.#headers({ 'content-type': 'application/json', accept: 'text/event-stream' }), body: JSON.stringify(body) })
+    const res = await fetch(this.#full(path), {
+      method: 'POST',
+      headers: this.#headers({ 'content-type': 'application/json', accept: 'text/event-stream' }),
+      body: JSON.stringify(body),
+    })
     if (!res.ok) {
       const json = (await res.json().catch(() => ({}))) as Record<string, unknown>
       throw new ApiCallError('POST', path, res.status, json)

@@ -28,7 +28,9 @@ export function discoverFunctions(root: string, dir: string, exclude: readonly s
   const folder = resolve(root, dir)
   if (!existsSync(folder)) return []
   const tomlPath = join(dirname(folder), 'config.toml')
-  const toml = existsSync(tomlPath) ? (parseToml(readFileSync(tomlPath, 'utf8')) as { functions?: Record<string, { verify_jwt?: boolean; enabled?: boolean }> }) : {}
+  const toml = existsSync(tomlPath)
+    ? (parseToml(readFileSync(tomlPath, 'utf8')) as { functions?: Record<string, { verify_jwt?: boolean; enabled?: boolean }> })
+    : {}
   return readdirSync(folder, { withFileTypes: true })
     .filter((d) => d.isDirectory() && NAME.test(d.name) && !exclude.includes(d.name) && existsSync(join(folder, d.name, 'index.ts')))
     .filter((d) => toml.functions?.[d.name]?.enabled !== false)
@@ -44,7 +46,7 @@ export async function jwtRefusal(verifier: TokenVerifier, request: Request): Pro
   const header = request.headers.get('authorization')
   if (!header) return Response.json({ msg: 'Error: Missing authorization header' }, { status: 401 })
   const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
-  if (!token) return Response.json({ msg: 'Error: Auth header is not \'Bearer {token}\'' }, { status: 401 })
+  if (!token) return Response.json({ msg: "Error: Auth header is not 'Bearer {token}'" }, { status: 401 })
   try {
     await verifier.claims(token)
     return null
@@ -92,7 +94,7 @@ export async function startAppFunctions(options: AppFunctionOptions): Promise<Ap
       ...(options.databaseUrl ? { SUPABASE_DB_URL: options.databaseUrl } : {}),
     },
   })
-  options.log.info({ functions: found.map((f) => f.name) }, 'the app\'s own functions served, each in its own Deno process')
+  options.log.info({ functions: found.map((f) => f.name) }, "the app's own functions served, each in its own Deno process")
   const nameOf = (request: Request) => new URL(request.url).pathname.slice(options.basePath.length).split('/')[1] ?? ''
   return {
     owns: (request) => new URL(request.url).pathname.startsWith(`${options.basePath}/`) && byName.has(nameOf(request)),

@@ -54,7 +54,9 @@ export function resolveLesson(lesson: Lesson, byId: Map<string, Lesson>): { page
 /** A lesson's PDF as the portal serves it. */
 export function lessonPdf(lesson: Lesson, byId: Map<string, Lesson>): Promise<Uint8Array> {
   const { pages, language } = resolveLesson(lesson, byId)
-  return lesson.scanned ? makeScannedPdf(pages, { arabic: language === 'ar', dpi: 200, skew: lesson.skew ?? 0 }) : makePdf(pages, { arabic: language === 'ar', rtl: true, title: lesson.link })
+  return lesson.scanned
+    ? makeScannedPdf(pages, { arabic: language === 'ar', dpi: 200, skew: lesson.skew ?? 0 })
+    : makePdf(pages, { arabic: language === 'ar', rtl: true, title: lesson.link })
 }
 
 async function exists(path: string): Promise<boolean> {

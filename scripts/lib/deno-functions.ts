@@ -7,7 +7,7 @@
 // client's address in X-Forwarded-For (the functions run with TRUST_PROXY), the request id, and the
 // bodies streamed both ways (uploads in, SSE out). A process that exits is started again on the next
 // request to it; while none answers, the gateway says so with a 503 in the service's error shape.
-import { spawn, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { Config } from '../../functions-shared/config.ts'
 import { settings } from '../../functions-shared/config.ts'

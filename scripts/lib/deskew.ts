@@ -58,7 +58,7 @@ export function skewAngle(rgba: Uint8ClampedArray, width: number, height: number
   const [x0, x1, y0, y1] = [Math.floor(w * MARGIN), Math.ceil(w * (1 - MARGIN)), Math.floor(h * MARGIN), Math.ceil(h * (1 - MARGIN))]
   const rowInk = new Uint32Array(h)
   const columnInk = new Uint32Array(w)
-  for (let y = y0; y < y1; y++)
+  for (let y = y0; y < y1; y++) {
     for (let x = x0; x < x1; x++) {
       const i = (y * step * width + x * step) * 4
       if ((rgba[i]! * 299 + rgba[i + 1]! * 587 + rgba[i + 2]! * 114) / 1000 < threshold) {
@@ -67,15 +67,17 @@ export function skewAngle(rgba: Uint8ClampedArray, width: number, height: number
         columnInk[x]!++
       }
     }
+  }
   const xs: number[] = []
   const ys: number[] = []
   for (let y = y0; y < y1; y++) {
     if (rowInk[y]! > (x1 - x0) * SOLID) continue
-    for (let x = x0; x < x1; x++)
+    for (let x = x0; x < x1; x++) {
       if (ink[y * w + x] && columnInk[x]! <= (y1 - y0) * SOLID) {
         xs.push(x)
         ys.push(y)
       }
+    }
   }
   if (xs.length < 200) return 0
   const rows = h + w + 2
@@ -91,10 +93,12 @@ export function skewAngle(rgba: Uint8ClampedArray, width: number, height: number
   }
   let best = 0
   let bestScore = sharpness(0)
-  for (const [from, to, by] of [
-    [-MAX_SKEW, MAX_SKEW, 0.25],
-    [-0.25, 0.25, 0.05],
-  ] as const) {
+  for (
+    const [from, to, by] of [
+      [-MAX_SKEW, MAX_SKEW, 0.25],
+      [-0.25, 0.25, 0.05],
+    ] as const
+  ) {
     const center = from === -MAX_SKEW ? 0 : best
     for (let a = center + from; a <= center + to + 1e-9; a += by) {
       const score = sharpness(a)

@@ -4,12 +4,12 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { readFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { join, resolve } from 'node:path'
-import { PGlite, type Extensions } from '@electric-sql/pglite'
+import { type Extensions, PGlite } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto'
 import { unaccent } from '@electric-sql/pglite/contrib/unaccent'
 import { PgliteServer } from './pglite-server.ts'
-import { lockDataDir, type DataDirLock } from './data-dir-lock.ts'
+import { type DataDirLock, lockDataDir } from './data-dir-lock.ts'
 
 export interface EmbeddedDb {
   db: PGlite

@@ -57,10 +57,11 @@ export const APART = [
 export const apartSet = (set: string | undefined) => APART.find((a) => a.set === set)
 
 /** where the answer to a question or a turn is: its lesson and page, and the other pages that answer it too */
-export const answers = (q: { lesson: string | null; page?: number; also?: string[] }) => [`${q.lesson}:${q.page}`, ...(q.also ?? [])].map((a) => {
-  const [lesson = '', page = ''] = a.split(':')
-  return { lesson, page: Number(page) }
-})
+export const answers = (q: { lesson: string | null; page?: number; also?: string[] }) =>
+  [`${q.lesson}:${q.page}`, ...(q.also ?? [])].map((a) => {
+    const [lesson = '', page = ''] = a.split(':')
+    return { lesson, page: Number(page) }
+  })
 
 /** a dialogue's two turns, by name */
 export const turns = (d: Dialogue) => [['first', d.first], ['second', d.second]] as const
@@ -85,11 +86,15 @@ export async function loadEvalSets(root: string) {
       return [l.id, { id: l.id, path: l.path, grade, subject }]
     }),
   )
-  for (const q of questions) for (const a of q.lesson ? answers(q) : []) if (!lessons.has(a.lesson)) throw new Error(`question ${q.id}: unknown lesson ${a.lesson}`)
+  for (const q of questions) {
+    for (const a of q.lesson ? answers(q) : []) if (!lessons.has(a.lesson)) throw new Error(`question ${q.id}: unknown lesson ${a.lesson}`)
+  }
   const dialogues = (JSON.parse(await readFile(`${root}eval/retrieval-dialogues.json`, 'utf8')) as { dialogues: Dialogue[] }).dialogues
   for (const d of dialogues) {
     for (const [which, t] of turns(d)) {
-      if (!t || typeof t.question !== 'string' || !t.lesson || !Number.isInteger(t.page)) throw new Error(`dialogue ${d.id}: its ${which} turn needs a question, a lesson and a page`)
+      if (!t || typeof t.question !== 'string' || !t.lesson || !Number.isInteger(t.page)) {
+        throw new Error(`dialogue ${d.id}: its ${which} turn needs a question, a lesson and a page`)
+      }
       for (const a of answers(t)) if (!lessons.has(a.lesson)) throw new Error(`dialogue ${d.id}: unknown lesson ${a.lesson}`)
     }
   }

@@ -27,9 +27,21 @@ export const connectionClient = clientKey
  */
 function refuseConnection(socket: Socket, limit: number): void {
   const requestId = crypto.randomUUID()
-  const body = JSON.stringify({ error: 'rate_limited', message: `Too many open connections from this client (${limit} at most): close some and retry`, request_id: requestId, retry_after: 1, limit, window: 'concurrent' })
+  const body = JSON.stringify({
+    error: 'rate_limited',
+    message: `Too many open connections from this client (${limit} at most): close some and retry`,
+    request_id: requestId,
+    retry_after: 1,
+    limit,
+    window: 'concurrent',
+  })
   socket.on('error', () => {})
-  socket.end(`HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy())
+  socket.end(
+    `HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${
+      Buffer.byteLength(body)
+    }\r\nRetry-After: 1\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  )
 }
 
 /**
@@ -101,7 +113,11 @@ export function createGatewayServer(options: ServerOptions, listener: RequestLis
       outgoing.writeHead(204, { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS', 'X-Request-ID': requestId })
       return outgoing.end()
     }
-    const body = JSON.stringify({ error: 'bad_request', message: `The request target must be a path such as /functions/v1/health, not ${JSON.stringify(target.slice(0, 100))}`, request_id: requestId })
+    const body = JSON.stringify({
+      error: 'bad_request',
+      message: `The request target must be a path such as /functions/v1/health, not ${JSON.stringify(target.slice(0, 100))}`,
+      request_id: requestId,
+    })
     outgoing.writeHead(400, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Request-ID': requestId })
     outgoing.end(body)
   })
@@ -145,10 +161,14 @@ export function answerClientErrors(server: ServerType): void {
       tooLarge
         ? { error: 'request_header_fields_too_large', message: 'The request line or headers are too large (16 KB at most)', request_id: requestId }
         : tooSlow
-          ? { error: 'request_timeout', message: 'The request did not arrive in time', request_id: requestId }
-          : { error: 'bad_request', message: 'Malformed HTTP request', request_id: requestId },
+        ? { error: 'request_timeout', message: 'The request did not arrive in time', request_id: requestId }
+        : { error: 'bad_request', message: 'Malformed HTTP request', request_id: requestId },
     )
     const status = tooLarge ? '431 Request Header Fields Too Large' : tooSlow ? '408 Request Timeout' : '400 Bad Request'
-    socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`)
+    socket.end(
+      `HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${
+        Buffer.byteLength(body)
+      }\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    )
   })
 }

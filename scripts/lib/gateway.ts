@@ -22,15 +22,22 @@ import { buildDemoPortal, DEMO_PORTAL_BASE } from './demo-portal.ts'
 import { ocrFromConfig } from './ocr.ts'
 import { createIsolatedExtractor } from './pdf-isolate.ts'
 import { closeRunsLeftRunning } from '../../functions-shared/catalogue/listings.ts'
-import { restRouter, type RestOptions } from '../../local-platform/rest/router.ts'
+import { type RestOptions, restRouter } from '../../local-platform/rest/router.ts'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { parse as parseToml } from 'smol-toml'
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http'
-import { configEnv, startDenoFunctions, type DenoFunctions } from './deno-functions.ts'
+import { configEnv, type DenoFunctions, startDenoFunctions } from './deno-functions.ts'
 import { startJobLoop } from './job-loop.ts'
 import { startAppFunctions } from './app-functions.ts'
-import { answerClientErrors, closeAfterRefusedBody, closeStalledReaders, createGatewayServer, limitConnections, limitPipelining } from './gateway-connections.ts'
+import {
+  answerClientErrors,
+  closeAfterRefusedBody,
+  closeStalledReaders,
+  createGatewayServer,
+  limitConnections,
+  limitPipelining,
+} from './gateway-connections.ts'
 
 const CONFIG_TOML = fileURLToPath(new URL('../../supabase/config.toml', import.meta.url))
 
@@ -93,7 +100,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         port: options.port ?? options.config.PORT,
         hostname: options.config.HOST,
         // Node checks the headers deadline every connectionsCheckingInterval (30 s by default)
-        serverOptions: { headersTimeout: options.config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: Math.min(5000, Math.ceil(options.config.HEADERS_TIMEOUT_MS / 4)) },
+        serverOptions: {
+          headersTimeout: options.config.HEADERS_TIMEOUT_MS,
+          connectionsCheckingInterval: Math.min(5000, Math.ceil(options.config.HEADERS_TIMEOUT_MS / 4)),
+        },
       },
       () => resolve(s),
     )
@@ -146,8 +156,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const deno = config.FUNCTIONS_RUNTIME === 'deno'
   app = createApp(deps, { basePath: FUNCTIONS_BASE, routers: deno ? [] : undefined })
   if (demo) {
-    const portal = await buildDemoPortal(config.DATA_DIR, (missing) =>
-      deps.logs.get('start').info({ pdfs: missing, data_dir: config.DATA_DIR }, `making the demo portal's ${missing} PDFs (once per data directory; scanned lessons take a few seconds each)`),
+    const portal = await buildDemoPortal(
+      config.DATA_DIR,
+      (missing) =>
+        deps.logs.get('start').info(
+          { pdfs: missing, data_dir: config.DATA_DIR },
+          `making the demo portal's ${missing} PDFs (once per data directory; scanned lessons take a few seconds each)`,
+        ),
     )
     app.route(DEMO_PORTAL_BASE, portal.app)
     deps.logs.get('start').info({ url: `${publicBase}${DEMO_PORTAL_BASE}/programmes/page1.html`, files: portal.files.length }, 'demo portal served')
@@ -171,7 +186,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     let authUrl = config.SUPABASE_URL!
     if (config.LOCAL_AUTH) {
       const inner = app
-      const trusted = (request: Request) => (new URL(request.url).pathname.startsWith('/auth/v1/') ? inner.fetch(request, { [TRUSTED_CALLER]: true }) : new Response(null, { status: 404 }))
+      const trusted = (
+        request: Request,
+      ) => (new URL(request.url).pathname.startsWith('/auth/v1/') ? inner.fetch(request, { [TRUSTED_CALLER]: true }) : new Response(null, { status: 404 }))
       internal = await new Promise<ServerType>((resolve, reject) => {
         const s = serve({ fetch: trusted, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
         s.once('error', reject)
@@ -203,7 +220,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const forward = functions
     const local = app
     handle = (request, env) =>
-      new URL(request.url).pathname.startsWith(`${FUNCTIONS_BASE}/`) ? forward.fetch(request, clientAddress(config, request, env)) : local.fetch(request, env as never)
+      new URL(request.url).pathname.startsWith(`${FUNCTIONS_BASE}/`)
+        ? forward.fetch(request, clientAddress(config, request, env))
+        : local.fetch(request, env as never)
   } else {
     handle = (request, env) => app.fetch(request, env as never)
   }
@@ -225,15 +244,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
   // The expiry job, locally (on Supabase, pg_cron runs it); every wallet RPC also expires first.
   const log = deps.logs.get('expiry')
-  const expiry =
-    config.EXPIRY_INTERVAL_SECONDS > 0
-      ? setInterval(() => {
-          expireReservations({ ctx: { deps, requestId: `expiry-${Date.now()}` } })
-            .then((r) => r.expired > 0 && log.info(r, 'expired stale reservations'))
-            .catch((err: Error) => log.error({ err: { message: err.message } }, 'expiry job failed'))
-          interruptStaleTurns()
-        }, config.EXPIRY_INTERVAL_SECONDS * 1000).unref()
-      : undefined
+  const expiry = config.EXPIRY_INTERVAL_SECONDS > 0
+    ? setInterval(() => {
+      expireReservations({ ctx: { deps, requestId: `expiry-${Date.now()}` } })
+        .then((r) => r.expired > 0 && log.info(r, 'expired stale reservations'))
+        .catch((err: Error) => log.error({ err: { message: err.message } }, 'expiry job failed'))
+      interruptStaleTurns()
+    }, config.EXPIRY_INTERVAL_SECONDS * 1000).unref()
+    : undefined
   // chat turns whose process died (a crash, kill -9: their lease ran out) are interrupted, their holds
   // released: at start, and on the expiry interval (pg_cron on Supabase)
   function interruptStaleTurns(): void {

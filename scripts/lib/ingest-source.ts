@@ -8,7 +8,9 @@ import type { SyncResult } from '../../functions-shared/catalogue/sync.ts'
  * asked for (`POST /admin/ingest/{id}`), so that a batch spends two admin requests, not one a reference.
  */
 export async function queueIngestion(admin: ApiClient, referenceIds: readonly string[]): Promise<{ status: string; job_id: string; reference_id: string }[]> {
-  const queued = new Map(((await admin.get('/admin/jobs?status=queued&limit=200')).items as { id: string; reference_id: string }[]).map((j) => [j.reference_id, j.id]))
+  const queued = new Map(
+    ((await admin.get('/admin/jobs?status=queued&limit=200')).items as { id: string; reference_id: string }[]).map((j) => [j.reference_id, j.id]),
+  )
   const jobs: { status: string; job_id: string; reference_id: string }[] = []
   for (const id of referenceIds) {
     const job = queued.get(id)
@@ -30,10 +32,15 @@ export async function syncAndIngest(
   options.onSync?.(sync)
   if (sync.status !== 'completed') {
     // the run says why (a listing it could not read, links it could not download): the error names it
-    const run = ((await admin.get(`/scraping/${source}/runs?limit=1`).catch(() => ({ items: [] }))).items as { id: string; error_message: string | null }[]).find((r) => r.id === sync.run_id)
+    const run = ((await admin.get(`/scraping/${source}/runs?limit=1`).catch(() => ({ items: [] }))).items as { id: string; error_message: string | null }[])
+      .find((r) => r.id === sync.run_id)
     throw new Error(`the sync of ${source} ended ${sync.status}${run?.error_message ? `: ${run.error_message}` : ''}`)
   }
-  const refs = (await admin.get(`/scraping/${source}/references?status=discovered&limit=200`)).items as { id: string; grade: string | null; subject: string | null }[]
+  const refs = (await admin.get(`/scraping/${source}/references?status=discovered&limit=200`)).items as {
+    id: string
+    grade: string | null
+    subject: string | null
+  }[]
   // Admin requests are rate limited (RATE_LIMIT_ADMIN_PER_MINUTE, 60 by default): spent freely (an ingest
   // request per reference, a listing after every dispatch) they ran out within the demo, which then
   // waited most of a minute for the next window. The jobs the sync queued are read in one listing; only a
@@ -71,6 +78,8 @@ export async function syncAndIngest(
     if (done === jobIds.length) break
     if (!dispatching) await new Promise((r) => setTimeout(r, LIST_EVERY_MS))
   }
-  const failed = ((await admin.get('/admin/jobs?status=failed&limit=200')).items as { id: string; error_message: string | null }[]).filter((j) => jobIds.includes(j.id))
+  const failed = ((await admin.get('/admin/jobs?status=failed&limit=200')).items as { id: string; error_message: string | null }[]).filter((j) =>
+    jobIds.includes(j.id)
+  )
   if (failed.length > 0) throw new Error(`ingestion failed: ${failed.map((j) => j.error_message).join('; ')}`)
 }

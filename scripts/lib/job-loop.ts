@@ -5,7 +5,7 @@
 import type { Deps } from '../../functions-shared/deps.ts'
 import type { Logger } from '../../functions-shared/lib/logger.ts'
 import { asService } from '../../functions-shared/db/tx.ts'
-import { claimNextJob, processJob, type JobOutcome } from '../../functions-shared/ingestion/pipeline.ts'
+import { claimNextJob, type JobOutcome, processJob } from '../../functions-shared/ingestion/pipeline.ts'
 
 /** Runs the oldest queued job, if any; null when the queue is empty. */
 export async function runNextJob(deps: Deps, options: { deferredOnly?: boolean } = {}): Promise<JobOutcome | null> {
@@ -23,7 +23,9 @@ export function startJobLoop(deps: Deps, log: Logger, intervalMs = 2000): { stop
   const tick = () => {
     current = (async () => {
       try {
-        for (let outcome = await runNextJob(deps, deferred); outcome && !stopped; outcome = await runNextJob(deps, deferred)) log.info({ ...outcome }, 'job finished')
+        for (let outcome = await runNextJob(deps, deferred); outcome && !stopped; outcome = await runNextJob(deps, deferred)) {
+          log.info({ ...outcome }, 'job finished')
+        }
       } catch (err) {
         log.error({ err: { message: (err as Error).message } }, 'job loop failed; trying again')
       }

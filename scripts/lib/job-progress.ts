@@ -1,7 +1,15 @@
 // How `npm run admin -- watch` shows a running job.
 
 /** A job's progress as a bar: pages read while it reads them, then vectors stored of its chunks. */
-export function jobProgress(j: { status: string; chunks_created: number; vectors_upserted: number; needs_ocr: boolean; progress: { pages_done: number; pages_total: number | null; pages_ocr: number } }): string {
+export function jobProgress(
+  j: {
+    status: string
+    chunks_created: number
+    vectors_upserted: number
+    needs_ocr: boolean
+    progress: { pages_done: number; pages_total: number | null; pages_ocr: number }
+  },
+): string {
   const bar = (done: number, total: number) => {
     const width = 20
     const filled = total > 0 ? Math.round((Math.min(done, total) / total) * width) : 0

@@ -2,7 +2,7 @@
 // process with exit code 2 and a message naming it. Without JWT_SECRET in either, the secret is the data
 // folder's (jwt-secret.ts) once a stack has started there.
 import { existsSync } from 'node:fs'
-import { ConfigError, loadConfig, type Config } from '../../functions-shared/config.ts'
+import { type Config, ConfigError, loadConfig } from '../../functions-shared/config.ts'
 import { folderJwtSecret } from './jwt-secret.ts'
 
 export function loadConfigOrExit(program: string): Config {

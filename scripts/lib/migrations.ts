@@ -1,7 +1,7 @@
 // Reads the platform shim and supabase/migrations/*.sql from the repository (Node).
 import { readdir, readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
-import { parseMigrationFile, migrate, type Migration, type MigrateResult } from '../../functions-shared/db/migrate.ts'
+import { migrate, type MigrateResult, type Migration, parseMigrationFile } from '../../functions-shared/db/migrate.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))

@@ -14,7 +14,7 @@ import { LRUCache } from 'lru-cache'
 import { dirname, join } from 'node:path'
 import { OCR_BUDGET_SPENT, type OcrEngine, type OcrFailure, type OcrReading } from '../../functions-shared/pdf/ocr-port.ts'
 import { createPageRenderer, RenderDeadline } from './render-isolate.ts'
-import { createRecognizer, RecognizerError, type Recognizer, type RecognizerReading } from './recognizer-isolate.ts'
+import { createRecognizer, type Recognizer, RecognizerError, type RecognizerReading } from './recognizer-isolate.ts'
 import type { Turn } from './render-page.ts'
 import type { Config } from '../../functions-shared/config.ts'
 
@@ -71,7 +71,13 @@ export function defaultOcrConcurrency(setting: number): number {
 /** The recognizer a Node process runs with its settings; none when OCR_MODE is never. */
 export function ocrFromConfig(config: Config, onPage?: NodeOcrOptions['onPage']): OcrEngine | undefined {
   if (config.OCR_MODE === 'never') return undefined
-  return createNodeOcr({ concurrency: config.OCR_CONCURRENCY, dpi: config.OCR_DPI, pageDeadlineMs: config.OCR_PAGE_DEADLINE_MS, idleMs: config.OCR_IDLE_MS, onPage })
+  return createNodeOcr({
+    concurrency: config.OCR_CONCURRENCY,
+    dpi: config.OCR_DPI,
+    pageDeadlineMs: config.OCR_PAGE_DEADLINE_MS,
+    idleMs: config.OCR_IDLE_MS,
+    onPage,
+  })
 }
 
 export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
@@ -206,7 +212,11 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
             } catch (err) {
               const late = err instanceof Deadline || err instanceof RenderDeadline
               const spent = late && deadlineAt === budgetEnd && started + options.pageDeadlineMs > budgetEnd
-              const message = spent ? OCR_BUDGET_SPENT : late ? `recognition took longer than ${options.pageDeadlineMs} ms` : `recognition failed: ${(err as Error).message}`
+              const message = spent
+                ? OCR_BUDGET_SPENT
+                : late
+                ? `recognition took longer than ${options.pageDeadlineMs} ms`
+                : `recognition failed: ${(err as Error).message}`
               results.push({ number, error: message })
               options.onPage?.({ seconds: (performance.now() - started) / 1000, ok: false })
               // a late recognizer may still be busy with the page, and one that failed is not trusted with
@@ -259,6 +269,8 @@ const MIN_LINE_CONFIDENCE = 30
 /** The page's text, line by line, without the lines the recognizer itself doubts most. */
 function keptLines(data: RecognizerReading): string {
   if (!data.blocks) return data.text
-  const paragraphs = data.blocks.flatMap((b) => b.paragraphs.map((p) => p.lines.filter((l) => l.confidence >= MIN_LINE_CONFIDENCE).map((l) => l.text.trimEnd()).join('\n')))
+  const paragraphs = data.blocks.flatMap((b) =>
+    b.paragraphs.map((p) => p.lines.filter((l) => l.confidence >= MIN_LINE_CONFIDENCE).map((l) => l.text.trimEnd()).join('\n'))
+  )
   return paragraphs.filter((p) => p.trim() !== '').join('\n\n')
 }

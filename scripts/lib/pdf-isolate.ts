@@ -5,7 +5,7 @@
 // the page text is read in a worker thread of bounded heap, in a child process of its own
 // (process-worker.ts), stopped at the extraction's deadline: the PDF fails, the server goes on.
 import { ProcessWorker as Worker } from './process-worker.ts'
-import { PdfError, type ExtractedPdf, type PdfExtractor } from '../../functions-shared/pdf/extract.ts'
+import { type ExtractedPdf, PdfError, type PdfExtractor } from '../../functions-shared/pdf/extract.ts'
 import { PdfReadersBusy } from '../../functions-shared/pdf/types.ts'
 
 /** The heap of a reading thread: a 100 MB PDF of text reads in well under it. */
@@ -24,7 +24,9 @@ interface Reader {
  * reached 4.3 GB when each had its own); a reading past them waits its turn, and past `maxQueue` waiting
  * it is refused at once (PdfReadersBusy: the caller says 503 with Retry-After).
  */
-export function createIsolatedExtractor(options: { heapMb?: number; maxIdle?: number; size?: number; maxQueue?: number } = {}): PdfExtractor & { close(): Promise<void>; stats(): { readers: number; busy: number; waiting: number } } {
+export function createIsolatedExtractor(
+  options: { heapMb?: number; maxIdle?: number; size?: number; maxQueue?: number } = {},
+): PdfExtractor & { close(): Promise<void>; stats(): { readers: number; busy: number; waiting: number } } {
   const heapMb = options.heapMb ?? PDF_WORKER_HEAP_MB
   const maxIdle = options.maxIdle ?? 1
   const size = Math.max(1, options.size ?? 2)
@@ -82,9 +84,20 @@ export function createIsolatedExtractor(options: { heapMb?: number; maxIdle?: nu
         else done(() => reject(message.error!.pdf ? new PdfError(message.error!.message) : new Error(message.error!.message)), true)
       }
       const onError = (err: Error & { code?: string }) =>
-        done(() => reject(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? new PdfError(`unreadable PDF: reading it needs more than ${heapMb} MB of memory`) : new PdfError(`unreadable PDF: ${err.message}`)), false)
+        done(
+          () =>
+            reject(
+              err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+                ? new PdfError(`unreadable PDF: reading it needs more than ${heapMb} MB of memory`)
+                : new PdfError(`unreadable PDF: ${err.message}`),
+            ),
+          false,
+        )
       const onExit = () => done(() => reject(new PdfError('unreadable PDF: the reader stopped')), false)
-      const timer = setTimeout(() => done(() => reject(new PdfError(`PDF parsing took longer than ${extractOptions.deadlineMs} ms`)), false), extractOptions.deadlineMs + GRACE_MS)
+      const timer = setTimeout(
+        () => done(() => reject(new PdfError(`PDF parsing took longer than ${extractOptions.deadlineMs} ms`)), false),
+        extractOptions.deadlineMs + GRACE_MS,
+      )
       reader.worker.on('message', onMessage).on('error', onError).on('exit', onExit)
       // the thread's process gets a copy: the caller keeps its bytes (the recognizer reads them next)
       reader.worker.postMessage({ id, bytes, options: extractOptions })

@@ -72,7 +72,8 @@ const NO_KERN = { features: { kern: false } } as unknown as PDFKit.Mixins.TextOp
  * demo's PDFs leave such glyphs out, so their text layer reads as written.
  */
 function dropUnmappedGlyphs(doc: PDFKit.PDFDocument) {
-  const font = (doc as unknown as { _font: { font: { layout: (...args: unknown[]) => { glyphs: { codePoints: number[] }[]; positions: unknown[] } } } })._font.font
+  const font =
+    (doc as unknown as { _font: { font: { layout: (...args: unknown[]) => { glyphs: { codePoints: number[] }[]; positions: unknown[] } } } })._font.font
   const layout = font.layout.bind(font)
   font.layout = (...args) => {
     const run = layout(...args)
@@ -199,7 +200,10 @@ export async function renderPages(pdf: Uint8Array, dpi: number): Promise<Buffer[
  * that many degrees, clockwise, as a page laid askew on the scanner; `turn` by a quarter or half turn, on
  * a page of the turned shape, as a sheet fed sideways or upside down.
  */
-export async function makeScannedPdf(pages: string[], options: { arabic?: boolean; dpi?: number; layer?: string[]; skew?: number; turn?: 90 | 180 | 270 } = {}): Promise<Uint8Array> {
+export async function makeScannedPdf(
+  pages: string[],
+  options: { arabic?: boolean; dpi?: number; layer?: string[]; skew?: number; turn?: 90 | 180 | 270 } = {},
+): Promise<Uint8Array> {
   let images = await renderPages(await makePdf(pages, { arabic: options.arabic, rtl: options.arabic }), options.dpi ?? 150)
   if (options.skew) images = await Promise.all(images.map((png) => turn(png, options.skew!)))
   if (options.turn) images = await Promise.all(images.map((png) => quarterTurns(png, options.turn!)))

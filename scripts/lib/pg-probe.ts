@@ -3,7 +3,7 @@
 // again and again without a word, and `npm start` hung for minutes. The probe sends PostgreSQL's
 // SSLRequest, which any PostgreSQL server answers with one byte, S or N, and nothing else does.
 import { connect } from 'node:net'
-import { StartupError, safeDbUrl } from './startup-error.ts'
+import { safeDbUrl, StartupError } from './startup-error.ts'
 
 /** Resolves when the server at `url` answers as PostgreSQL; a StartupError naming what it did otherwise. */
 export function probePostgres(url: string, timeoutMs = 10_000): Promise<void> {
@@ -16,7 +16,11 @@ export function probePostgres(url: string, timeoutMs = 10_000): Promise<void> {
     const socket = connect({ host, port })
     const fail = (why: string) => {
       socket.destroy()
-      reject(new StartupError(`cannot reach the database at ${safeDbUrl(url)} (${why}); start PostgreSQL or fix DATABASE_URL (unset it to use the embedded database)`))
+      reject(
+        new StartupError(
+          `cannot reach the database at ${safeDbUrl(url)} (${why}); start PostgreSQL or fix DATABASE_URL (unset it to use the embedded database)`,
+        ),
+      )
     }
     const timer = setTimeout(() => fail(`no answer within ${timeoutMs / 1000} s`), timeoutMs)
     socket.once('connect', () => {

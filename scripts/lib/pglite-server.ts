@@ -28,8 +28,21 @@
 // pglite-session.ts the shared session.
 import { createServer, type Server, type Socket } from 'node:net'
 import type { PGlite } from '@electric-sql/pglite'
-import { CANCEL_REQUEST, fatal, GSSENC_REQUEST, int32, letGo, MAX_MESSAGE_BYTES, message, PROTOCOL_3, rename, samePassword, SSL_REQUEST, startupParams } from './pglite-wire.ts'
-import { PgliteSession, type Client } from './pglite-session.ts'
+import {
+  CANCEL_REQUEST,
+  fatal,
+  GSSENC_REQUEST,
+  int32,
+  letGo,
+  MAX_MESSAGE_BYTES,
+  message,
+  PROTOCOL_3,
+  rename,
+  samePassword,
+  SSL_REQUEST,
+  startupParams,
+} from './pglite-wire.ts'
+import { type Client, PgliteSession } from './pglite-session.ts'
 
 export interface PgliteServerOptions {
   port: number
@@ -58,7 +71,15 @@ export class PgliteServer {
 
   constructor(db: PGlite, options: PgliteServerOptions) {
     this.#db = db
-    this.#options = { host: '127.0.0.1', maxConnections: 8, idleInTransactionMs: 10_000, authenticationTimeoutMs: 10_000, maxUnauthenticated: 64, password: '', ...options }
+    this.#options = {
+      host: '127.0.0.1',
+      maxConnections: 8,
+      idleInTransactionMs: 10_000,
+      authenticationTimeoutMs: 10_000,
+      maxUnauthenticated: 64,
+      password: '',
+      ...options,
+    }
     this.#session = new PgliteSession(db, this.#options)
   }
 
@@ -103,11 +124,28 @@ export class PgliteServer {
     // waited longest goes (a client that has the password gives it within a round trip)
     const waiting = [...this.#session.clients].filter((c) => !c.authenticated && !c.closed)
     if (waiting.length >= this.#options.maxUnauthenticated) {
-      letGo(waiting[0]!.socket, fatal('53300', `too many clients waiting to authenticate (${this.#options.maxUnauthenticated}): the one that waited longest is let go`))
+      letGo(
+        waiting[0]!.socket,
+        fatal('53300', `too many clients waiting to authenticate (${this.#options.maxUnauthenticated}): the one that waited longest is let go`),
+      )
       this.#session.disconnect(waiting[0]!)
     }
     socket.setNoDelay(true)
-    const client: Client = { id: this.#nextId++, socket, buffer: Buffer.alloc(0), started: false, params: [], awaitingPassword: null, pending: [], partial: [], holding: false, statements: new Set(), closed: false, authenticated: false, authTimer: undefined }
+    const client: Client = {
+      id: this.#nextId++,
+      socket,
+      buffer: Buffer.alloc(0),
+      started: false,
+      params: [],
+      awaitingPassword: null,
+      pending: [],
+      partial: [],
+      holding: false,
+      statements: new Set(),
+      closed: false,
+      authenticated: false,
+      authTimer: undefined,
+    }
     if (this.#options.authenticationTimeoutMs > 0) {
       client.authTimer = setTimeout(() => {
         if (client.authenticated || client.closed) return

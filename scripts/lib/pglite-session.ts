@@ -163,7 +163,12 @@ export class PgliteSession {
     if (!owner || this.#queue.length === 0 || owner.pending.length > 0 || this.#options.idleInTransactionMs <= 0) return
     this.#idleTimer = setTimeout(() => {
       if (this.#owner !== owner || this.#queue.length === 0) return
-      owner.socket.end(fatal('25P03', `terminating connection due to idle-in-transaction timeout (${this.#options.idleInTransactionMs} ms while another client waited for the embedded database)`))
+      owner.socket.end(
+        fatal(
+          '25P03',
+          `terminating connection due to idle-in-transaction timeout (${this.#options.idleInTransactionMs} ms while another client waited for the embedded database)`,
+        ),
+      )
       this.disconnect(owner)
     }, this.#options.idleInTransactionMs)
     this.#idleTimer.unref?.()

@@ -2,7 +2,7 @@
 // messages, errors, exit and heap statistics to the parent. It ends when its thread ends or when the
 // parent goes away.
 import type { HeapInfo } from 'node:v8'
-import { Worker, type ResourceLimits } from 'node:worker_threads'
+import { type ResourceLimits, Worker } from 'node:worker_threads'
 
 export type ParentMessage =
   | { type: 'start'; file: string; workerData: unknown; resourceLimits?: ResourceLimits }
@@ -34,13 +34,14 @@ if (process.send) {
     } else if (m.type === 'message') worker?.postMessage(m.value)
     else if (m.type === 'heap') {
       if (!worker) send({ type: 'heap', id: m.id, error: 'the thread has not started' })
-      else
+      else {
         online
           .then(() => worker!.getHeapStatistics())
           .then(
             (info) => send({ type: 'heap', id: m.id, info }),
             (err: Error) => send({ type: 'heap', id: m.id, error: err.message }),
           )
+      }
     }
   })
 }

@@ -8,7 +8,7 @@
 // The class stands in for node:worker_threads' Worker as far as the isolates use it: postMessage, the
 // 'message', 'error' and 'exit' events, getHeapStatistics, terminate (which ends the process at once,
 // native code and all), ref and unref.
-import { fork, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, fork } from 'node:child_process'
 import { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
 import type { HeapInfo } from 'node:v8'
@@ -32,7 +32,11 @@ export class ProcessWorker extends EventEmitter {
   constructor(file: URL, options: { workerData?: unknown; resourceLimits?: ResourceLimits } = {}) {
     super()
     // no inherited execArgv (a test runner's loaders, an inspector port): the process only hosts the thread
-    this.#child = fork(new URL('./process-worker-host.ts', import.meta.url), [], { execArgv: [], serialization: 'advanced', stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
+    this.#child = fork(new URL('./process-worker-host.ts', import.meta.url), [], {
+      execArgv: [],
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+    })
     this.#child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
       this.#stderr = (this.#stderr + chunk).slice(-STDERR_TAIL)
     })
@@ -46,8 +50,9 @@ export class ProcessWorker extends EventEmitter {
         if (!this.#threadExited) {
           // ended without its thread saying so: killed here, or aborted by V8 (an 'error' no one listens
           // to any more is not thrown: the page or reading it was about is settled)
-          if (OUT_OF_MEMORY.test(this.#stderr) && this.listenerCount('error') > 0)
+          if (OUT_OF_MEMORY.test(this.#stderr) && this.listenerCount('error') > 0) {
             this.emit('error', Object.assign(new Error('the thread ran out of memory'), { code: 'ERR_WORKER_OUT_OF_MEMORY' }))
+          }
           this.#threadExited = true
           this.emit('exit', code ?? (signal ? 1 : 0))
         }

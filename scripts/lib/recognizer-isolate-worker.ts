@@ -3,7 +3,7 @@
 // caller keeps goes back: the text, the confidence and each line's text and confidence.
 import { parentPort, workerData } from 'node:worker_threads'
 import { createWorker, OEM, PSM } from 'tesseract.js'
-import type { RecognizerRequest, RecognizerReply } from './recognizer-isolate.ts'
+import type { RecognizerReply, RecognizerRequest } from './recognizer-isolate.ts'
 
 const { languages, langPath, dpi } = workerData as { languages: string; langPath: string; dpi: number }
 
@@ -25,7 +25,9 @@ parentPort!.on('message', async (request: RecognizerRequest) => {
       reply({ id: request.id })
     } else {
       const { data } = await worker.recognize(Buffer.from(request.image), {}, { text: true, blocks: true })
-      const blocks = data.blocks?.map((b) => ({ paragraphs: b.paragraphs.map((p) => ({ lines: p.lines.map((l) => ({ text: l.text, confidence: l.confidence })) })) })) ?? null
+      const blocks =
+        data.blocks?.map((b) => ({ paragraphs: b.paragraphs.map((p) => ({ lines: p.lines.map((l) => ({ text: l.text, confidence: l.confidence })) })) })) ??
+          null
       reply({ id: request.id, reading: { text: data.text, confidence: data.confidence, blocks } })
     }
   } catch (err) {

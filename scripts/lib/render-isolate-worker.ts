@@ -10,7 +10,18 @@ const { pdf, canvasMb } = workerData as { pdf: Uint8Array; canvasMb: number }
 // the canvases pdf.js draws on are counted: their memory is outside the heap's bound and outside the
 // external memory render-isolate.ts looks at
 const CanvasFactory = boundedCanvasFactory(canvasMb, createCanvas)
-const task = getDocument({ data: pdf, disableFontFace: true, useSystemFonts: false, standardFontDataUrl: STANDARD_FONTS, wasmUrl: PDFJS_WASM, maxImageSize: MAX_SCAN_IMAGE_PIXELS, verbosity: 0, CanvasFactory } as Parameters<typeof getDocument>[0])
+const task = getDocument(
+  {
+    data: pdf,
+    disableFontFace: true,
+    useSystemFonts: false,
+    standardFontDataUrl: STANDARD_FONTS,
+    wasmUrl: PDFJS_WASM,
+    maxImageSize: MAX_SCAN_IMAGE_PIXELS,
+    verbosity: 0,
+    CanvasFactory,
+  } as Parameters<typeof getDocument>[0],
+)
 
 parentPort!.on('message', async ({ id, number, dpi, turn }: { id: number; number: number; dpi: number; turn: Turn }) => {
   try {

@@ -44,7 +44,10 @@ export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; 
   const open = () => {
     // the thread gets its own copy of the file, and a heap of its own: past it the thread ends with
     // ERR_WORKER_OUT_OF_MEMORY, and at the worst its own process (process-worker.ts), never the caller's
-    worker ??= new Worker(new URL('./render-isolate-worker.ts', import.meta.url), { workerData: { pdf, canvasMb }, resourceLimits: { maxOldGenerationSizeMb: heapMb } })
+    worker ??= new Worker(new URL('./render-isolate-worker.ts', import.meta.url), {
+      workerData: { pdf, canvasMb },
+      resourceLimits: { maxOldGenerationSizeMb: heapMb },
+    })
     return worker
   }
   const stop = (w: Worker) => {
@@ -77,7 +80,9 @@ export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; 
       const watch = setInterval(() => {
         w.getHeapStatistics()
           .then((stats) => {
-            if (stats.external_memory > externalMb * 1024 * 1024) finish(() => (stop(w), reject(new Error(`drawing the page needs more than ${externalMb} MB of memory outside its heap`))))
+            if (stats.external_memory > externalMb * 1024 * 1024) {
+              finish(() => (stop(w), reject(new Error(`drawing the page needs more than ${externalMb} MB of memory outside its heap`))))
+            }
           })
           .catch(() => {}) // a thread stopped meanwhile: its own events settle the page
       }, EXTERNAL_CHECK_MS)

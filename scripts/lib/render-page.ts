@@ -81,7 +81,13 @@ interface CanvasEntry {
  * pdf.js's canvas factory (getDocument's CanvasFactory) on @napi-rs/canvas, counting the pixels of the
  * canvases alive: one that would take them past `budgetMb` is refused, and the page fails.
  */
-export function boundedCanvasFactory(budgetMb: number, createCanvas: (w: number, h: number) => { width: number; height: number; getContext(kind: '2d', options?: { alpha?: boolean; willReadFrequently?: boolean }): unknown }) {
+export function boundedCanvasFactory(
+  budgetMb: number,
+  createCanvas: (
+    w: number,
+    h: number,
+  ) => { width: number; height: number; getContext(kind: '2d', options?: { alpha?: boolean; willReadFrequently?: boolean }): unknown },
+) {
   const budget = (budgetMb * 1024 * 1024) / 4
   let live = 0
   const claim = (pixels: number) => {
@@ -149,7 +155,12 @@ export async function imageDpi(doc: PdfDocument, number: number, ops: { paintIma
  * `straighten`, a page whose lines of text stand askew (a scan) is turned straight first (deskew.ts), and
  * `onSkew` is told the angle found.
  */
-export async function renderPage(doc: PdfDocument, number: number, dpi: number, options: { straighten?: boolean; onSkew?: (degrees: number) => void; turn?: Turn } = {}): Promise<Buffer> {
+export async function renderPage(
+  doc: PdfDocument,
+  number: number,
+  dpi: number,
+  options: { straighten?: boolean; onSkew?: (degrees: number) => void; turn?: Turn } = {},
+): Promise<Buffer> {
   const page = await doc.getPage(number)
   try {
     // a page of any size or shape renders to MAX_RENDER_PIXELS at the most (a PDF may declare a page of

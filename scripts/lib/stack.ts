@@ -4,13 +4,13 @@
 import { probePostgres } from './pg-probe.ts'
 import { createServer } from 'node:net'
 import { resolve } from 'node:path'
-import { LOCAL_JWT_SECRET, type Config } from '../../functions-shared/config.ts'
+import { type Config, LOCAL_JWT_SECRET } from '../../functions-shared/config.ts'
 import { createDb, type Sql } from '../../functions-shared/db/client.ts'
 import { apiKey } from '../../functions-shared/lib/keys.ts'
 import type { LogRoot } from '../../functions-shared/lib/logger.ts'
-import { startEmbedded, type EmbeddedDb } from './embedded-db.ts'
+import { type EmbeddedDb, startEmbedded } from './embedded-db.ts'
 import { migrateRepository } from './migrations.ts'
-import { startGateway, type Gateway } from './gateway.ts'
+import { type Gateway, startGateway } from './gateway.ts'
 import { portProblem, StartupError, unreachableDatabase } from './startup-error.ts'
 import { isLoopback } from '../../local-platform/auth/redirects.ts'
 import { folderJwtSecret } from './jwt-secret.ts'
@@ -39,12 +39,18 @@ async function portFree(host: string, port: number): Promise<void> {
  * stack signs with its data folder's secret, made on its first start (jwt-secret.ts), not the published
  * default; tests that start a stack in process keep the secret of their config.
  */
-export async function startStack(config: Config, logs: LogRoot, hooks: { onPart?: (part: { sql?: Sql; embedded?: EmbeddedDb; gateway?: Gateway }) => void; folderJwtSecret?: boolean } = {}): Promise<Stack> {
+export async function startStack(
+  config: Config,
+  logs: LogRoot,
+  hooks: { onPart?: (part: { sql?: Sql; embedded?: EmbeddedDb; gateway?: Gateway }) => void; folderJwtSecret?: boolean } = {},
+): Promise<Stack> {
   const log = logs.get('start')
   // the default JWT_SECRET is published (the Supabase CLI's): on an interface other machines reach,
   // anyone could sign a service-role or admin token with it
   if (!hooks.folderJwtSecret && config.JWT_SECRET === LOCAL_JWT_SECRET && config.HOST !== 'localhost' && !isLoopback(config.HOST)) {
-    throw new StartupError(`JWT_SECRET is the published local-development secret, and HOST=${config.HOST} lets other machines reach the gateway: set JWT_SECRET to a secret of your own (32 characters or more), or HOST=127.0.0.1`)
+    throw new StartupError(
+      `JWT_SECRET is the published local-development secret, and HOST=${config.HOST} lets other machines reach the gateway: set JWT_SECRET to a secret of your own (32 characters or more), or HOST=127.0.0.1`,
+    )
   }
   let embedded: EmbeddedDb | undefined
   let databaseUrl = config.DATABASE_URL

@@ -45,8 +45,14 @@ export function unreachableDatabase(err: unknown, url: string, fix: string): Sta
 /** A port that cannot be listened on. */
 export function portProblem(err: unknown, what: string, setting: string, host: string, port: number): StartupError | null {
   const code = codeOf(err)
-  if (code === 'EADDRINUSE') return new StartupError(`${what}: port ${port} on ${host} is already in use (another npm start?); stop that program, or set ${setting} to a free port (0 picks one)`)
-  if (code === 'EACCES' || code === 'EPERM') return new StartupError(`${what}: port ${port} on ${host} is not allowed for this user; set ${setting} to a port above 1023`)
+  if (code === 'EADDRINUSE') {
+    return new StartupError(
+      `${what}: port ${port} on ${host} is already in use (another npm start?); stop that program, or set ${setting} to a free port (0 picks one)`,
+    )
+  }
+  if (code === 'EACCES' || code === 'EPERM') {
+    return new StartupError(`${what}: port ${port} on ${host} is not allowed for this user; set ${setting} to a port above 1023`)
+  }
   if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new StartupError(`${what}: ${host} is not an address of this machine; set HOST`)
   return null
 }

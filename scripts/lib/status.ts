@@ -62,7 +62,8 @@ export async function extraRows(s: StackStatus, demoPortalPath: string): Promise
     ['Health', `${s.functions_url}/health`],
     ['API reference', `${s.functions_url}/docs`],
   ]
-  const mail = await fetch(`${s.api_url}/mail/api/messages`, { headers: { Authorization: `Bearer ${s.service_role_key}` }, signal: AbortSignal.timeout(3000) }).then((r) => r.ok, () => false)
+  const mail = await fetch(`${s.api_url}/mail/api/messages`, { headers: { Authorization: `Bearer ${s.service_role_key}` }, signal: AbortSignal.timeout(3000) })
+    .then((r) => r.ok, () => false)
   if (mail) rows.push(['Mail', `${s.api_url}/mail`])
   const portal = `${s.api_url}${demoPortalPath}/programmes/page1.html`
   const served = await fetch(portal, { method: 'HEAD', signal: AbortSignal.timeout(3000) }).then((r) => r.ok, () => false)
@@ -75,7 +76,10 @@ export async function extraRows(s: StackStatus, demoPortalPath: string): Promise
  * DATA_DIR, or JWT_SECRET) refuses the keys these settings sign. The sentence that says so, or null.
  */
 export async function keyMismatch(base: string, serviceKey: string): Promise<string | null> {
-  const res = await fetch(`${base}/rest/v1/profiles?select=id&limit=1`, { headers: { apikey: serviceKey, Authorization: `Bearer ${serviceKey}` }, signal: AbortSignal.timeout(5000) }).catch(() => null)
+  const res = await fetch(`${base}/rest/v1/profiles?select=id&limit=1`, {
+    headers: { apikey: serviceKey, Authorization: `Bearer ${serviceKey}` },
+    signal: AbortSignal.timeout(5000),
+  }).catch(() => null)
   if (res?.status !== 401) return null
   return `the stack at ${base} refuses the keys these settings make: it was started with another JWT secret (another DATA_DIR, or JWT_SECRET); run this with the DATA_DIR (or JWT_SECRET) the stack was started with`
 }

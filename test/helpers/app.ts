@@ -1,8 +1,8 @@
 // The real app over a real database, with a fake clock and captured logs.
 import { GoTrueError, goTrueErrorResponse } from '../../local-platform/auth/errors.ts'
-import { loadConfig, type Config } from '../../functions-shared/config.ts'
+import { type Config, loadConfig } from '../../functions-shared/config.ts'
 import { OpenAPIHono } from '@hono/zod-openapi'
-import { createApp, withCommonMiddleware, type AppOptions } from '../../functions-shared/app.ts'
+import { type AppOptions, createApp, withCommonMiddleware } from '../../functions-shared/app.ts'
 import { localAuthRouter } from '../../local-platform/auth/routes.ts'
 import { TRUSTED_CALLER } from '../../local-platform/auth/rate-limits.ts'
 import { createSupabaseClients } from '../../functions-shared/identity/supabase.ts'

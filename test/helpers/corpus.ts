@@ -14,7 +14,10 @@ export interface SeededDocument {
 }
 
 /** One ready document whose i-th text is chunk `${name}-${i}` (chunk_index i) on page i+1, or on page `pages[i]`. */
-export async function seedDocument(sql: Sql, d: { name: string; grade: string; subject: string; language: string; texts: string[]; pages?: number[] }): Promise<SeededDocument> {
+export async function seedDocument(
+  sql: Sql,
+  d: { name: string; grade: string; subject: string; language: string; texts: string[]; pages?: number[] },
+): Promise<SeededDocument> {
   const namespace = namespaceFor(d.grade, d.subject)
   const [doc] = await sql`insert into public.documents (title, grade, subject, language, status, ingestion_ts, vectordb_namespace)
     values (${d.name}, ${d.grade}, ${d.subject}, ${d.language}, 'ready', now(), ${namespace}) returning id, ingestion_ts`
@@ -28,7 +31,18 @@ export async function seedDocument(sql: Sql, d: { name: string; grade: string; s
     await sql`insert into public.document_chunks (id, file_id, page_number, chunk_index, content) values (${chunk}, ${id}, ${page}, ${i}, ${text})`
     await sql`insert into public.vectors (index_name, namespace, id, file_id, embedding, metadata)
       values ('curriculum-1536', ${namespace}, ${chunk}, ${id}, ${vectorLiteral(text)}::extensions.vector,
-              ${sql.json({ chunk_id: chunk, file_id: id, language: d.language, grade: d.grade, subject: d.subject, source_url: `http://p.test/${d.name}.pdf`, page_number: page, ingestion_ts: ts })})`
+              ${
+      sql.json({
+        chunk_id: chunk,
+        file_id: id,
+        language: d.language,
+        grade: d.grade,
+        subject: d.subject,
+        source_url: `http://p.test/${d.name}.pdf`,
+        page_number: page,
+        ingestion_ts: ts,
+      })
+    })`
   }
   return { id, ingestionTs: ts, chunkIds }
 }
@@ -48,6 +62,12 @@ export async function seedChatLessons(sql: Sql): Promise<Record<'mathematiques' 
   return {
     mathematiques: await seedDocument(sql, { name: 'Mathématiques 4AS', grade: '4AS', subject: 'mathematiques', language: 'fr', texts: sentences(FR_LESSON) }),
     physique: await seedDocument(sql, { name: 'Physique 5AS', grade: '5AS', subject: 'physique', language: 'fr', texts: sentences(PHYSICS_LESSON) }),
-    'education-islamique': await seedDocument(sql, { name: 'Éducation islamique 4AS', grade: '4AS', subject: 'education-islamique', language: 'ar', texts: sentences(AR_LESSON) }),
+    'education-islamique': await seedDocument(sql, {
+      name: 'Éducation islamique 4AS',
+      grade: '4AS',
+      subject: 'education-islamique',
+      language: 'ar',
+      texts: sentences(AR_LESSON),
+    }),
   }
 }

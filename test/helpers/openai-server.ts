@@ -86,7 +86,9 @@ export async function startOpenAiServer(): Promise<OpenAiServer> {
         if (res.destroyed) return
         if (script.breakAfter !== undefined && i >= script.breakAfter) return void res.destroy()
         if (script.stallAfter !== undefined && i >= script.stallAfter) return
-        res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] })}\n\n`)
+        res.write(
+          `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] })}\n\n`,
+        )
         if (script.pieceDelayMs) await new Promise((r) => setTimeout(r, script.pieceDelayMs))
       }
       if (res.destroyed) return
@@ -94,7 +96,12 @@ export async function startOpenAiServer(): Promise<OpenAiServer> {
       return res.end('data: [DONE]\n\n')
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(
-      JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }),
+      JSON.stringify({
+        ...base,
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      }),
     )
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))

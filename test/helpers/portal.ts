@@ -25,7 +25,7 @@ export const AR_LESSON = [
 
 export const PHYSICS_LESSON = [
   "Leçon 7 : les ondes mécaniques progressives. Une onde mécanique est la propagation d'une perturbation dans un milieu matériel, sans transport de matière mais avec transport d'énergie.",
-  "On distingue les ondes transversales, pour lesquelles la perturbation est perpendiculaire à la direction de propagation, et les ondes longitudinales, pour lesquelles elle lui est parallèle.",
+  'On distingue les ondes transversales, pour lesquelles la perturbation est perpendiculaire à la direction de propagation, et les ondes longitudinales, pour lesquelles elle lui est parallèle.',
   "La célérité d'une onde dépend du milieu de propagation : le son se propage à environ 340 mètres par seconde dans l'air et à environ 1500 mètres par seconde dans l'eau.",
 ].join(' ')
 

@@ -7,7 +7,7 @@ import { createClient, type SupabaseClient } from '@supabase/supabase-js'
 import { createTestDatabase, type TestDatabase } from './db.ts'
 import { testConfig } from './app.ts'
 import { createUser, type TestUser } from './users.ts'
-import { startGateway, type Gateway } from '../../scripts/lib/gateway.ts'
+import { type Gateway, startGateway } from '../../scripts/lib/gateway.ts'
 import { apiKey } from '../../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../../functions-shared/config.ts'
 import { createLogRoot } from '../../functions-shared/lib/logger.ts'
@@ -78,7 +78,12 @@ export async function startPostgrestFixture(): Promise<PostgrestFixture> {
     grant execute on function public.pt_add(int, int), public.pt_books_of(int), public.pt_echo(jsonb), public.pt_norm(public.pt_point),
       public.pt_over(int), public.pt_over(text), public.pt_rename(int, text), public.pt_nothing() to authenticated, service_role;
   `)
-  const gateway = await startGateway({ config: testConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_REST_PER_MINUTE: '10000' }), sql: db.sql, port: 0, deps: { logs: createLogRoot({ level: 'silent' }) } })
+  const gateway = await startGateway({
+    config: testConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_REST_PER_MINUTE: '10000' }),
+    sql: db.sql,
+    port: 0,
+    deps: { logs: createLogRoot({ level: 'silent' }) },
+  })
   const anonKey = await apiKey(LOCAL_JWT_SECRET, 'anon')
   const serviceKey = await apiKey(LOCAL_JWT_SECRET, 'service_role')
   const user: TestUser = await createUser(db.sql, { fullName: 'Lectrice' })
@@ -88,7 +93,10 @@ export async function startPostgrestFixture(): Promise<PostgrestFixture> {
     reader: () => createClient(gateway.url, anonKey, { ...options, accessToken: async () => user.token }),
     service: () => createClient(gateway.url, serviceKey, options),
     raw: (path, init = {}) =>
-      fetch(`${gateway.url}/rest/v1/${path}`, { ...init, headers: { apikey: serviceKey, Authorization: `Bearer ${serviceKey}`, ...(init.headers as Record<string, string>) } }),
+      fetch(`${gateway.url}/rest/v1/${path}`, {
+        ...init,
+        headers: { apikey: serviceKey, Authorization: `Bearer ${serviceKey}`, ...(init.headers as Record<string, string>) },
+      }),
     close: async () => {
       await gateway.close(1000)
       await db.close()

@@ -1,5 +1,5 @@
 // `npm start` as a real process (node scripts/start.ts), ready once it prints its URLs.
-import { spawn, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 
 const root = new URL('../..', import.meta.url).pathname
 const node = `${root}node_modules/.bin/node`
