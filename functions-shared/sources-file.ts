@@ -2,7 +2,7 @@
 // its settings: where to look, which links are curriculum PDFs, how to read their metadata, what
 // boilerplate to strip, which hosts downloads may reach. The catalogue applies it (catalogue/sources.ts).
 import { z } from 'zod'
-import { parseHostEntry, parseHostList } from './net/host-entry.ts'
+import { parseHostEntry } from './net/host-entry.ts'
 
 const HostEntry = z.string().refine((v) => parseHostEntry(v) !== null, 'a host, host:port, or *.domain entry')
 

@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-explicit-any -- the API's JSON, read field by field
 // `npm run admin -- <command>`: the operator's tasks over the HTTP API, so it works against the local
 // stack and a hosted project alike. Credentials: --token (an admin's access token or the service-role
 // key; env CT_TOKEN), or --admin-key (deprecated X-Admin-Key; env ADMIN_API_KEY); against a loopback URL

@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-explicit-any -- the API's JSON, read field by field
 // `npm run demo`: the whole mission, offline, in about a minute. Against the stack at DEMO_URL (or
 // http://HOST:PORT when one answers there), else a stack started here on the embedded database: creates
 // an admin and a student (or signs in the ones of an earlier run), syncs the bundled demo portal, ingests every discovered reference with live

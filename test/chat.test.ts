@@ -7,7 +7,6 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { LogCapture, testConfig } from './helpers/app.ts'
 import { createUser, type TestUser } from './helpers/users.ts'
 import { reingest, seedChatLessons } from './helpers/corpus.ts'
-import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 import { type OpenAiServer, type Scripted, startOpenAiServer } from './helpers/openai-server.ts'
 import { events, readSse } from './helpers/sse.ts'
 import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
@@ -19,7 +18,6 @@ import type { AiProvider } from '../functions-shared/ai/provider.ts'
 
 let db: TestDatabase
 const docs: Record<string, { id: string; chunkIds: string[] }> = {}
-const sentences = (text: string) => text.split(/(?<=\.) /)
 
 const FREE_ESTIMATE = 5 + Math.ceil((500 * 4) / 200) // 15: base + 1 per 200 characters of 500 tokens × 4 characters
 

@@ -76,7 +76,7 @@ describe('npm run demo', () => {
     expect(out).toContain('الإسلام مبني على خمسة أركان') // extracted in reading order, quoted as written (hamzas kept)
     expect(out.match(/→ answered \(extractive/g)).toHaveLength(2)
     expect(out).toMatch(/wallet {7}\d+ tokens, tier free, 2 turn\(s\) today/)
-    expect(out).toMatch(/ -15  reservation_hold/)
+    expect(out).toMatch(/ -15 {2}reservation_hold/)
     expect(out).toMatch(/agent_chat/)
     // the mission fits in the admin's rate limit (60 requests a minute): it never waits out a 429
     expect(out).not.toContain('rate limit ')

@@ -10,7 +10,7 @@ import fc from 'fast-check'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, type TestApp } from './helpers/app.ts'
 import { createUser, type TestUser } from './helpers/users.ts'
-import { adminToken, bearer } from './helpers/tokens.ts'
+import { bearer } from './helpers/tokens.ts'
 import { openApiDocument } from '../functions-shared/app.ts'
 
 let db: TestDatabase

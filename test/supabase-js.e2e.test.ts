@@ -1,6 +1,6 @@
 // The acid test of the local stack: the real @supabase/supabase-js client against the real gateway on
 // loopback, exactly as an app would use it against a hosted Supabase project.
-import { createClient, type SupabaseClient } from '@supabase/supabase-js'
+import { createClient } from '@supabase/supabase-js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { testConfig } from './helpers/app.ts'

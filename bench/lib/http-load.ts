@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-explicit-any -- the API's JSON, read field by field
 // An HTTP load generator in a worker thread, so the client's own work (fetch, JSON) does not share the
 // server's event loop: `concurrency` loops send `total` requests in turn over the given request bodies
 // and report each latency. Used by the benchmarks; prints nothing itself.

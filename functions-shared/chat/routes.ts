@@ -72,7 +72,7 @@ export function chatRouter(deps: Deps) {
     }
     const streaming = input.stream ?? wantsStream(c)
     const key = c.req.valid('header')['idempotency-key']
-    let turnId: string = crypto.randomUUID()
+    const turnId: string = crypto.randomUUID()
     const live = chatRuntime(deps).live
     if (key) {
       const hash = sha256Hex(canonicalJson(input))

@@ -29,6 +29,7 @@ export function validated<T>(target: string, result: { success: true; data: T } 
   throw invalid(target, fields)
 }
 
+// deno-lint-ignore no-explicit-any -- one hook for every route, whatever its env and path
 export const validationHook: Hook<unknown, any, any, unknown> = (result) => {
   validated(result.target, result)
 }

@@ -1,7 +1,7 @@
 // supabase-js clients on SUPABASE_URL, so the identity endpoints run the same code against the local
 // auth server and a hosted Supabase project: the anon key for sign-up and sign-in, the service-role key
 // for admin calls. Clients are per call (no session is kept on the server).
-import { createClient, type SupabaseClient } from '@supabase/supabase-js'
+import { createClient } from '@supabase/supabase-js'
 import type { Config } from '../config.ts'
 import { publicUrl } from '../config.ts'
 import { apiKey } from '../lib/keys.ts'

@@ -3,7 +3,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Clock } from './clock.ts'
 
-export class TtlCache<V extends {}> {
+export class TtlCache<V extends NonNullable<unknown>> {
   readonly #lru: LRUCache<string, V>
   hits = 0
   misses = 0

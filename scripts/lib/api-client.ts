@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-explicit-any -- the API's JSON, read field by field
 // A small client of the service's HTTP API for the operator CLI and the demo: JSON calls with a bearer
 // token (or the deprecated X-Admin-Key), rate-limited calls retried when the server says, errors that
 // carry the status, error code and request id, and an SSE reader for the chat.

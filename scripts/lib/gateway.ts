@@ -128,6 +128,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const publicBase = (options.config.PUBLIC_URL ?? url).replace(/\/$/, '')
   // The identity endpoints reach the local auth server in process: no loopback round trip, and the
   // Sb-Forwarded-For they send (their client's address) is believed, which it never is from the network.
+  // deno-lint-ignore prefer-const -- authFetch, made before the app, reads it once it is set
   let app: ReturnType<typeof createApp> | undefined
   const authBase = `${config.SUPABASE_URL}/auth/v1/`
   const authFetch: typeof fetch = async (input, init) => {

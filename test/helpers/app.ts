@@ -48,6 +48,7 @@ export function createTestApp(options: { sql: Sql; env?: Record<string, string>;
   const logs = new LogCapture()
   const config = testConfig({ AUTH_BCRYPT_COST: '4', ...options.env })
   // The local auth server, in process: supabase-js (the real client) reaches it through this fetch.
+  // deno-lint-ignore prefer-const -- authFetch, made before the auth server, reads it once it is set
   let auth: OpenAPIHono | undefined
   const authFetch: typeof fetch = async (input, init) => auth!.fetch(new Request(input, init), { [TRUSTED_CALLER]: true })
   const deps = createDeps(config, {
