@@ -10,7 +10,8 @@ import { loadConfig } from '../functions-shared/config.ts'
 import { asService } from '../functions-shared/db/tx.ts'
 import { createDeps } from '../functions-shared/deps.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
-import { finalize, reserve, topUp } from '../functions-shared/wallet/service.ts'
+import { topUp } from '../functions-shared/wallet/service.ts'
+import { finalize, reserve } from '../functions-shared/wallet/reservations.ts'
 import { scratchDatabase } from './lib/scratch-db.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)

@@ -4,11 +4,9 @@
 // key; env CT_TOKEN), or --admin-key (deprecated X-Admin-Key; env ADMIN_API_KEY); against a loopback URL
 // with neither, the local service-role key (from JWT_SECRET). --json prints the API's answers as JSON.
 import { parseArgs } from 'node:util'
-import { loadConfigOrExit } from './lib/load-config.ts'
-import { apiKey } from '../functions-shared/lib/keys.ts'
-import { ApiCallError, ApiClient } from './lib/api-client.ts'
-import { keyMismatch } from './lib/status.ts'
-import { jobProgress, watchPause } from './lib/job-progress.ts'
+import { ApiCallError } from './lib/api-client.ts'
+import { client, DomainError, need, out, table, UsageError, userId } from './lib/admin-cli.ts'
+import { watch } from './lib/admin-watch.ts'
 import { queueIngestion } from './lib/ingest-source.ts'
 
 const USAGE = `usage: npm run admin -- <command> [arguments] [--url URL] [--token TOKEN | --admin-key KEY] [--json]
@@ -64,65 +62,13 @@ const { values: flags, positionals } = parseArgs({
   },
 })
 
-class UsageError extends Error {}
-/** what the command met rather than how it was typed (no such account): exit 1, without the usage text */
-class DomainError extends Error {}
-
-const out = (line = '') => void process.stdout.write(`${line}\n`)
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 // a reader that stops early (| head) is not an error
 process.stdout.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' ? process.exit(0) : undefined))
-
-async function client(): Promise<ApiClient> {
-  const config = loadConfigOrExit('admin')
-  const url = flags.url ?? process.env.CT_URL ?? `http://${config.HOST}:${config.PORT}`
-  const adminKey = flags['admin-key'] ?? (flags.token ? undefined : process.env.ADMIN_API_KEY || undefined)
-  let token = flags.token ?? process.env.CT_TOKEN
-  if (!token && !adminKey) {
-    const host = new URL(url).hostname
-    if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') {
-      throw new UsageError(`${url} is not local: give --token (an admin access token or the service-role key) or --admin-key`)
-    }
-    token = await apiKey(config.JWT_SECRET, 'service_role')
-    // signed with this folder's secret: a stack started with another DATA_DIR refuses it, which is worth a sentence
-    const mismatch = await keyMismatch(url, token)
-    if (mismatch) throw new DomainError(mismatch)
-  }
-  return new ApiClient({
-    url,
-    token,
-    adminKey,
-    onRateLimited: ({ seconds, method, path }) => process.stderr.write(`rate limited on ${method} ${path.split('?')[0]}: waiting ${seconds} s\n`),
-  })
-}
-
-function table(rows: Record<string, unknown>[], columns: string[]): void {
-  if (rows.length === 0) return out('(none)')
-  const cell = (v: unknown) => (v === null || v === undefined ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v))
-  const widths = columns.map((c) => Math.min(60, Math.max(c.length, ...rows.map((r) => cell(r[c]).length))))
-  out(columns.map((c, i) => c.padEnd(widths[i]!)).join('  '))
-  for (const r of rows) out(columns.map((c, i) => cell(r[c]).slice(0, 60).padEnd(widths[i]!)).join('  '))
-}
-
-async function userId(api: ApiClient, who: string): Promise<string> {
-  if (!who.includes('@')) return who
-  for (let offset = 0;; offset += 200) {
-    const page = await api.get(`/admin/users?limit=200&offset=${offset}`)
-    const found = (page.items as { id: string; email: string }[]).find((u) => u.email.toLowerCase() === who.toLowerCase())
-    if (found) return found.id
-    if (offset + 200 >= page.total) throw new DomainError(`no account has the email ${who}`)
-  }
-}
-
-const need = (value: string | undefined, what: string): string => {
-  if (!value) throw new UsageError(`missing ${what}`)
-  return value
-}
 
 async function main(): Promise<void> {
   const [command, ...args] = positionals
   if (flags.help || !command) return out(USAGE)
-  const api = await client()
+  const api = await client(flags)
   const print = (data: unknown, human: () => void): void => (flags.json ? out(JSON.stringify(data, null, 2)) : human())
   const query = (params: Record<string, string | undefined>) => {
     const q = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined))
@@ -255,54 +201,8 @@ async function main(): Promise<void> {
         out(`${page.total} job(s)`)
       })
     }
-    case 'watch': {
-      const interval = Math.max(100, Number(flags.interval))
-      let last = ''
-      let listedAt = -Infinity
-      for (;;) {
-        // a look that starts a job drives the work and goes on at the interval, reading the job list once
-        // a second at most (each read is an admin request too); a look that only watches is paced by the
-        // rate limit (watchPause)
-        const dispatched = flags.dispatch ? (await api.post('/admin/jobs/dispatch')).status === 'dispatched' : false
-        if (dispatched && Date.now() - listedAt < 1000) {
-          await sleep(interval)
-          continue
-        }
-        listedAt = Date.now()
-        const jobs = (await api.get('/admin/jobs?limit=200')).items as {
-          id: string
-          status: string
-          chunks_created: number
-          vectors_upserted: number
-          error_message: string | null
-          needs_ocr: boolean
-          progress: { pages_done: number; pages_total: number | null; pages_ocr: number }
-        }[]
-        const counts = new Map<string, number>()
-        for (const j of jobs) counts.set(j.status, (counts.get(j.status) ?? 0) + 1)
-        const active = jobs.filter((j) => j.status !== 'ready' && j.status !== 'failed')
-        const summary = {
-          at: new Date().toISOString(),
-          counts: Object.fromEntries(counts),
-          active: active.map((j) => ({
-            id: j.id,
-            status: j.status,
-            chunks_created: j.chunks_created,
-            vectors_upserted: j.vectors_upserted,
-            needs_ocr: j.needs_ocr,
-            ...j.progress,
-          })),
-        }
-        const line = flags.json ? JSON.stringify(summary) : [
-          `${[...counts].map(([s, n]) => `${s} ${n}`).join(', ') || 'no jobs'}`,
-          ...active.map((j) => `  ${j.id.slice(0, 8)} ${j.status.padEnd(22)} ${jobProgress(j)}`),
-        ].join('\n')
-        if (line.replace(/"at":"[^"]+",/, '') !== last) out(line)
-        last = line.replace(/"at":"[^"]+",/, '')
-        if (active.length === 0) return
-        await sleep(dispatched ? interval : watchPause(interval, flags.dispatch ? 2 : 1, api.rateLimit))
-      }
-    }
+    case 'watch':
+      return watch(api, flags)
     case 'requeue': {
       const job = await api.post(`/admin/jobs/${need(args[0], 'job id')}/requeue`)
       return print(job, () => out(`job ${job.id} is ${job.status} (retry ${job.retry_count})`))

@@ -13,7 +13,7 @@ import { adminSecurity } from '../functions-shared/http/router.ts'
 import { createUser } from './helpers/users.ts'
 import { makePdf } from '../scripts/lib/pdf.ts'
 import { FR_LESSON } from './helpers/portal.ts'
-import { reserve } from '../functions-shared/wallet/service.ts'
+import { reserve } from '../functions-shared/wallet/reservations.ts'
 import { SourceSchema } from '../functions-shared/sources-file.ts'
 
 const ADMIN_KEY = 'adm-key-0123456789abcdef'

@@ -15,7 +15,7 @@ import { events, readSse } from './helpers/sse.ts'
 import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { FakeClock } from '../functions-shared/lib/clock.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
-import { expireReservations } from '../functions-shared/wallet/service.ts'
+import { expireReservations } from '../functions-shared/wallet/reservations.ts'
 
 let db: TestDatabase
 let server: OpenAiServer

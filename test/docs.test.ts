@@ -82,8 +82,8 @@ describe('what the local /auth/v1 serves, as docs/app-developers.md lists it', (
     .filter((f) => f.endsWith('.ts') && f !== 'mailbox.ts')
     .flatMap((f) => {
       const source = read(`local-platform/auth/${f}`)
-      const single = [...source.matchAll(/app\.(get|post|put|delete|patch|all)\('([^']+)'/g)].map((m) => [m[1]!, m[2]!] as const)
-      const looped = [...source.matchAll(/for \(const path of \[([^\]]+)\]\) app\.all/g)].flatMap((m) =>
+      const single = [...source.matchAll(/app\.(get|post|put|delete|patch|all)\(\s*'([^']+)'/g)].map((m) => [m[1]!, m[2]!] as const)
+      const looped = [...source.matchAll(/for \(const path of \[([^\]]+)\]\)\s*\{?\s*app\.all/g)].flatMap((m) =>
         [...m[1]!.matchAll(/'([^']+)'/g)].map((p) => ['all', p[1]!] as const)
       )
       return [...single, ...looped]

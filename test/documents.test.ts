@@ -8,7 +8,7 @@ import { createUser } from './helpers/users.ts'
 import { FR_LESSON, PHYSICS_LESSON } from './helpers/portal.ts'
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
-import { reserve } from '../functions-shared/wallet/service.ts'
+import { reserve } from '../functions-shared/wallet/reservations.ts'
 
 let db: TestDatabase
 let t: TestApp

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { createTestApp, type TestApp } from './helpers/app.ts'
 import { createUser } from './helpers/users.ts'
-import { expireReservations, finalize, getBalance, reserve, topUp } from '../functions-shared/wallet/service.ts'
+import { getBalance, topUp } from '../functions-shared/wallet/service.ts'
+import { expireReservations, finalize, reserve } from '../functions-shared/wallet/reservations.ts'
 import type { DomainError } from '../functions-shared/domain/errors.ts'
 
 let db: TestDatabase

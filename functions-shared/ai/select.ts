@@ -1,3 +1,4 @@
+// Which AI provider a process uses: OpenAI (or any server that speaks its API) when chosen, else the offline one.
 import type { Config } from '../config.ts'
 import type { AiProvider } from './provider.ts'
 import { createOfflineProvider } from './offline.ts'

@@ -1,3 +1,4 @@
+// The request and response shapes of the scraper routes (/scraping, /admin/references), with their OpenAPI examples.
 import { z } from '@hono/zod-openapi'
 import { REFERENCE_STATUSES, SCRAPE_RUN_STATUSES } from '../domain/enums.ts'
 import { canonicalSubject, levelForm, MAX_GRADE_CHARS } from './namespace.ts'

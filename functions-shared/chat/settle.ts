@@ -3,7 +3,7 @@
 import type { Deps } from '../deps.ts'
 import { type Tier, tierLimits } from '../config.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
-import { finalize } from '../wallet/service.ts'
+import { finalize } from '../wallet/reservations.ts'
 import { countReservation } from '../wallet/metrics.ts'
 import { iso } from '../lib/time.ts'
 import { isPgError } from '../db/tx.ts'

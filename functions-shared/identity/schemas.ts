@@ -1,3 +1,4 @@
+// The request and response shapes of the identity routes (/auth, /me, /admin/users), with their OpenAPI examples.
 import { z } from '@hono/zod-openapi'
 import { ROLES } from '../domain/enums.ts'
 

@@ -1,3 +1,4 @@
+// The clock every time-dependent part reads: the system one, or a fake one that tests move by hand.
 /**
  * Milliseconds since the epoch, and timers on the same time line. Injected so TTLs, windows, breakers,
  * timeouts and heartbeats are testable without sleeping.

@@ -13,7 +13,8 @@ const loadPdfjs = () => (pdfjs ??= import('pdfjs-dist/legacy/build/pdf.mjs'))
 
 import { joinItems } from './lines.ts'
 import { placedAccents } from './placed-accents.ts'
-import { horizontalRules, needsRules, readFormulas, type Rule } from './formulas.ts'
+import { needsRules, readFormulas } from './formulas.ts'
+import { horizontalRules, type Rule } from './rules.ts'
 export type { TextRun } from './text-runs.ts'
 
 export class PdfError extends Error {

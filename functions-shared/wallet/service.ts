@@ -1,5 +1,5 @@
 // The token wallet: every money movement is one RPC of the wallet migration, run as the service role;
-// reads of the caller's own rows go through asUser so RLS guards them.
+// reads of the caller's own rows go through asUser so RLS guards them. Reservations are in reservations.ts.
 import type { ServiceContext } from '../deps.ts'
 import { sha256Hex } from '../lib/hash.ts'
 import type { Principal } from '../http/auth.ts'
@@ -7,20 +7,18 @@ import type { Principal } from '../http/auth.ts'
 import { asService, asUser, fromRpcError } from '../db/tx.ts'
 import type { Sql, TotalRow } from '../db/client.ts'
 import { type Tier, tierLimits } from '../config.ts'
-import { countReservation } from './metrics.ts'
 import { iso } from '../lib/time.ts'
 import { LEDGER_REASONS } from '../domain/enums.ts'
-import { refusalCode } from '../domain/errors.ts'
 import { DomainError } from '../domain/errors.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
-import type { BalanceRow, ExpiryRow, LedgerRow, ReservationRow, SettlementRow, TopUpRow, TransactionRow } from './rows.ts'
+import type { BalanceRow, LedgerRow, TopUpRow, TransactionRow } from './rows.ts'
 
 /**
  * Runs money RPCs. Each RPC is one security-definer function that is its own transaction, so it goes
  * out as one statement (one round trip): it runs as its owner whoever calls it, and EXECUTE is granted
  * only to service_role (and the owner the service connects as).
  */
-async function rpc<T>(ctx: ServiceContext, fn: (sql: Sql) => Promise<T>): Promise<T> {
+export async function rpc<T>(ctx: ServiceContext, fn: (sql: Sql) => Promise<T>): Promise<T> {
   try {
     return await fn(ctx.deps.sql)
   } catch (err) {
@@ -62,36 +60,6 @@ export async function getBalance({ ctx, userId }: { ctx: ServiceContext; userId:
   }
 }
 
-function reservationJson(r: ReservationRow) {
-  return {
-    id: r.id,
-    user_id: r.user_id,
-    estimated: Number(r.estimated),
-    actual: r.actual === null ? null : Number(r.actual),
-    charged: r.charged === null ? null : Number(r.charged),
-    status: r.status,
-    request_id: r.request_id,
-    created_at: iso(r.created_at)!,
-    expires_at: iso(r.expires_at)!,
-    finalized_at: iso(r.finalized_at),
-  }
-}
-
-/** The caller's own reservations, through RLS (stale ones are expired first). */
-export async function listOwnReservations(
-  { ctx, principal, input }: { ctx: ServiceContext; principal: Principal; input: { status?: string | undefined; limit: number; offset: number } },
-) {
-  if (principal.kind !== 'user') throw new DomainError('forbidden', 'This endpoint needs a user token')
-  await rpc(ctx, (sql) => sql`select * from public.expire_user_reservations(${principal.userId})`)
-  return asUser(ctx.deps.sql, { ...principal.claims, sub: principal.userId }, async (tx) => {
-    const status = input.status ?? null
-    const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.reservations where (${status}::text is null or status = ${status})`
-    const rows = await tx<ReservationRow[]>`select * from public.reservations where (${status}::text is null or status = ${status})
-                          order by created_at desc, id limit ${input.limit} offset ${input.offset}`
-    return { items: rows.map(reservationJson), total, limit: input.limit, offset: input.offset }
-  })
-}
-
 /** The reasons the ledger's check constraint allows (wallet migration). */
 export type LedgerReason = (typeof LEDGER_REASONS)[number]
 
@@ -116,88 +84,6 @@ export async function listOwnLedger({ ctx, principal, input }: { ctx: ServiceCon
       offset: input.offset,
     }
   })
-}
-
-export async function reserve({ ctx, input }: { ctx: ServiceContext; input: { user_id: string; estimate: number; request_id?: string | undefined } }) {
-  const { config } = ctx.deps
-  try {
-    const row = await rpc(ctx, async (tx) => {
-      const [r] = await tx<ReservationRow[]>`select * from public.reserve_tokens(${input.user_id}, ${input.estimate}, ${input.request_id ?? ctx.requestId},
-                                                              ${config.RESERVATION_TTL_SECONDS}, ${config.WELCOME_BONUS_TOKENS})`
-      return r!
-    })
-    countReservation(ctx.deps.metrics.wallet, 'reserved', input.estimate)
-    return reservationJson(row)
-  } catch (err) {
-    if (refusalCode(err) === 'insufficient_balance') countReservation(ctx.deps.metrics.wallet, 'insufficient')
-    throw err
-  }
-}
-
-/** What a chat turn adds to its usage-log row. */
-export interface TurnUsage {
-  characters: number
-  model: string | null
-  details: Record<string, unknown>
-}
-
-export async function finalize(
-  { ctx, input, usage }: {
-    ctx: ServiceContext
-    input: { reservation_id: string; actual: number; kind?: 'chat' | 'clarify' | 'manual' | 'released'; request_id?: string | undefined }
-    usage?: TurnUsage
-  },
-) {
-  const m = ctx.deps.metrics.wallet
-  const cap = ctx.deps.config.ACTUAL_COST_CAP_MULTIPLIER
-  try {
-    const row = await rpc(ctx, async (tx) => {
-      const [r] = usage
-        ? await tx<SettlementRow[]>`select * from public.finalize_chat_turn(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null}, ${
-          input.kind ?? 'chat'
-        },
-                                                           ${cap}, ${usage.characters}, ${usage.model}, ${tx.json(usage.details as never)})`
-        : await tx<SettlementRow[]>`select * from public.finalize_reservation(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null},
-                                                             ${input.kind ?? 'manual'}, ${cap})`
-      return r!
-    })
-    m.reservations.inc({ outcome: 'finalized' })
-    m.tokens.inc({ movement: 'charged' }, Number(row.charged))
-    m.tokens.inc({ movement: 'refunded' }, Number(row.refunded))
-    return {
-      reservation_id: row.reservation_id,
-      user_id: row.user_id,
-      status: 'finalized' as const,
-      estimated: Number(row.estimated),
-      actual: Number(row.actual),
-      charged: Number(row.charged),
-      refunded: Number(row.refunded),
-      uncovered: Number(row.uncovered),
-      token_balance: Number(row.token_balance),
-      ledger_entry_id: row.ledger_entry_id === null ? null : Number(row.ledger_entry_id),
-      request_id: row.request_id,
-    }
-  } catch (err) {
-    if (refusalCode(err) === 'conflict') m.reservations.inc({ outcome: 'conflict' })
-    throw err
-  }
-}
-
-/** Refunds every reservation past its TTL (the expiry job); `now` lets tests move time. */
-export async function expireReservations({ ctx, now }: { ctx: ServiceContext; now?: Date }): Promise<{ expired: number; tokens: number }> {
-  const row = await rpc(ctx, async (tx) => {
-    const [r] = now
-      ? await tx<ExpiryRow[]>`select * from public.expire_reservations(${now})`
-      : await tx<ExpiryRow[]>`select * from public.expire_reservations()`
-    return r!
-  })
-  const result = { expired: Number(row.expired), tokens: Number(row.tokens) }
-  if (result.expired > 0) {
-    const m = ctx.deps.metrics.wallet
-    m.reservations.inc({ outcome: 'expired' }, result.expired)
-    m.tokens.inc({ movement: 'expired' }, result.tokens)
-  }
-  return result
 }
 
 export type Currency = 'MRU' | 'USD' | 'EUR'

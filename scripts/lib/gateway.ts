@@ -16,16 +16,15 @@ import { GoTrueError, goTrueErrorResponse } from '../../local-platform/auth/erro
 import { mailboxOf, mailRouter } from '../../local-platform/auth/mailbox.ts'
 import { TRUSTED_CALLER } from '../../local-platform/auth/rate-limits.ts'
 import { createSupabaseClients } from '../../functions-shared/identity/supabase.ts'
-import { expireReservations } from '../../functions-shared/wallet/service.ts'
+import { expireReservations } from '../../functions-shared/wallet/reservations.ts'
 import { connectGuardNode, readAssetNode, readSourcesNode, remoteAddressNode, resolveHostNode } from './node-adapter.ts'
 import { buildDemoPortal, DEMO_PORTAL_BASE } from './demo-portal.ts'
 import { ocrFromConfig } from './ocr.ts'
 import { createIsolatedExtractor } from './pdf-isolate.ts'
 import { closeRunsLeftRunning } from '../../functions-shared/catalogue/listings.ts'
-import { type RestOptions, restRouter } from '../../local-platform/rest/router.ts'
-import { readFile } from 'node:fs/promises'
+import { restRouter } from '../../local-platform/rest/router.ts'
+import { restSettings } from './rest-settings.ts'
 import { fileURLToPath } from 'node:url'
-import { parse as parseToml } from 'smol-toml'
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http'
 import { configEnv, type DenoFunctions, startDenoFunctions } from './deno-functions.ts'
 import { startJobLoop } from './job-loop.ts'
@@ -38,14 +37,6 @@ import {
   limitConnections,
   limitPipelining,
 } from './gateway-connections.ts'
-
-const CONFIG_TOML = fileURLToPath(new URL('../../supabase/config.toml', import.meta.url))
-
-/** /rest/v1's schemas and row cap, from supabase/config.toml's [api] section (as PostgREST takes them). */
-export async function restSettings(): Promise<RestOptions> {
-  const api = (parseToml(await readFile(CONFIG_TOML, 'utf8')).api ?? {}) as { schemas?: string[]; max_rows?: number }
-  return { schemas: api.schemas ?? ['public'], maxRows: typeof api.max_rows === 'number' && api.max_rows > 0 ? api.max_rows : null }
-}
 
 export const FUNCTIONS_BASE = '/functions/v1'
 
