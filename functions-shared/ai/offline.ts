@@ -25,11 +25,8 @@ interface TextForms {
 
 /**
  * The weight of the share of the question's keys that a candidate's lesson topic holds, beside its best
- * passage's share and its whole text's (each up to 1). Measured first on two question sets: 0.25 and 0.5
- * alike, 1 took page@1 with the subject down on the first set. Measured again once the search's order
- * counted in the score (SEARCH_RANK_WEIGHT), over the three unsealed sets: page@1 with / without the
- * subject 327 / 312 at 0.5, 328 / 314 at 0.75 and at 1, 325 / 310 at 1.5, 324 / 309 at 2; doc@1 376 / 357
- * at 1, the best of them.
+ * passage's share and its whole text's (each up to 1): the best of the values measured on the question
+ * sets (docs/teacher.md, the rerank's tuning).
  */
 export const TOPIC_WEIGHT = 1
 
@@ -45,10 +42,7 @@ const topicKeys = (topic: string): Set<string> => {
  * The weight of the search's own order in the offline rerank's score: the page the search put first
  * (its fused score: full text and embeddings) adds this much, the second half of it, the n-th 1/n of it.
  * The shares of the question's keys are coarse (four to eight keys a question) and blind to a word's
- * rarity and to the forms the keys miss, which the search sees; until 2026-11-25 its order only broke
- * exact ties. Measured on the three unsealed question sets, page@1 with the subject 321 → 327 of 390 at
- * 0.3 (0.2 and 0.4: 326; 0.5: 322; 1 and more: the search's order, 318 and less): the second and third
- * sets gained 8 questions, the first (tuned on the key shares) lost 2.
+ * rarity and to the forms the keys miss, which the search sees (the value measured: docs/teacher.md).
  */
 export const SEARCH_RANK_WEIGHT = 0.3
 

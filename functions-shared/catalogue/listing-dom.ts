@@ -18,7 +18,7 @@ export interface DomNode {
 /**
  * How far up from a link its context (list item, row...) and its table cell are looked for. A portal puts
  * them a few levels up; a search to the root would cost each link the whole depth of a page that nests
- * a link in every level (a listing of 8,000 such links took 75 s of the server's only thread).
+ * a link in every level (docs/pipeline.md).
  */
 export const MAX_ANCESTORS = 32
 /** Nodes read, at most, for the text around a link: what is past them is no part of a 500-character context. */
@@ -38,8 +38,8 @@ const TABLES = new Set(['table'])
 
 /**
  * The text of a node's descendants, whitespace collapsed, its first `max` characters: read in document
- * order and no further than those characters (a listing whose links share one section of megabytes read
- * that section once per link: 16,000 links took 85 s and 1.9 GB).
+ * order and no further than those characters, so that links sharing one large section do not each read
+ * all of it.
  */
 export function leadingText(node: DomNode, max = 500): string {
   let text = ''
@@ -119,7 +119,7 @@ const spanOf = (cell: DomNode) => {
 const childrenNamed = (node: DomNode, names: ReadonlySet<string>) => (node.children ?? []).filter((c) => c.name !== undefined && names.has(c.name))
 
 // per row, the column each of its cells starts at; per table, its header row's cells: each computed once,
-// not once per link (a row of 8,000 linked cells took 23 s when every link counted its row again)
+// not once per link
 const rowColumns = new WeakMap<DomNode, Map<DomNode, number>>()
 const tableHeaders = new WeakMap<DomNode, { row: DomNode; cells: { end: number; cell: DomNode }[] } | null>()
 
@@ -202,6 +202,5 @@ export function headingsOf(root: DomNode, targets: ReadonlySet<DomNode>): Map<Do
 
 /**
  * How deeply a listing page may nest its elements. The HTML parser's time grows with the square of the
- * depth (nested <div>s: 10,000 deep took 0.4 s, 30,000 deep 5.6 s, and a 5 MB page 100,000 deep over a
- * minute of the only thread); a portal's listing nests a few dozen levels.
+ * depth (measured: docs/pipeline.md); a portal's listing nests a few dozen levels.
  */

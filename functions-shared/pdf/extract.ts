@@ -26,8 +26,7 @@ export const isPdf = (bytes: Uint8Array): boolean =>
 
 /**
  * The most characters of text a page may hold: a dense A4 page holds about 5,000, a large page in small
- * print some 15,000. A 2 MB PDF of one page of 26 million characters was read in its thread, and then held
- * the thread of the process that asked for 19 s while that text was put in canonical form and chunked.
+ * print some 15,000; far more only holds up the process that canonicalizes and chunks it (docs/pipeline.md).
  */
 export const MAX_PAGE_CHARS = 100_000
 /** The most characters of text a PDF may hold: a thousand pages of 10,000. */

@@ -1,6 +1,6 @@
 // How far a PDF's compressed streams expand, measured before pdf.js reads them. pdf.js inflates a page's
-// content stream whole, in memory and without a limit: a 2 MB upload whose one content stream expands to
-// 2 GiB took 5 GB of memory and stalled the server for 44 s. Each compressed stream is decoded here chunk
+// content stream whole, in memory and without a limit (what a decompression bomb did to the server:
+// docs/pipeline.md). Each compressed stream is decoded here chunk
 // by chunk through its filters (FlateDecode, LZWDecode, RunLengthDecode, ASCIIHexDecode, ASCII85Decode,
 // BrotliDecode, in its /Filter's order) and only counted, and the PDF is refused once the total passes
 // the limit.
