@@ -46,11 +46,12 @@ export function adminCatalogueRouter(deps: Deps) {
       ...errorResponses.protected,
     },
   })
+  const ctx = (requestId: string) => ({ deps, requestId })
   return createRouter()
-    .openapi(references, async (c) => c.json(await listReferences(deps, c.req.valid('query')), 200))
-    .openapi(runs, async (c) => c.json(await listRuns(deps, c.req.valid('query')), 200))
+    .openapi(references, async (c) => c.json(await listReferences({ ctx: ctx(c.get('requestId')), input: c.req.valid('query') }), 200))
+    .openapi(runs, async (c) => c.json(await listRuns({ ctx: ctx(c.get('requestId')), input: c.req.valid('query') }), 200))
     .openapi(update, async (c) => {
-      const input = { id: c.req.valid('param').reference_id, patch: c.req.valid('json'), principal: c.get('principal'), requestId: c.get('requestId') }
-      return c.json(await updateReference(deps, input), 200)
+      const input = { id: c.req.valid('param').reference_id, patch: c.req.valid('json') }
+      return c.json(await updateReference({ ctx: ctx(c.get('requestId')), input, principal: c.get('principal') }), 200)
     })
 }

@@ -145,6 +145,7 @@ export function adminDocumentsRouter(deps: Deps) {
     responses: { 200: jsonContent(StatsSchema, 'Counters from live data'), ...errorResponses.protected },
   })
 
+  const ctx = (requestId: string) => ({ deps, requestId })
   const router = createRouter()
   router.use('/upload-curriculum', limit('upload'))
   // documented from its schema, but its body read here: the router's own validator refuses boundaries
@@ -154,30 +155,34 @@ export function adminDocumentsRouter(deps: Deps) {
     const form = validated('form', UploadForm.safeParse(await readMultipart(c)))
     const bytes = new Uint8Array(await form.file.arrayBuffer())
     return c.json(
-      await uploadCurriculum(deps, {
-        bytes,
-        grade: form.grade,
-        subject: form.subject,
-        language: form.language,
-        namespace: form.namespace,
-        pdf_source: form.pdf_source,
+      await uploadCurriculum({
+        ctx: ctx(c.get('requestId')),
+        input: {
+          bytes,
+          grade: form.grade,
+          subject: form.subject,
+          language: form.language,
+          namespace: form.namespace,
+          pdf_source: form.pdf_source,
+        },
       }),
       201,
     )
   })
   return router
     .openapi(patch, async (c) => {
-      const doc = await updateDocument(deps, c.req.valid('param').document_id, c.req.valid('json'), {
+      const doc = await updateDocument({
+        ctx: ctx(c.get('requestId')),
+        input: { id: c.req.valid('param').document_id, patch: c.req.valid('json') },
         principal: c.get('principal'),
-        requestId: c.get('requestId'),
       })
       if (!doc) throw new ApiError(ErrorCode.NOT_FOUND, 'Unknown document')
       return c.json(doc, 200)
     })
     .openapi(remove, async (c) => {
-      const result = await deleteDocument(deps, c.req.valid('param').document_id)
+      const result = await deleteDocument({ ctx: ctx(c.get('requestId')), input: { id: c.req.valid('param').document_id } })
       if (!result) throw new ApiError(ErrorCode.NOT_FOUND, 'Unknown document')
       return c.json(result, 200)
     })
-    .openapi(stats, async (c) => c.json(await dashboardStats(deps), 200))
+    .openapi(stats, async (c) => c.json(await dashboardStats({ ctx: ctx(c.get('requestId')) }), 200))
 }

@@ -1,5 +1,5 @@
 // Scrape runs and references, as the public scraping listings and the admin listings show them.
-import type { Deps } from '../deps.ts'
+import type { Deps, ServiceContext } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { iso } from '../lib/time.ts'
 import type { TotalRow, Tx } from '../db/client.ts'
@@ -122,10 +122,10 @@ export async function closeRunsLeftRunning(deps: Deps): Promise<number> {
   return row!.n
 }
 
-export async function listRuns(deps: Deps, input: { source?: string | undefined; limit: number; offset: number }) {
-  return asService(deps.sql, async (tx) => {
+export async function listRuns({ ctx, input }: { ctx: ServiceContext; input: { source?: string | undefined; limit: number; offset: number } }) {
+  return asService(ctx.deps.sql, async (tx) => {
     // a run whose sync died is listed as what it is: failed, not running
-    await closeAbandonedRuns(deps, tx)
+    await closeAbandonedRuns(ctx.deps, tx)
     const source = input.source ?? null
     const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.scrape_runs where (${source}::text is null or source = ${source})`
     const rows = await tx<
@@ -135,8 +135,10 @@ export async function listRuns(deps: Deps, input: { source?: string | undefined;
   })
 }
 
-export async function listReferences(deps: Deps, input: { source?: string | undefined; status?: string | undefined; limit: number; offset: number }) {
-  return asService(deps.sql, async (tx) => {
+export async function listReferences(
+  { ctx, input }: { ctx: ServiceContext; input: { source?: string | undefined; status?: string | undefined; limit: number; offset: number } },
+) {
+  return asService(ctx.deps.sql, async (tx) => {
     const [source, status] = [input.source ?? null, input.status ?? null]
     const where = tx`(${source}::text is null or source = ${source}) and (${status}::text is null or status = ${status})`
     const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.curriculum_references where ${where}`

@@ -1,7 +1,7 @@
 // An operator's fix of a reference's metadata (PATCH /admin/references/{reference_id}): the scraper's
 // rules cannot always read a portal's grade or subject, and without them a reference has no namespace
 // and cannot be ingested.
-import type { Deps } from '../deps.ts'
+import type { ServiceContext } from '../deps.ts'
 import { asService, fromRpcError } from '../db/tx.ts'
 import { type Principal, principalKey } from '../http/auth.ts'
 import { referenceJson, type ReferenceRow } from './listings.ts'
@@ -18,21 +18,20 @@ export interface ReferenceChange {
  * job of the reference has started or a document of it is ready, a conflict naming them).
  */
 export async function updateReference(
-  deps: Deps,
-  input: { id: string; patch: UpdateReferenceRequest; principal: Principal; requestId: string },
+  { ctx, input, principal }: { ctx: ServiceContext; input: { id: string; patch: UpdateReferenceRequest }; principal: Principal },
 ) {
   const { id, patch } = input
-  const by = principalKey(input.principal)
-  const outcome = await asService(deps.sql, async (tx) => {
+  const by = principalKey(principal)
+  const outcome = await asService(ctx.deps.sql, async (tx) => {
     const [{ changes }] = await tx<[{ changes: Record<string, ReferenceChange> }]>`
-      select public.update_reference_metadata(${id}, ${tx.json(patch as never)}, ${by}, ${input.requestId}) as changes`
+      select public.update_reference_metadata(${id}, ${tx.json(patch as never)}, ${by}, ${ctx.requestId}) as changes`
     const [row] = await tx<ReferenceRow[]>`select * from public.curriculum_references where id = ${id}`
     return { row: row!, changes }
   }).catch((err: unknown) => {
     throw fromRpcError(err)
   })
   if (Object.keys(outcome.changes).length > 0) {
-    deps.logs.forRequest('catalogue', input.requestId).info({ reference_id: id, changes: outcome.changes, by }, 'reference updated')
+    ctx.deps.logs.forRequest('catalogue', ctx.requestId).info({ reference_id: id, changes: outcome.changes, by }, 'reference updated')
   }
   return referenceJson(outcome.row)
 }

@@ -85,6 +85,7 @@ export function scrapingRouter(deps: Deps) {
     responses: { 200: jsonContent(page(ReferenceSchema, 'ReferenceList'), 'Newest first'), ...unknown, ...errorResponses.public },
   })
 
+  const ctx = (requestId: string) => ({ deps, requestId })
   const router = createRouter()
   router.use('/sources', limit('public'))
   router.use('/:source/sync', admin, limit('admin'))
@@ -94,14 +95,14 @@ export function scrapingRouter(deps: Deps) {
     .openapi(sources, (c) => c.json({ sources: deps.sources.map((s) => s.name), total: deps.sources.length }, 200))
     .openapi(sync, async (c) => {
       const source = sourceNamed(c.req.valid('param').source)
-      return c.json(await syncSource({ ctx: { deps, requestId: c.get('requestId') }, source }), 200)
+      return c.json(await syncSource({ ctx: ctx(c.get('requestId')), source }), 200)
     })
     .openapi(runs, async (c) => {
       const source = sourceNamed(c.req.valid('param').source)
-      return c.json(await listRuns(deps, { source: source.name, ...c.req.valid('query') }), 200)
+      return c.json(await listRuns({ ctx: ctx(c.get('requestId')), input: { source: source.name, ...c.req.valid('query') } }), 200)
     })
     .openapi(references, async (c) => {
       const source = sourceNamed(c.req.valid('param').source)
-      return c.json(await listReferences(deps, { source: source.name, ...c.req.valid('query') }), 200)
+      return c.json(await listReferences({ ctx: ctx(c.get('requestId')), input: { source: source.name, ...c.req.valid('query') } }), 200)
     })
 }

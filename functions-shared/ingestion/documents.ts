@@ -1,5 +1,5 @@
 // Documents: the admin's edits and deletion (spec §4.7), and the dashboard statistics (§4.6).
-import type { Deps } from '../deps.ts'
+import type { ServiceContext } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { iso } from '../lib/time.ts'
 import type { DOCUMENT_ORIGINS, DOCUMENT_STATUSES } from '../domain/enums.ts'
@@ -50,16 +50,19 @@ type DocumentPatch = { title?: string | undefined; major?: string | undefined; w
  * carries it to its document and audits it as PATCH /admin/references does; made on the document
  * alone, the next re-ingestion put the reference's values back.
  */
-export async function updateDocument(deps: Deps, id: string, patch: DocumentPatch, by: { principal: Principal; requestId: string }) {
-  const [doc] = await asService(deps.sql, (tx) => tx<Pick<DocumentRow, 'reference_id'>[]>`select reference_id from public.documents where id = ${id}`)
+export async function updateDocument(
+  { ctx, input, principal }: { ctx: ServiceContext; input: { id: string; patch: DocumentPatch }; principal: Principal },
+) {
+  const { id, patch } = input
+  const [doc] = await asService(ctx.deps.sql, (tx) => tx<Pick<DocumentRow, 'reference_id'>[]>`select reference_id from public.documents where id = ${id}`)
   if (!doc) return null
   if (doc.reference_id) {
     const fields = Object.fromEntries((['title', 'major', 'weight', 'category'] as const).filter((f) => patch[f] !== undefined).map((f) => [f, patch[f]]))
-    await updateReference(deps, { id: doc.reference_id, patch: fields as UpdateReferenceRequest, principal: by.principal, requestId: by.requestId })
-    const [row] = await asService(deps.sql, (tx) => tx<DocumentRow[]>`select * from public.documents where id = ${id}`)
+    await updateReference({ ctx, input: { id: doc.reference_id, patch: fields as UpdateReferenceRequest }, principal })
+    const [row] = await asService(ctx.deps.sql, (tx) => tx<DocumentRow[]>`select * from public.documents where id = ${id}`)
     return row ? documentJson(row) : null
   }
-  const rows = await asService(deps.sql, (tx) =>
+  const rows = await asService(ctx.deps.sql, (tx) =>
     tx<DocumentRow[]>`
     update public.documents set
       title = case when ${patch.title !== undefined} then ${patch.title ?? null} else title end,
@@ -79,8 +82,8 @@ interface DeletedRow {
 }
 
 /** The spec's five steps, in order, in one transaction: public.delete_document. */
-export async function deleteDocument(deps: Deps, id: string) {
-  const [r] = await asService(deps.sql, (tx) => tx<DeletedRow[]>`select status, chunks_removed, vectors_removed from public.delete_document(${id})`)
+export async function deleteDocument({ ctx, input }: { ctx: ServiceContext; input: { id: string } }) {
+  const [r] = await asService(ctx.deps.sql, (tx) => tx<DeletedRow[]>`select status, chunks_removed, vectors_removed from public.delete_document(${input.id})`)
   return r ? { status: 'deleted' as const, chunks_removed: r.chunks_removed, vectors_removed: r.vectors_removed } : null
 }
 
@@ -110,8 +113,8 @@ interface StatsRow {
  * embedding_request_sent and embedding_upserted; completed = ready; failed = failed. Tokens in
  * circulation: every wallet balance plus the tokens held by pending reservations.
  */
-export async function dashboardStats(deps: Deps) {
-  const [r] = await asService(deps.sql, (tx) =>
+export async function dashboardStats({ ctx }: { ctx: ServiceContext }) {
+  const [r] = await asService(ctx.deps.sql, (tx) =>
     tx<[StatsRow]>`
     select
       (select count(*) from public.documents)::int as documents_total,

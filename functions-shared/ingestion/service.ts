@@ -1,5 +1,5 @@
 // Ingestion requests, dispatch, job listings and requeue: the verbs behind /admin/ingest and /admin/jobs.
-import type { Deps } from '../deps.ts'
+import type { Deps, ServiceContext } from '../deps.ts'
 import { asService, fromRpcError } from '../db/tx.ts'
 import { claimNextJob, processJob } from './pipeline.ts'
 import { hasNamespace, namespaceSlug } from '../catalogue/namespace.ts'
@@ -81,8 +81,8 @@ export function noNamespaceError(referenceId: string, grade: unknown, subject: u
   )
 }
 
-export async function requestIngestion(deps: Deps, input: { reference_id: string; force: boolean }) {
-  const [job] = await rpc(deps, async (tx) => {
+export async function requestIngestion({ ctx, input }: { ctx: ServiceContext; input: { reference_id: string; force: boolean } }) {
+  const [job] = await rpc(ctx.deps, async (tx) => {
     // such a job could only fail in the pipeline: refused here, where the operator is told how to fix it
     // (the row lock holds until the job is queued, so the grade and subject checked are the ones queued)
     const [ref] = await tx<
@@ -99,8 +99,8 @@ export async function requestIngestion(deps: Deps, input: { reference_id: string
  * retry_count + 1, as spec §3.1 has it (failed → queued by requeue or by this call); any other is
  * queued as POST /admin/ingest queues it.
  */
-export async function legacyIngestion(deps: Deps, input: { reference_id: string; force: boolean }) {
-  const requeued = await rpc(deps, async (tx) => {
+export async function legacyIngestion({ ctx, input }: { ctx: ServiceContext; input: { reference_id: string; force: boolean } }) {
+  const requeued = await rpc(ctx.deps, async (tx) => {
     const [ref] = await tx<
       Pick<ReferenceRow, 'status' | 'grade' | 'subject'>[]
     >`select status, grade, subject from public.curriculum_references where id = ${input.reference_id} for update`
@@ -113,20 +113,20 @@ export async function legacyIngestion(deps: Deps, input: { reference_id: string;
     const [job] = await tx<Pick<JobRow, 'id'>[]>`select id from public.requeue_job(${newest.id})`
     return job!
   })
-  return requeued ? { status: 'queued' as const, job_id: requeued.id, reference_id: input.reference_id } : requestIngestion(deps, input)
+  return requeued ? { status: 'queued' as const, job_id: requeued.id, reference_id: input.reference_id } : requestIngestion({ ctx, input })
 }
 
 /** Claims the oldest queued job and starts it in the background; `idle` when nothing is queued. */
-export async function dispatchNext(deps: Deps, requestId: string) {
-  await rpc(deps, (tx) => tx`select public.reclaim_stale_jobs(${deps.config.JOB_STALE_SECONDS})`)
-  const job = await claimNextJob(deps)
+export async function dispatchNext({ ctx }: { ctx: ServiceContext }) {
+  await rpc(ctx.deps, (tx) => tx`select public.reclaim_stale_jobs(${ctx.deps.config.JOB_STALE_SECONDS})`)
+  const job = await claimNextJob(ctx.deps)
   if (!job) return { status: 'idle' as const, job_id: null, reference_id: null }
-  deps.background.run(() => processJob(deps, job, requestId))
+  ctx.deps.background.run(() => processJob(ctx.deps, job, ctx.requestId))
   return { status: 'dispatched' as const, job_id: job.id, reference_id: job.reference_id }
 }
 
-export async function listJobs(deps: Deps, input: { status?: JobStatus | undefined; limit: number; offset: number }) {
-  return asService(deps.sql, async (tx) => {
+export async function listJobs({ ctx, input }: { ctx: ServiceContext; input: { status?: JobStatus | undefined; limit: number; offset: number } }) {
+  return asService(ctx.deps.sql, async (tx) => {
     const status = input.status ?? null
     const [{ total }] = await tx<[TotalRow]>`select count(*)::int as total from public.ingestion_jobs where (${status}::text is null or status = ${status})`
     const rows = await tx<
@@ -136,13 +136,13 @@ export async function listJobs(deps: Deps, input: { status?: JobStatus | undefin
   })
 }
 
-export async function getJob(deps: Deps, jobId: string) {
-  return asService(deps.sql, async (tx) => {
-    const [row] = await tx<JobRow[]>`select * from public.ingestion_jobs where id = ${jobId}`
+export async function getJob({ ctx, input }: { ctx: ServiceContext; input: { id: string } }) {
+  return asService(ctx.deps.sql, async (tx) => {
+    const [row] = await tx<JobRow[]>`select * from public.ingestion_jobs where id = ${input.id}`
     if (!row) return null
     const audit = await tx<
       AuditRow[]
-    >`select id, from_status, to_status, error_message, details, created_at from public.ingestion_audit where job_id = ${jobId} order by id`
+    >`select id, from_status, to_status, error_message, details, created_at from public.ingestion_audit where job_id = ${input.id} order by id`
     return {
       ...jobJson(row),
       audit: audit.map((a) => ({
@@ -157,7 +157,7 @@ export async function getJob(deps: Deps, jobId: string) {
   })
 }
 
-export async function requeueJob(deps: Deps, jobId: string) {
-  await rpc(deps, (tx) => tx`select id from public.requeue_job(${jobId})`)
-  return (await getJob(deps, jobId))!
+export async function requeueJob({ ctx, input }: { ctx: ServiceContext; input: { id: string } }) {
+  await rpc(ctx.deps, (tx) => tx`select id from public.requeue_job(${input.id})`)
+  return (await getJob({ ctx, input }))!
 }

@@ -1,7 +1,7 @@
 // A manual upload (POST /admin/upload-curriculum): processed in the request to a ready document with
 // character chunking (1000/150), the chunk text also kept in the vector metadata, as the spec says for
 // manual uploads. No job: the document row exists only once everything is stored.
-import type { Deps } from '../deps.ts'
+import type { ServiceContext } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { isPdf, PdfError } from '../pdf/extract.ts'
@@ -43,14 +43,14 @@ export function uploadPlacement(input: Pick<UploadInput, 'grade' | 'subject' | '
   return { grade, subject, namespace }
 }
 
-export async function uploadCurriculum(deps: Deps, input: UploadInput) {
-  const { config } = deps
+export async function uploadCurriculum({ ctx, input }: { ctx: ServiceContext; input: UploadInput }) {
+  const { config } = ctx.deps
   const placement = uploadPlacement(input)
   if (!isPdf(input.bytes)) throw new ApiError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'The file is not a PDF (it does not start with %PDF-)')
   let extracted
   try {
     // scanned pages are recognized in the request where this process can (Node); OCR_MAX_PAGES bounds it
-    extracted = await readPdf(input.bytes, { ...readPdfSettings(config), engine: deps.ocr, extract: deps.extractPdf, language: input.language })
+    extracted = await readPdf(input.bytes, { ...readPdfSettings(config), engine: ctx.deps.ocr, extract: ctx.deps.extractPdf, language: input.language })
   } catch (err) {
     if (err instanceof PdfError) {
       throw new ApiError(ErrorCode.VALIDATION_FAILED, err.message, { details: { fields: [{ field: 'file', message: err.message }] } })
@@ -62,7 +62,7 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
     }
     throw err
   }
-  countOcr(deps.metrics.ingestion, extracted.ocr)
+  countOcr(ctx.deps.metrics.ingestion, extracted.ocr)
   const pages = cleanPages(extracted.pages, config.QUALITY_MIN_PAGE_CHARS)
   if (pages.length === 0) {
     const why = extracted.needsOcr.length > 0
@@ -76,15 +76,15 @@ export async function uploadCurriculum(deps: Deps, input: UploadInput) {
   const chunks = chunkPages(pages, (text) => charWindows(text, config.CHUNK_CHARS, config.CHUNK_CHAR_OVERLAP).map((t) => ({ text: t })))
   const vectors: number[][] = []
   for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) {
-    vectors.push(...(await deps.embedder.embed(chunks.slice(i, i + config.EMBED_BATCH_SIZE).map((c) => c.text))))
+    vectors.push(...(await ctx.deps.embedder.embed(chunks.slice(i, i + config.EMBED_BATCH_SIZE).map((c) => c.text))))
   }
   const { grade, subject, namespace } = placement
   const documentId = crypto.randomUUID()
   const ids = await Promise.all(chunks.map((c) => chunkId(documentId, c.page_number, c.chunk_index)))
-  const ingestionTs = new Date(deps.clock.now()).toISOString()
+  const ingestionTs = new Date(ctx.deps.clock.now()).toISOString()
   // one transaction: the document is processing (no student sees it) until every chunk and its vector
   // are stored, then ready (public.begin_upload, stage_upload_chunks, publish_upload)
-  await asService(deps.sql, async (tx) => {
+  await asService(ctx.deps.sql, async (tx) => {
     await tx`select public.begin_upload(${documentId}, ${grade}, ${subject}, ${input.language}, ${config.VECTOR_INDEX_NAME}, ${namespace}, ${extracted.pageCount})`
     for (let i = 0; i < chunks.length; i += config.VECTOR_UPSERT_BATCH_SIZE) {
       const slice = chunks.slice(i, i + config.VECTOR_UPSERT_BATCH_SIZE).map((c, k) => {
