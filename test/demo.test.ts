@@ -80,8 +80,8 @@ describe('npm run demo', () => {
     expect(out).toMatch(/agent_chat/)
     // the mission fits in the admin's rate limit (60 requests a minute): it never waits out a 429
     expect(out).not.toContain('rate limit ')
-    const seconds = Number(/demo finished in ([\d.]+) s/.exec(out)![1])
-    expect(seconds).toBeLessThan(120)
+    // it says how long it took (its time is measured where figures belong, not asserted here)
+    expect(out).toMatch(/demo finished in [\d.]+ s/)
 
     // a second run on the same data: nothing new (the portal is on another port this time, so its URLs
     // are new and the documents are recognised by their content), the questions are answered again
