@@ -8,6 +8,7 @@ import { listQuery } from '../http/list.ts'
 import { listReferences, listRuns } from '../catalogue/listings.ts'
 import { updateReference } from '../catalogue/references.ts'
 import { page, ReferenceSchema, ReferenceStatus, ScrapeRunSchema, UpdateReferenceRequest } from '../catalogue/schemas.ts'
+import { serviceContext } from '../http/context.ts'
 
 export function adminCatalogueRouter(deps: Deps) {
   const ListQuery = listQuery(deps.config)
@@ -46,12 +47,11 @@ export function adminCatalogueRouter(deps: Deps) {
       ...errorResponses.protected,
     },
   })
-  const ctx = (requestId: string) => ({ deps, requestId })
   return createRouter()
-    .openapi(references, async (c) => c.json(await listReferences({ ctx: ctx(c.get('requestId')), input: c.req.valid('query') }), 200))
-    .openapi(runs, async (c) => c.json(await listRuns({ ctx: ctx(c.get('requestId')), input: c.req.valid('query') }), 200))
+    .openapi(references, async (c) => c.json(await listReferences({ ctx: serviceContext(deps, c), input: c.req.valid('query') }), 200))
+    .openapi(runs, async (c) => c.json(await listRuns({ ctx: serviceContext(deps, c), input: c.req.valid('query') }), 200))
     .openapi(update, async (c) => {
       const input = { id: c.req.valid('param').reference_id, patch: c.req.valid('json') }
-      return c.json(await updateReference({ ctx: ctx(c.get('requestId')), input, principal: c.get('principal') }), 200)
+      return c.json(await updateReference({ ctx: serviceContext(deps, c), input, principal: c.get('principal') }), 200)
     })
 }

@@ -9,6 +9,7 @@ import { ApiError, ErrorCode } from '../http/errors.ts'
 import { uploadCurriculum } from '../ingestion/upload.ts'
 import { dashboardStats, deleteDocument, updateDocument } from '../ingestion/documents.ts'
 import { DOCUMENT_ORIGINS, DOCUMENT_STATUSES } from '../domain/enums.ts'
+import { serviceContext } from '../http/context.ts'
 
 const DocumentSchema = z
   .object({
@@ -145,7 +146,6 @@ export function adminDocumentsRouter(deps: Deps) {
     responses: { 200: jsonContent(StatsSchema, 'Counters from live data'), ...errorResponses.protected },
   })
 
-  const ctx = (requestId: string) => ({ deps, requestId })
   const router = createRouter()
   router.use('/upload-curriculum', limit('upload'))
   // documented from its schema, but its body read here: the router's own validator refuses boundaries
@@ -156,7 +156,7 @@ export function adminDocumentsRouter(deps: Deps) {
     const bytes = new Uint8Array(await form.file.arrayBuffer())
     return c.json(
       await uploadCurriculum({
-        ctx: ctx(c.get('requestId')),
+        ctx: serviceContext(deps, c),
         input: {
           bytes,
           grade: form.grade,
@@ -172,7 +172,7 @@ export function adminDocumentsRouter(deps: Deps) {
   return router
     .openapi(patch, async (c) => {
       const doc = await updateDocument({
-        ctx: ctx(c.get('requestId')),
+        ctx: serviceContext(deps, c),
         input: { id: c.req.valid('param').document_id, patch: c.req.valid('json') },
         principal: c.get('principal'),
       })
@@ -180,9 +180,9 @@ export function adminDocumentsRouter(deps: Deps) {
       return c.json(doc, 200)
     })
     .openapi(remove, async (c) => {
-      const result = await deleteDocument({ ctx: ctx(c.get('requestId')), input: { id: c.req.valid('param').document_id } })
+      const result = await deleteDocument({ ctx: serviceContext(deps, c), input: { id: c.req.valid('param').document_id } })
       if (!result) throw new ApiError(ErrorCode.NOT_FOUND, 'Unknown document')
       return c.json(result, 200)
     })
-    .openapi(stats, async (c) => c.json(await dashboardStats({ ctx: ctx(c.get('requestId')) }), 200))
+    .openapi(stats, async (c) => c.json(await dashboardStats({ ctx: serviceContext(deps, c) }), 200))
 }

@@ -7,6 +7,7 @@ import { ApiError, ErrorCode } from '../http/errors.ts'
 import { listQuery } from '../http/list.ts'
 import { dispatchNext, getJob, legacyIngestion, listJobs, requestIngestion, requeueJob } from '../ingestion/service.ts'
 import { JOB_STATUSES } from '../domain/enums.ts'
+import { serviceContext } from '../http/context.ts'
 
 const JobStatus = z.enum(JOB_STATUSES)
 const JobSchema = z
@@ -136,14 +137,13 @@ export function adminJobsRouter(deps: Deps) {
     },
   })
 
-  const ctx = (requestId: string) => ({ deps, requestId })
   return createRouter()
     .openapi(
       ingest,
       async (c) =>
         c.json(
           await requestIngestion({
-            ctx: ctx(c.get('requestId')),
+            ctx: serviceContext(deps, c),
             input: { reference_id: c.req.valid('param').reference_id, force: c.req.valid('query').force },
           }),
           202,
@@ -152,14 +152,14 @@ export function adminJobsRouter(deps: Deps) {
     .openapi(legacy, async (c) => {
       c.header('Deprecation', 'true')
       c.header('Link', '</admin/ingest/{reference_id}>; rel="successor-version"')
-      return c.json(await legacyIngestion({ ctx: ctx(c.get('requestId')), input: c.req.valid('json') }), 202)
+      return c.json(await legacyIngestion({ ctx: serviceContext(deps, c), input: c.req.valid('json') }), 202)
     })
-    .openapi(dispatch, async (c) => c.json(await dispatchNext({ ctx: ctx(c.get('requestId')) }), 200))
-    .openapi(list, async (c) => c.json(await listJobs({ ctx: ctx(c.get('requestId')), input: c.req.valid('query') }), 200))
+    .openapi(dispatch, async (c) => c.json(await dispatchNext({ ctx: serviceContext(deps, c) }), 200))
+    .openapi(list, async (c) => c.json(await listJobs({ ctx: serviceContext(deps, c), input: c.req.valid('query') }), 200))
     .openapi(one, async (c) => {
-      const job = await getJob({ ctx: ctx(c.get('requestId')), input: { id: c.req.valid('param').job_id } })
+      const job = await getJob({ ctx: serviceContext(deps, c), input: { id: c.req.valid('param').job_id } })
       if (!job) throw new ApiError(ErrorCode.NOT_FOUND, 'Unknown job')
       return c.json(job, 200)
     })
-    .openapi(requeue, async (c) => c.json(await requeueJob({ ctx: ctx(c.get('requestId')), input: { id: c.req.valid('param').job_id } }), 200))
+    .openapi(requeue, async (c) => c.json(await requeueJob({ ctx: serviceContext(deps, c), input: { id: c.req.valid('param').job_id } }), 200))
 }

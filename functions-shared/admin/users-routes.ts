@@ -6,6 +6,7 @@ import { errorResponses, ErrorSchema, jsonContent } from '../http/schemas.ts'
 import { EmailSchema, FullNameSchema, passwordSchema, ProfileSchema, RoleSchema, UserIdParam } from '../identity/schemas.ts'
 import { createUser, deleteUser, listProfiles, resetUserPassword, setHintLevel, setUserRole } from '../identity/service.ts'
 import { listQuery } from '../http/list.ts'
+import { serviceContext } from '../http/context.ts'
 
 const notFound = { 404: jsonContent(ErrorSchema, 'Unknown user') }
 const errors = { ...errorResponses.protected }
@@ -94,7 +95,6 @@ export function adminUsersRouter(deps: Deps) {
     responses: { 200: jsonContent(z.object({ success: z.literal(true), user_id: z.uuid() }), 'Password changed'), ...notFound, ...errors },
   })
 
-  const ctx = (requestId: string) => ({ deps, requestId })
   return createRouter()
     .openapi(testRole, (c) => {
       const p = c.get('principal')
@@ -104,13 +104,13 @@ export function adminUsersRouter(deps: Deps) {
         via: p.kind === 'user' ? ('token' as const) : p.kind === 'service' ? ('service_role' as const) : ('admin_key' as const),
       }, 200)
     })
-    .openapi(list, async (c) => c.json(await listProfiles({ ctx: ctx(c.get('requestId')), input: c.req.valid('query') }), 200))
-    .openapi(create, async (c) => c.json(await createUser({ ctx: ctx(c.get('requestId')), input: c.req.valid('json') }), 201))
-    .openapi(role, async (c) => c.json(await setUserRole({ ctx: ctx(c.get('requestId')), input: { ...c.req.valid('param'), ...c.req.valid('json') } }), 200))
-    .openapi(hint, async (c) => c.json(await setHintLevel({ ctx: ctx(c.get('requestId')), input: { ...c.req.valid('param'), ...c.req.valid('query') } }), 200))
-    .openapi(remove, async (c) => c.json(await deleteUser({ ctx: ctx(c.get('requestId')), input: c.req.valid('param') }), 200))
+    .openapi(list, async (c) => c.json(await listProfiles({ ctx: serviceContext(deps, c), input: c.req.valid('query') }), 200))
+    .openapi(create, async (c) => c.json(await createUser({ ctx: serviceContext(deps, c), input: c.req.valid('json') }), 201))
+    .openapi(role, async (c) => c.json(await setUserRole({ ctx: serviceContext(deps, c), input: { ...c.req.valid('param'), ...c.req.valid('json') } }), 200))
+    .openapi(hint, async (c) => c.json(await setHintLevel({ ctx: serviceContext(deps, c), input: { ...c.req.valid('param'), ...c.req.valid('query') } }), 200))
+    .openapi(remove, async (c) => c.json(await deleteUser({ ctx: serviceContext(deps, c), input: c.req.valid('param') }), 200))
     .openapi(
       reset,
-      async (c) => c.json(await resetUserPassword({ ctx: ctx(c.get('requestId')), input: { ...c.req.valid('param'), ...c.req.valid('json') } }), 200),
+      async (c) => c.json(await resetUserPassword({ ctx: serviceContext(deps, c), input: { ...c.req.valid('param'), ...c.req.valid('json') } }), 200),
     )
 }

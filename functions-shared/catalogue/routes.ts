@@ -9,6 +9,7 @@ import { listQuery } from '../http/list.ts'
 import { listReferences, listRuns } from './listings.ts'
 import { syncSource } from './sync.ts'
 import { page, ReferenceSchema, ReferenceStatus, ScrapeRunSchema } from './schemas.ts'
+import { serviceContext } from '../http/context.ts'
 
 const SourceParam = z.object({ source: z.string().max(63).openapi({ param: { name: 'source', in: 'path' }, example: 'education-mr' }) })
 const unknown = { 404: jsonContent(ErrorSchema, 'Unknown source') }
@@ -85,7 +86,6 @@ export function scrapingRouter(deps: Deps) {
     responses: { 200: jsonContent(page(ReferenceSchema, 'ReferenceList'), 'Newest first'), ...unknown, ...errorResponses.public },
   })
 
-  const ctx = (requestId: string) => ({ deps, requestId })
   const router = createRouter()
   router.use('/sources', limit('public'))
   router.use('/:source/sync', admin, limit('admin'))
@@ -95,14 +95,14 @@ export function scrapingRouter(deps: Deps) {
     .openapi(sources, (c) => c.json({ sources: deps.sources.map((s) => s.name), total: deps.sources.length }, 200))
     .openapi(sync, async (c) => {
       const source = sourceNamed(c.req.valid('param').source)
-      return c.json(await syncSource({ ctx: ctx(c.get('requestId')), source }), 200)
+      return c.json(await syncSource({ ctx: serviceContext(deps, c), source }), 200)
     })
     .openapi(runs, async (c) => {
       const source = sourceNamed(c.req.valid('param').source)
-      return c.json(await listRuns({ ctx: ctx(c.get('requestId')), input: { source: source.name, ...c.req.valid('query') } }), 200)
+      return c.json(await listRuns({ ctx: serviceContext(deps, c), input: { source: source.name, ...c.req.valid('query') } }), 200)
     })
     .openapi(references, async (c) => {
       const source = sourceNamed(c.req.valid('param').source)
-      return c.json(await listReferences({ ctx: ctx(c.get('requestId')), input: { source: source.name, ...c.req.valid('query') } }), 200)
+      return c.json(await listReferences({ ctx: serviceContext(deps, c), input: { source: source.name, ...c.req.valid('query') } }), 200)
     })
 }

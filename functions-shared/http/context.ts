@@ -1,6 +1,8 @@
 // Typed context variables, shared by every middleware and handler.
 import type { Logger } from '../lib/logger.ts'
+import type { Context } from 'hono'
 import type { JWTPayload } from 'jose'
+import type { Deps, ServiceContext } from '../deps.ts'
 import type { ROLES } from '../domain/enums.ts'
 
 /** A user's role, as the token's app_metadata.role says it. */
@@ -18,4 +20,9 @@ declare module 'hono' {
     log: Logger
     principal: Principal
   }
+}
+
+/** What a route hands its service: the dependencies and the request it serves. */
+export function serviceContext(deps: Deps, c: Context): ServiceContext {
+  return { deps, requestId: c.get('requestId') }
 }

@@ -12,6 +12,7 @@ import { getBalance, listOwnLedger, listTransactions, logExpense, topUp } from '
 import { finalize, listOwnReservations, reserve } from './reservations.ts'
 import { EXPENSE_TYPES, LEDGER_REASONS, RESERVATION_STATUSES, TRANSACTION_DIRECTIONS } from '../domain/enums.ts'
 import { Amount, BalanceSchema, Currency, FinalizeResponse, PaymentMethod, ReservationSchema, Tokens, TopUpResponse, TransactionSchema } from './schemas.ts'
+import { serviceContext } from '../http/context.ts'
 
 const body = <T extends z.ZodType>(schema: T) => ({ body: { content: { 'application/json': { schema } }, required: true } })
 const err = (d: string) => jsonContent(ErrorSchema, d)
@@ -177,7 +178,6 @@ export function walletRouter(deps: Deps) {
     if (!deps.config.WALLET_INTERNAL_ROUTES) throw new ApiError(ErrorCode.NOT_FOUND, `No route for ${c.req.method} ${c.req.path}`)
     await next()
   })
-  const ctx = (requestId: string) => ({ deps, requestId })
   // the balance fetch counts against its address's welcome allowance
   const clientCtx = (c: Context) => ({ deps, requestId: c.get('requestId') as string, clientKey: rateLimitClient(deps, c) })
   const userId = (p: ReturnType<typeof Object>) => (p as { userId: string }).userId
@@ -185,15 +185,15 @@ export function walletRouter(deps: Deps) {
     .openapi(balance, async (c) => c.json(await getBalance({ ctx: clientCtx(c), userId: userId(c.get('principal')) }), 200))
     .openapi(
       reservations,
-      async (c) => c.json(await listOwnReservations({ ctx: ctx(c.get('requestId')), principal: c.get('principal'), input: c.req.valid('query') }), 200),
+      async (c) => c.json(await listOwnReservations({ ctx: serviceContext(deps, c), principal: c.get('principal'), input: c.req.valid('query') }), 200),
     )
     .openapi(
       ledger,
-      async (c) => c.json(await listOwnLedger({ ctx: ctx(c.get('requestId')), principal: c.get('principal'), input: c.req.valid('query') }), 200),
+      async (c) => c.json(await listOwnLedger({ ctx: serviceContext(deps, c), principal: c.get('principal'), input: c.req.valid('query') }), 200),
     )
     .openapi(topup, async (c) => {
       const result = await topUp({
-        ctx: ctx(c.get('requestId')),
+        ctx: serviceContext(deps, c),
         principal: c.get('principal'),
         input: c.req.valid('json'),
         idempotencyKey: c.req.valid('header')['idempotency-key'],
@@ -201,8 +201,8 @@ export function walletRouter(deps: Deps) {
       if (result.replayed) c.header('Idempotent-Replayed', 'true')
       return c.json(result, 201)
     })
-    .openapi(expense, async (c) => c.json(await logExpense({ ctx: ctx(c.get('requestId')), principal: c.get('principal'), input: c.req.valid('json') }), 201))
-    .openapi(transactions, async (c) => c.json(await listTransactions({ ctx: ctx(c.get('requestId')), input: c.req.valid('query') }), 200))
-    .openapi(internalReserve, async (c) => c.json(await reserve({ ctx: ctx(c.get('requestId')), input: c.req.valid('json') }), 201))
-    .openapi(internalFinalize, async (c) => c.json(await finalize({ ctx: ctx(c.get('requestId')), input: { ...c.req.valid('json'), kind: 'manual' } }), 200))
+    .openapi(expense, async (c) => c.json(await logExpense({ ctx: serviceContext(deps, c), principal: c.get('principal'), input: c.req.valid('json') }), 201))
+    .openapi(transactions, async (c) => c.json(await listTransactions({ ctx: serviceContext(deps, c), input: c.req.valid('query') }), 200))
+    .openapi(internalReserve, async (c) => c.json(await reserve({ ctx: serviceContext(deps, c), input: c.req.valid('json') }), 201))
+    .openapi(internalFinalize, async (c) => c.json(await finalize({ ctx: serviceContext(deps, c), input: { ...c.req.valid('json'), kind: 'manual' } }), 200))
 }
