@@ -103,6 +103,14 @@ describe('the house', () => {
     expect(upward).toEqual([])
   })
 
+  it('keeps HTTP out of the services: only route files of a service room import http/errors.ts (services throw domain errors)', () => {
+    const services = new Set(FLOORS[4])
+    const offenders = [...graph]
+      .filter(([file, imports]) => services.has(file.split('/')[0]!) && !/routes\.ts$/.test(file) && imports.includes('http/errors.ts'))
+      .map(([file]) => file)
+    expect(offenders).toEqual([])
+  })
+
   it('loads only its shell and its router in the health function: at most 40 modules, no chat, AI or PDF code', () => {
     const out = execFileSync(join(root, 'node_modules/.bin/deno'), ['info', '--json', 'supabase/functions/health/index.ts'], {
       cwd: root,

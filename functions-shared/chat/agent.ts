@@ -5,8 +5,8 @@
 // always settles its reservation: the answer's cost, the flat clarifying cost, or nothing when the turn
 // failed before it produced text. decide_path is in decide.ts, check_wallet and finalize in settle.ts,
 // retrieve_and_rerank and generate in answer.ts, the shapes every step shares in turn.ts; the turn's order is here.
-import { ApiError, ErrorCode, toApiError } from '../http/errors.ts'
 import { CircuitOpenError } from '../lib/circuit-breaker.ts'
+import { DomainError, refusalCode } from '../domain/errors.ts'
 import { refusedByModel } from '../ai/provider.ts'
 import { clarifyingQuestion, noSourcesAnswer } from './prompt.ts'
 import { catalogueOptions } from './infer.ts'
@@ -61,7 +61,7 @@ export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{
   try {
     await refuseBeforeReading(ctx)
   } catch (err) {
-    ctx.rt.metrics.turns.inc({ path: 'undecided', outcome: toApiError(err)?.code ?? 'failed' })
+    ctx.rt.metrics.turns.inc({ path: 'undecided', outcome: refusalCode(err) ?? 'failed' })
     throw err
   }
   try {
@@ -75,7 +75,7 @@ export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{
         'the provider failed before the turn was decided',
       )
       ctx.rt.metrics.turns.inc({ path: 'undecided', outcome: 'model_unavailable' })
-      throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, UNAVAILABLE_MESSAGE, { details: { reason: 'provider_error', step: 'decide_path' } })
+      throw new DomainError('service_unavailable', UNAVAILABLE_MESSAGE, { reason: 'provider_error', step: 'decide_path' })
     }
     throw err
   }
@@ -83,7 +83,7 @@ export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{
     const hold = await checkWallet(ctx, decision)
     return { decision, hold }
   } catch (err) {
-    const outcome = toApiError(err)?.code ?? 'failed'
+    const outcome = refusalCode(err) ?? 'failed'
     ctx.rt.metrics.turns.inc({ path: decision.path, outcome })
     throw err
   }
@@ -225,15 +225,15 @@ export async function completeTurn(
     sink.error(
       unsettled
         ? {
-          error: ErrorCode.SERVICE_UNAVAILABLE,
+          error: 'service_unavailable',
           message: 'The answer could not be settled, so it is not delivered; nothing was charged, please retry',
           request_id: ctx.requestId,
         }
         : refused
-        ? { error: ErrorCode.BAD_REQUEST, message: REFUSED_MESSAGE, request_id: ctx.requestId }
+        ? { error: 'bad_request', message: REFUSED_MESSAGE, request_id: ctx.requestId }
         : unavailable
-        ? { error: ErrorCode.SERVICE_UNAVAILABLE, message: UNAVAILABLE_MESSAGE, request_id: ctx.requestId }
-        : { error: ErrorCode.INTERNAL_ERROR, message: 'The answer failed; nothing was charged', request_id: ctx.requestId },
+        ? { error: 'service_unavailable', message: UNAVAILABLE_MESSAGE, request_id: ctx.requestId }
+        : { error: 'internal_error', message: 'The answer failed; nothing was charged', request_id: ctx.requestId },
     )
     return outcome
   } finally {

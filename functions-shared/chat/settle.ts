@@ -2,7 +2,6 @@
 // and finalize (the reservation settled, the usage written). See agent.ts for the order.
 import type { Deps } from '../deps.ts'
 import { type Tier, tierLimits } from '../config.ts'
-import { ApiError, ErrorCode } from '../http/errors.ts'
 import { finalize } from '../wallet/reservations.ts'
 import { countReservation } from '../wallet/metrics.ts'
 import { iso } from '../lib/time.ts'
@@ -10,7 +9,7 @@ import { isPgError } from '../db/tx.ts'
 import { storable, storableText } from '../lib/text.ts'
 import type { HintLevel } from './prompt.ts'
 import { type Decision, type Hold, type Outcome, timed, type TurnContext, UNAVAILABLE_MESSAGE, type Usage } from './turn.ts'
-import { refusalCode } from '../domain/errors.ts'
+import { DomainError, refusalCode } from '../domain/errors.ts'
 
 function untilUtcMidnight(now: number): number {
   const d = new Date(now)
@@ -53,10 +52,7 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
   return timed(ctx, 'check_wallet', async () => {
     const { deps } = ctx
     if (decision.path === 'answer' && ctx.rt.breaker.state === 'open') {
-      throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, UNAVAILABLE_MESSAGE, {
-        details: { reason: 'circuit_open' },
-        headers: { 'Retry-After': String(deps.config.CIRCUIT_RESET_SECONDS) },
-      })
+      throw new DomainError('service_unavailable', UNAVAILABLE_MESSAGE, { reason: 'circuit_open' }, { retryAfter: deps.config.CIRCUIT_RESET_SECONDS })
     }
     const tiers = ['free', 'standard', 'premium'] as const
     const estimates = tiers.map((t) => estimateFor(deps, decision.path, t).estimated)
@@ -67,7 +63,7 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
                                            ${deps.config.RESERVATION_TTL_SECONDS}, ${deps.config.WELCOME_BONUS_TOKENS},
                                            ${ctx.clientKey ?? null}, ${deps.config.WELCOME_BONUS_DAILY_PER_ADDRESS})`.catch((err: unknown) => {
       // a token that outlived its account (deleted since it was issued): no wallet to reserve from
-      if (isPgError(err, 'PT404')) throw new ApiError(ErrorCode.UNAUTHORIZED, 'The account of this token no longer exists; sign in again')
+      if (isPgError(err, 'PT404')) throw new DomainError('unauthorized', 'The account of this token no longer exists; sign in again')
       throw err
     })
     const tier = row.tier
@@ -76,8 +72,9 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
     if (row.refused === 'daily_limit') throw dailyLimitReached(deps, tier)
     if (row.refused === 'insufficient_balance') {
       countReservation(deps.metrics.wallet, 'insufficient')
-      throw new ApiError(ErrorCode.INSUFFICIENT_BALANCE, `This answer needs ${estimated} tokens reserved; the balance is ${Number(row.token_balance)}`, {
-        details: { estimated, token_balance: Number(row.token_balance) },
+      throw new DomainError('insufficient_balance', `This answer needs ${estimated} tokens reserved; the balance is ${Number(row.token_balance)}`, {
+        estimated,
+        token_balance: Number(row.token_balance),
       })
     }
     countReservation(deps.metrics.wallet, 'reserved', estimated)
@@ -89,12 +86,11 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
 }
 
 /** The 429 of a tier whose chat turns for the UTC day are used, with the seconds until midnight UTC. */
-function dailyLimitReached(deps: Deps, tier: Tier): ApiError {
+function dailyLimitReached(deps: Deps, tier: Tier): DomainError {
   const limit = tierLimits(deps.config, tier).dailyLimit
   const retryAfter = untilUtcMidnight(deps.clock.now())
-  return new ApiError(ErrorCode.DAILY_LIMIT_REACHED, `The ${tier} tier allows ${limit} chat turns per day`, {
-    details: { limit, window: '1d', retry_after: retryAfter },
-    headers: { 'Retry-After': String(retryAfter) },
+  return new DomainError('daily_limit_reached', `The ${tier} tier allows ${limit} chat turns per day`, { limit, window: '1d', retry_after: retryAfter }, {
+    retryAfter,
   })
 }
 
@@ -132,8 +128,9 @@ export async function refuseBeforeReading(ctx: TurnContext): Promise<void> {
   if (balance >= estimated) return
   countReservation(deps.metrics.wallet, 'insufficient')
   ctx.log.info({ step: 'check_wallet', token_balance: balance, estimated }, 'the balance pays no turn: refused before the question is read')
-  throw new ApiError(ErrorCode.INSUFFICIENT_BALANCE, `A turn needs at least ${estimated} tokens reserved; the balance is ${balance}`, {
-    details: { estimated, token_balance: balance },
+  throw new DomainError('insufficient_balance', `A turn needs at least ${estimated} tokens reserved; the balance is ${balance}`, {
+    estimated,
+    token_balance: balance,
   })
 }
 

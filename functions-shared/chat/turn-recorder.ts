@@ -4,6 +4,7 @@
 // kept beside it in chat_turns. The process that generates a turn renews its lease; a turn whose lease ran
 // out lost its process and is interrupted (public.interrupt_stale_turns). A cancel is a flag any process
 // sets and the generating one reads at its next write.
+import type { DomainErrorCode } from '../domain/errors.ts'
 import type { Deps } from '../deps.ts'
 import { storable, storableText } from '../lib/text.ts'
 import type { Logger } from '../lib/logger.ts'
@@ -176,7 +177,7 @@ export class TurnRecorder implements TurnSink {
     this.#end(statusOf(outcome), { event: 'done', data: storable(data) }, (data.usage as Record<string, unknown> | null) ?? null)
   }
 
-  error(data: { error: string; message: string; request_id: string }): void {
+  error(data: { error: DomainErrorCode; message: string; request_id: string }): void {
     this.#end('failed', { event: 'error', data: storable(data) }, null)
   }
 

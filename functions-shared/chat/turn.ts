@@ -1,5 +1,6 @@
 // The shapes of a chat turn, shared by its steps (decide.ts, settle.ts, agent.ts): the request, the
 // context every step gets, what each step decides, and the sink a turn reports through.
+import type { DomainErrorCode } from '../domain/errors.ts'
 import type { Deps } from '../deps.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { Tier } from '../config.ts'
@@ -107,7 +108,7 @@ export interface TurnSink {
   sources(data: { sources: Source[]; retrieval: Record<string, unknown> | null }): void
   delta(text: string): void
   done(data: Record<string, unknown>): void
-  error(data: { error: string; message: string; request_id: string }): void
+  error(data: { error: DomainErrorCode; message: string; request_id: string }): void
 }
 
 export async function timed<T>(ctx: TurnContext, stage: string, fn: () => Promise<T>): Promise<T> {

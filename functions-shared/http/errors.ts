@@ -83,20 +83,31 @@ export function errorBody(c: Context, code: string, message: string, details: Re
   return { error: code, message, request_id: c.get('requestId') ?? null, ...details }
 }
 
-/** The one place a domain refusal becomes an HTTP error: its code decides the status. */
+/** The one place a domain refusal becomes an HTTP error: its code decides the status (the codes are the API's own). */
 const DOMAIN_CODES: Record<DomainErrorCode, ErrorCode> = {
   validation_failed: ErrorCode.VALIDATION_FAILED,
+  bad_request: ErrorCode.BAD_REQUEST,
+  unauthorized: ErrorCode.UNAUTHORIZED,
+  invalid_credentials: ErrorCode.INVALID_CREDENTIALS,
   insufficient_balance: ErrorCode.INSUFFICIENT_BALANCE,
   forbidden: ErrorCode.FORBIDDEN,
   not_found: ErrorCode.NOT_FOUND,
   conflict: ErrorCode.CONFLICT,
   idempotency_key_reused: ErrorCode.IDEMPOTENCY_KEY_REUSED,
+  unsupported_media_type: ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+  rate_limited: ErrorCode.RATE_LIMITED,
+  daily_limit_reached: ErrorCode.DAILY_LIMIT_REACHED,
+  internal_error: ErrorCode.INTERNAL_ERROR,
+  service_unavailable: ErrorCode.SERVICE_UNAVAILABLE,
 }
 
-/** An ApiError as is, a DomainError as the ApiError of its code; null for anything else. */
+/** An ApiError as is, a DomainError as the ApiError of its code (Retry-After from its retryAfter); null for anything else. */
 export function toApiError(err: unknown): ApiError | null {
   if (err instanceof ApiError) return err
-  if (err instanceof DomainError) return new ApiError(DOMAIN_CODES[err.code], err.message, { details: err.details, cause: err })
+  if (err instanceof DomainError) {
+    const headers: Record<string, string> = err.retryAfter === undefined ? {} : { 'Retry-After': String(err.retryAfter) }
+    return new ApiError(DOMAIN_CODES[err.code], err.message, { details: err.details, headers, cause: err })
+  }
   return null
 }
 

@@ -1,5 +1,5 @@
-// Supabase Auth's errors (from supabase-js) as our API errors.
-import { ApiError, ErrorCode } from '../http/errors.ts'
+// Supabase Auth's errors (from supabase-js) as the service's refusals.
+import { DomainError } from '../domain/errors.ts'
 
 interface AuthErrorLike {
   name?: string
@@ -24,7 +24,7 @@ export interface AuthLimits {
  * may ask for per hour, the requests per five minutes. The two budgets are token buckets that refill
  * evenly: one more request is allowed at the latest after the window divided by the limit.
  */
-function rateLimited(error: AuthErrorLike, context: string, limits: AuthLimits): ApiError {
+function rateLimited(error: AuthErrorLike, context: string, limits: AuthLimits): DomainError {
   const code = error.code ?? ''
   const after = /after (\d+) seconds?/.exec(error.message)
   const [retryAfter, limit, window] = after && code === 'over_email_send_rate_limit'
@@ -33,9 +33,8 @@ function rateLimited(error: AuthErrorLike, context: string, limits: AuthLimits):
     ? [Math.ceil(3600 / Math.max(1, limits.emailsPerHour)), limits.emailsPerHour, '1h']
     : [Math.ceil(300 / Math.max(1, limits.perFiveMinutes)), limits.perFiveMinutes, '5m']
   const what = after ? `${context} for this address` : `${context} attempts from this address`
-  return new ApiError(ErrorCode.RATE_LIMITED, `Too many ${what}; retry in ${retryAfter} s`, {
-    details: { retry_after: retryAfter, limit, window, auth_error: code },
-    headers: { 'Retry-After': String(retryAfter) },
+  return new DomainError('rate_limited', `Too many ${what}; retry in ${retryAfter} s`, { retry_after: retryAfter, limit, window, auth_error: code }, {
+    retryAfter,
   })
 }
 
@@ -43,30 +42,30 @@ export function fromAuthError(
   error: AuthErrorLike,
   context: string,
   limits: AuthLimits = { perFiveMinutes: 30, emailsPerHour: 30, emailSpacingSeconds: 60 },
-): ApiError {
+): DomainError {
   const code = error.code ?? ''
   switch (code) {
     case 'user_already_exists':
     case 'email_exists':
-      return new ApiError(ErrorCode.CONFLICT, 'An account with this email already exists')
+      return new DomainError('conflict', 'An account with this email already exists')
     case 'weak_password':
-      return new ApiError(ErrorCode.VALIDATION_FAILED, error.message, { details: { fields: [{ field: 'password', message: error.message }] } })
+      return new DomainError('validation_failed', error.message, { fields: [{ field: 'password', message: error.message }] })
     case 'validation_failed':
     case 'email_address_invalid':
-      return new ApiError(ErrorCode.VALIDATION_FAILED, error.message)
+      return new DomainError('validation_failed', error.message)
     case 'invalid_credentials':
-      return new ApiError(ErrorCode.INVALID_CREDENTIALS, 'Invalid email or password')
+      return new DomainError('invalid_credentials', 'Invalid email or password')
     case 'email_not_confirmed':
-      return new ApiError(ErrorCode.FORBIDDEN, 'Email not confirmed')
+      return new DomainError('forbidden', 'Email not confirmed')
     case 'user_banned':
-      return new ApiError(ErrorCode.FORBIDDEN, 'This account is suspended')
+      return new DomainError('forbidden', 'This account is suspended')
     case 'user_not_found':
-      return new ApiError(ErrorCode.NOT_FOUND, 'User not found')
+      return new DomainError('not_found', 'User not found')
   }
   const status = error.status ?? 0
   if (status === 429) return rateLimited(error, context, limits)
   if (error.name === 'AuthRetryableFetchError' || status === 0 || status >= 500) {
-    return new ApiError(ErrorCode.SERVICE_UNAVAILABLE, `Authentication service unavailable (${context}), please retry`, { headers: { 'Retry-After': '5' } })
+    return new DomainError('service_unavailable', `Authentication service unavailable (${context}), please retry`, {}, { retryAfter: 5 })
   }
-  return new ApiError(ErrorCode.BAD_REQUEST, error.message || `${context} failed`)
+  return new DomainError('bad_request', error.message || `${context} failed`)
 }

@@ -3,10 +3,9 @@
 // for admins.
 import type { ServiceContext } from '../deps.ts'
 import type { Principal, Role } from '../http/auth.ts'
-import { ApiError, ErrorCode } from '../http/errors.ts'
 import { asService, asUser } from '../db/tx.ts'
 import type { TotalRow } from '../db/client.ts'
-import { fromAuthError as toApiError } from './errors.ts'
+import { fromAuthError as refusalOf } from './errors.ts'
 import { DomainError } from '../domain/errors.ts'
 
 export interface Profile {
@@ -47,8 +46,8 @@ function toProfile(row: ProfileRow): Profile {
 // ---- accounts
 
 /** Auth's error as ours, naming the configured Auth limits when it is a 429. */
-const fromAuthError = (error: Parameters<typeof toApiError>[0], context: string, ctx?: ServiceContext) =>
-  toApiError(
+const fromAuthError = (error: Parameters<typeof refusalOf>[0], context: string, ctx?: ServiceContext) =>
+  refusalOf(
     error,
     context,
     ctx
@@ -64,7 +63,7 @@ export async function signUp({ ctx, input }: { ctx: ServiceContext; input: { ema
   const client = await ctx.deps.supabase.anon(ctx.requestId, ctx.clientIp)
   const { data, error } = await client.auth.signUp({ email: input.email, password: input.password, options: { data: { full_name: input.full_name } } })
   if (error) throw fromAuthError(error, 'sign-up', ctx)
-  if (!data.user) throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, 'Authentication service returned no user')
+  if (!data.user) throw new DomainError('service_unavailable', 'Authentication service returned no user')
   return { user_id: data.user.id, email: data.user.email ?? input.email }
 }
 
@@ -99,7 +98,7 @@ export async function requestPasswordReset({ ctx, input }: { ctx: ServiceContext
   if (error) {
     const mapped = fromAuthError(error, 'password reset', ctx)
     // a limit is said (429): the local auth server reaches it for any address, with an account or not
-    if (mapped.status >= 500 || mapped.status === 429) throw mapped
+    if (mapped.code === 'service_unavailable' || mapped.code === 'rate_limited') throw mapped
     ctx.deps.logs.forRequest('identity', ctx.requestId).info({ code: error.code }, 'password reset not sent')
   }
 }
@@ -166,7 +165,7 @@ export async function createUser(
   })
   if (error) throw fromAuthError(error, 'create user')
   const profile = await profileById(ctx, data.user.id)
-  if (!profile) throw new ApiError(ErrorCode.INTERNAL_ERROR, 'The account was created but its profile is missing')
+  if (!profile) throw new DomainError('internal_error', 'The account was created but its profile is missing')
   return profile
 }
 

@@ -3,7 +3,7 @@
 // manual uploads. No job: the document row exists only once everything is stored.
 import type { ServiceContext } from '../deps.ts'
 import { asService } from '../db/tx.ts'
-import { ApiError, ErrorCode } from '../http/errors.ts'
+import { DomainError } from '../domain/errors.ts'
 import { isPdf, PdfError } from '../pdf/extract.ts'
 import { PdfReadersBusy } from '../pdf/types.ts'
 import { readPdf, readPdfSettings } from '../pdf/read.ts'
@@ -23,8 +23,7 @@ export interface UploadInput {
 
 const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => x.toFixed(7)).join(',')}]`
 
-const refused = (field: string, message: string) =>
-  new ApiError(ErrorCode.VALIDATION_FAILED, `Invalid form: ${field}: ${message}`, { details: { fields: [{ field, message }] } })
+const refused = (field: string, message: string) => new DomainError('validation_failed', `Invalid form: ${field}: ${message}`, { fields: [{ field, message }] })
 
 /**
  * The grade, subject and namespace an upload is stored under: the grade and subject in the form a
@@ -46,19 +45,17 @@ export function uploadPlacement(input: Pick<UploadInput, 'grade' | 'subject' | '
 export async function uploadCurriculum({ ctx, input }: { ctx: ServiceContext; input: UploadInput }) {
   const { config } = ctx.deps
   const placement = uploadPlacement(input)
-  if (!isPdf(input.bytes)) throw new ApiError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'The file is not a PDF (it does not start with %PDF-)')
+  if (!isPdf(input.bytes)) throw new DomainError('unsupported_media_type', 'The file is not a PDF (it does not start with %PDF-)')
   let extracted
   try {
     // scanned pages are recognized in the request where this process can (Node); OCR_MAX_PAGES bounds it
     extracted = await readPdf(input.bytes, { ...readPdfSettings(config), engine: ctx.deps.ocr, extract: ctx.deps.extractPdf, language: input.language })
   } catch (err) {
     if (err instanceof PdfError) {
-      throw new ApiError(ErrorCode.VALIDATION_FAILED, err.message, { details: { fields: [{ field: 'file', message: err.message }] } })
+      throw new DomainError('validation_failed', err.message, { fields: [{ field: 'file', message: err.message }] })
     }
     if (err instanceof PdfReadersBusy) {
-      throw new ApiError(ErrorCode.SERVICE_UNAVAILABLE, 'Every PDF reader is busy with other uploads; retry shortly', {
-        headers: { 'Retry-After': String(err.retryAfterSeconds) },
-      })
+      throw new DomainError('service_unavailable', 'Every PDF reader is busy with other uploads; retry shortly', {}, { retryAfter: err.retryAfterSeconds })
     }
     throw err
   }
@@ -70,7 +67,7 @@ export async function uploadCurriculum({ ctx, input }: { ctx: ServiceContext; in
       : config.OCR_MODE === 'never'
       ? 'The PDF has no page with text (a scan without a text layer? OCR_MODE is never)'
       : 'The PDF has no page with text (nothing was recognized either)'
-    throw new ApiError(ErrorCode.VALIDATION_FAILED, why, { details: { fields: [{ field: 'file', message: 'no text' }] } })
+    throw new DomainError('validation_failed', why, { fields: [{ field: 'file', message: 'no text' }] })
   }
   const sourceOf = new Map(pages.map((p) => [p.number, p]))
   const chunks = chunkPages(pages, (text) => charWindows(text, config.CHUNK_CHARS, config.CHUNK_CHAR_OVERLAP).map((t) => ({ text: t })))

@@ -10,7 +10,6 @@ import { type Tier, tierLimits } from '../config.ts'
 import { iso } from '../lib/time.ts'
 import { LEDGER_REASONS } from '../domain/enums.ts'
 import { DomainError } from '../domain/errors.ts'
-import { ApiError, ErrorCode } from '../http/errors.ts'
 import type { BalanceRow, LedgerRow, TopUpRow, TransactionRow } from './rows.ts'
 
 /**
@@ -38,7 +37,7 @@ export async function getBalance({ ctx, userId }: { ctx: ServiceContext; userId:
   }).catch((err: unknown) => {
     // a token that outlived its account (deleted since it was issued): 401, as the chat answers it (spec §7.9)
     if (err instanceof DomainError && err.code === 'not_found') {
-      throw new ApiError(ErrorCode.UNAUTHORIZED, 'The account of this token no longer exists; sign in again')
+      throw new DomainError('unauthorized', 'The account of this token no longer exists; sign in again')
     }
     throw err
   })
