@@ -5,7 +5,7 @@ import type { Context } from 'hono'
 import type { Config } from './config.ts'
 import type { Sql } from './db/client.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
-import { createLogRoot, type LogRoot } from './lib/logger.ts'
+import { createLogRoot, type Logger, type LogRoot } from './lib/logger.ts'
 import { createMetrics, type Metrics } from './lib/metrics.ts'
 import type { SupabaseClient } from '@supabase/supabase-js'
 import type { ConnectGuard, Resolver } from './net/safe-fetch.ts'
@@ -88,6 +88,8 @@ export interface ServiceContext {
   clientIp?: string | undefined
   /** the client as the per-IP limits count it (rateLimitClient), for the welcome bonus's daily allowance */
   clientKey?: string | undefined
+  /** the request's logger (its id and route bound); a service without one logs under deps.logs */
+  log?: Logger | undefined
 }
 
 /** What a process that was not given an AI provider answers if a route calls a model: a wiring error, said plainly. */

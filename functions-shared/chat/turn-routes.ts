@@ -1,7 +1,6 @@
 // GET /chat/turns/{turn_id} and POST /chat/turns/{turn_id}/cancel: a stored turn read, its stream
 // resumed after a Last-Event-ID and followed to its end from any process (turn-store.ts), or stopped; and
 // the ways POST /chat answers with a turn (its stream, or its JSON once it has ended).
-import { chatRuntime } from './runtime.ts'
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import type { Deps } from '../deps.ts'
@@ -9,8 +8,9 @@ import { bearerSecurity } from '../http/router.ts'
 import { errorResponses, ErrorSchema, jsonContent } from '../http/schemas.ts'
 import { ApiError, ErrorCode } from '../http/errors.ts'
 import { DomainError } from '../domain/errors.ts'
+import { serviceContext } from '../http/context.ts'
 import { sseResponse } from './sse.ts'
-import { followTurn, readTurn, settledTurn } from './turn-store.ts'
+import { cancelTurn, followTurn, readTurn } from './turn-store.ts'
 import { turnBody, type TurnState } from './turn-state.ts'
 import { ChatResponse, SSE_DESCRIPTION, TurnParams } from './schemas.ts'
 
@@ -36,7 +36,7 @@ export function turnStream(c: Context, deps: Deps, userId: string, turnId: strin
     onCancel: () => left.abort(),
     run: async (send) => {
       try {
-        await followTurn(deps, chatRuntime(deps).live, userId, turnId, lastId, (e) => send(e.event, e.data, e.id), left.signal)
+        await followTurn({ ctx: { deps }, input: { userId, turnId, lastId }, send: (e) => send(e.event, e.data, e.id), signal: left.signal })
       } catch (err) {
         log.error({ turn_id: turnId, err: { message: (err as Error).message } }, 'following the turn failed')
         send('error', {
@@ -95,7 +95,7 @@ export function addTurnRoutes(router: OpenAPIHono, deps: Deps): void {
       ...errorResponses.protected,
     },
   })
-  const cancelTurn = createRoute({
+  const cancelRoute = createRoute({
     method: 'post',
     path: '/turns/{turn_id}/cancel',
     tags: ['chat'],
@@ -117,22 +117,16 @@ export function addTurnRoutes(router: OpenAPIHono, deps: Deps): void {
     const userId = userOf(c)
     const { turn_id: turnId } = c.req.valid('param')
     const after = lastEventId(c)
-    const state = await readTurn(deps, chatRuntime(deps).live, userId, turnId)
+    const state = await readTurn({ ctx: serviceContext(deps, c), input: { userId, turnId } })
     if (!state) throw new DomainError('not_found', `Turn ${turnId} was not found`)
     if (wantsStream(c)) return turnStream(c, deps, userId, turnId, after, turnHeaders(state)) as never
     return c.json(turnBody(state), 200) as never
   })
 
-  router.openapi(cancelTurn, async (c) => {
+  router.openapi(cancelRoute, async (c) => {
     const userId = userOf(c)
     const { turn_id: turnId } = c.req.valid('param')
-    const [row] = await deps.sql<{ status: string | null }[]>`select public.request_turn_cancel(${turnId}, ${userId}) as status`
-    const status = row?.status ?? null
-    if (status === null) throw new DomainError('not_found', `Turn ${turnId} was not found`)
-    if (status !== 'streaming' && status !== 'cancelled') throw new DomainError('conflict', `The turn has already ended: ${status}`, { status })
-    chatRuntime(deps).live.get(turnId)?.cancel.abort()
-    const state = await settledTurn(deps, chatRuntime(deps).live, userId, turnId, AbortSignal.timeout(10_000))
-    if (!state) throw new DomainError('not_found', `Turn ${turnId} was not found`)
+    const state = await cancelTurn({ ctx: serviceContext(deps, c), input: { userId, turnId } })
     return c.json(turnBody(state), state.terminal ? 200 : 202) as never
   })
 }

@@ -1,10 +1,17 @@
 // A stored chat turn read by any process: from the memory of the process that generates it, else from
 // the database; its events replayed after a Last-Event-ID and followed to its end (followTurn); its end
-// awaited (settledTurn).
-import type { Deps } from '../deps.ts'
+// awaited (settledTurn); its cancel asked for (cancelTurn).
+import type { ServiceContext } from '../deps.ts'
+import { DomainError } from '../domain/errors.ts'
 import { eventsAfter, type Terminal, type TurnEvent, type TurnState, type TurnStatus } from './turn-state.ts'
-import type { LiveTurns } from './live-turns.ts'
-import type { TurnRecorder } from './turn-recorder.ts'
+import { chatRuntime } from './runtime.ts'
+
+/** A turn of a user. */
+export interface TurnOf {
+  userId: string
+  turnId: string
+}
+type Ctx = Pick<ServiceContext, 'deps'>
 
 interface TurnRow {
   id: string
@@ -24,8 +31,10 @@ interface TurnRow {
  * database (a turn past its lease is interrupted first). Null when it is not the user's, or its
  * conversation was deleted.
  */
-export async function readTurn(deps: Deps, live: LiveTurns<TurnRecorder>, userId: string, turnId: string): Promise<TurnState | null> {
-  const here = live.get(turnId)
+export async function readTurn({ ctx, input }: { ctx: Ctx; input: TurnOf }): Promise<TurnState | null> {
+  const { deps } = ctx
+  const { userId, turnId } = input
+  const here = chatRuntime(deps).live.get(turnId)
   if (here) return here.userId === userId ? here.state : null
   // one statement, not a transaction with a role: a follower reads it every CHAT_FOLLOW_POLL_MS, and the
   // user is named in the query
@@ -61,19 +70,16 @@ export async function readTurn(deps: Deps, live: LiveTurns<TurnRecorder>, userId
  * process generates it, else from the database every CHAT_FOLLOW_POLL_MS. Stops when `signal` aborts.
  */
 export async function followTurn(
-  deps: Deps,
-  live: LiveTurns<TurnRecorder>,
-  userId: string,
-  turnId: string,
-  lastId: number,
-  send: (e: TurnEvent) => void,
-  signal: AbortSignal,
+  { ctx, input, send, signal }: { ctx: Ctx; input: TurnOf & { lastId: number }; send: (e: TurnEvent) => void; signal: AbortSignal },
 ): Promise<void> {
-  let last = lastId
+  const { deps } = ctx
+  const { turnId } = input
+  const live = chatRuntime(deps).live
+  let last = input.lastId
   while (!signal.aborted) {
     // listening before reading: a move while it reads wakes the next read at once
     const { moved, stop } = live.wait(turnId, deps.config.CHAT_FOLLOW_POLL_MS, signal)
-    const state = await readTurn(deps, live, userId, turnId).catch((err: unknown) => {
+    const state = await readTurn({ ctx, input }).catch((err: unknown) => {
       stop()
       throw err
     })
@@ -92,10 +98,11 @@ export async function followTurn(
 }
 
 /** Waits for the turn's end and returns it (null when it is not found). */
-export async function settledTurn(deps: Deps, live: LiveTurns<TurnRecorder>, userId: string, turnId: string, signal?: AbortSignal): Promise<TurnState | null> {
+export async function settledTurn({ ctx, input, signal }: { ctx: Ctx; input: TurnOf; signal?: AbortSignal }): Promise<TurnState | null> {
+  const live = chatRuntime(ctx.deps).live
   for (;;) {
-    const { moved, stop } = live.wait(turnId, deps.config.CHAT_FOLLOW_POLL_MS, signal)
-    const state = await readTurn(deps, live, userId, turnId).catch((err: unknown) => {
+    const { moved, stop } = live.wait(input.turnId, ctx.deps.config.CHAT_FOLLOW_POLL_MS, signal)
+    const state = await readTurn({ ctx, input }).catch((err: unknown) => {
       stop()
       throw err
     })
@@ -105,4 +112,21 @@ export async function settledTurn(deps: Deps, live: LiveTurns<TurnRecorder>, use
     }
     await moved
   }
+}
+
+/**
+ * Asks the turn to stop (from any process: the database says so, the process generating it hears it on
+ * its next write), then waits up to 10 s for its end. The turn as it is then (`terminal` null: still
+ * ending); refused when it is not the user's (not_found) or had already ended (conflict).
+ */
+export async function cancelTurn({ ctx, input }: { ctx: Ctx; input: TurnOf }): Promise<TurnState> {
+  const { deps } = ctx
+  const [row] = await deps.sql<{ status: string | null }[]>`select public.request_turn_cancel(${input.turnId}, ${input.userId}) as status`
+  const status = row?.status ?? null
+  if (status === null) throw new DomainError('not_found', `Turn ${input.turnId} was not found`)
+  if (status !== 'streaming' && status !== 'cancelled') throw new DomainError('conflict', `The turn has already ended: ${status}`, { status })
+  chatRuntime(deps).live.get(input.turnId)?.cancel.abort()
+  const state = await settledTurn({ ctx, input, signal: AbortSignal.timeout(10_000) })
+  if (!state) throw new DomainError('not_found', `Turn ${input.turnId} was not found`)
+  return state
 }

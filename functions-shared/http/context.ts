@@ -24,5 +24,5 @@ declare module 'hono' {
 
 /** What a route hands its service: the dependencies and the request it serves. */
 export function serviceContext(deps: Deps, c: Context): ServiceContext {
-  return { deps, requestId: c.get('requestId') }
+  return { deps, requestId: c.get('requestId'), log: c.get('log') }
 }
