@@ -1,13 +1,11 @@
-// /curriculum: the public catalogue of ready documents (spec §4.9).
+// /curriculum: the public catalogue of ready documents (spec §4.9); the reads are in service.ts.
 import { createRoute, z } from '@hono/zod-openapi'
-import { gradeMatchKey, subjectMatchKey } from '../catalogue/filters.ts'
 import type { Deps } from '../deps.ts'
 import { createRouter } from '../http/router.ts'
 import { errorResponses, ErrorSchema, jsonContent } from '../http/schemas.ts'
 import { guards } from '../http/guards.ts'
-import { ApiError, ErrorCode } from '../http/errors.ts'
-import { asService } from '../db/tx.ts'
-import type { DocumentRow } from '../ingestion/documents.ts'
+import { serviceContext } from '../http/context.ts'
+import { getTextbook, listSubjects, listTextbooks } from './service.ts'
 
 const TextbookSchema = z
   .object({
@@ -23,27 +21,6 @@ const TextbookSchema = z
     namespace: z.string(),
   })
   .openapi('Textbook')
-
-function textbookJson(r: DocumentRow): z.infer<typeof TextbookSchema> {
-  return {
-    id: r.id,
-    title: r.title ?? '',
-    grade: r.grade ?? '',
-    subject: r.subject ?? '',
-    major: r.major ?? '',
-    language: r.language ?? '',
-    weight: r.weight,
-    page_count: r.page_count ?? 0,
-    chunk_count: r.chunk_count ?? 0,
-    namespace: r.vectordb_namespace ?? '',
-  }
-}
-
-/** The first and last page of a document's chunks; both null when it has none. */
-interface PageRangeRow {
-  min: number | null
-  max: number | null
-}
 
 const subjects = createRoute({
   method: 'get',
@@ -92,46 +69,7 @@ export function curriculumRouter(deps: Deps) {
   const router = createRouter()
   router.use('*', limit('public'))
   return router
-    .openapi(subjects, async (c) => {
-      const rows = await asService(
-        deps.sql,
-        (tx) =>
-          tx<
-            { subject: string }[]
-          >`select distinct subject from public.documents where status = 'ready' and subject is not null and subject <> '' order by subject`,
-      )
-      return c.json({ subjects: rows.map((r) => r.subject), total: rows.length }, 200)
-    })
-    .openapi(textbooks, async (c) => {
-      const q = c.req.valid('query')
-      // a grade and a subject read as chat reads them (catalogue/filters.ts): "5ème AS" is the level 5AS,
-      // "Mathématiques" and "Maths" are mathematiques, whichever form a document was stored in
-      const grade = q.grade === undefined ? null : gradeMatchKey(q.grade)
-      const subject = q.subject === undefined ? null : subjectMatchKey(q.subject)
-      const language = q.language ?? null
-      const ready = await asService(deps.sql, (tx) =>
-        tx<DocumentRow[]>`
-        select * from public.documents
-         where status = 'ready' and (${language}::text is null or language = ${language})
-         order by grade, subject, weight desc, title`)
-      const rows = ready.filter((r) =>
-        (grade === null || (r.grade !== null && gradeMatchKey(r.grade) === grade)) &&
-        (subject === null || (r.subject !== null && subjectMatchKey(r.subject) === subject))
-      )
-      const levels = [...new Set(rows.map((r) => r.grade).filter((g): g is string => !!g))].sort()
-      return c.json({ levels, textbooks: rows.map(textbookJson) }, 200)
-    })
-    .openapi(textbook, async (c) => {
-      const { id } = c.req.valid('param')
-      const result = await asService(deps.sql, async (tx) => {
-        const [doc] = await tx<DocumentRow[]>`select * from public.documents where id = ${id} and status = 'ready'`
-        if (!doc) return null
-        const [range] = await tx<
-          [PageRangeRow]
-        >`select min(page_number)::int as min, max(page_number)::int as max from public.document_chunks where file_id = ${id}`
-        return { document: textbookJson(doc), page_range: { min: range.min, max: range.max } }
-      })
-      if (!result) throw new ApiError(ErrorCode.NOT_FOUND, `No ready textbook ${id}`)
-      return c.json(result, 200)
-    })
+    .openapi(subjects, async (c) => c.json(await listSubjects({ ctx: serviceContext(deps, c) }), 200))
+    .openapi(textbooks, async (c) => c.json(await listTextbooks({ ctx: serviceContext(deps, c), input: c.req.valid('query') }), 200))
+    .openapi(textbook, async (c) => c.json(await getTextbook({ ctx: serviceContext(deps, c), input: c.req.valid('param') }), 200))
 }
