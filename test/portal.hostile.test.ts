@@ -68,7 +68,7 @@ afterAll(async () => {
 })
 
 const sync = (source: Record<string, unknown>) =>
-  syncSource({ ctx: { deps: t.deps, requestId: String(source.name) }, source: SourceSchema.parse({ allowed_hosts: [new URL(url).host], ...source }) })
+  syncSource({ ctx: { deps: t.deps, requestId: String(source.name) }, input: SourceSchema.parse({ allowed_hosts: [new URL(url).host], ...source }) })
 const references = async (source: string) =>
   Object.fromEntries(
     (await db

@@ -75,7 +75,7 @@ const sourceOf = (name: string): Source =>
     allowed_hosts: [new URL(base).host],
     defaults: { grade: '4AS', subject: 'mathematiques' },
   })
-const sync = (t: TestApp, name: string): Promise<SyncResult> => syncSource({ ctx: { deps: t.deps, requestId: `refetch-${name}` }, source: sourceOf(name) })
+const sync = (t: TestApp, name: string): Promise<SyncResult> => syncSource({ ctx: { deps: t.deps, requestId: `refetch-${name}` }, input: sourceOf(name) })
 
 /** Runs every queued job to its end. */
 async function ingestAll(t: TestApp): Promise<void> {

@@ -104,7 +104,7 @@ async function killedSync(name: string) {
   try {
     const sync = syncSource({
       ctx: { deps: { ...t.deps, sql: victim.sql }, requestId: `killed-${name}` },
-      source: t.deps.sources.find((s) => s.name === name)!,
+      input: t.deps.sources.find((s) => s.name === name)!,
     })
     await expect(sync).rejects.toThrow('the process was killed')
   } finally {

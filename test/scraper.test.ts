@@ -131,7 +131,7 @@ describe('POST /scraping/{source}/sync', () => {
 
   it('discovers every PDF link with a source that has only a name and an index URL', async () => {
     const minimal = SourceSchema.parse({ name: 'fixture-minimal', index_urls: [`${portal.url}/programmes/page1.html`] })
-    const result = await syncSource({ ctx: { deps: t.deps, requestId: 'minimal' }, source: minimal })
+    const result = await syncSource({ ctx: { deps: t.deps, requestId: 'minimal' }, input: minimal })
     expect(result).toMatchObject({ status: 'completed', found_count: 9, known: 5 })
   })
 
@@ -149,7 +149,7 @@ describe('two syncs at once', () => {
     const source = t.deps.sources.find((s) => s.name === 'fixture-race')!
     // a second source over the same portal (a source syncs once at a time: test/scraper.runs.test.ts)
     const mirror = SourceSchema.parse({ ...source, name: 'fixture-race-mirror' })
-    const [a, b] = await Promise.all([syncSource({ ctx, source }), syncSource({ ctx, source: mirror })])
+    const [a, b] = await Promise.all([syncSource({ ctx, input: source }), syncSource({ ctx, input: mirror })])
     expect(a.new_count + b.new_count).toBe(3)
     const [canonical] = await db.sql`select count(*)::int as n from public.curriculum_references where status = 'discovered'`
     expect(canonical!.n).toBe(3)
@@ -180,7 +180,7 @@ describe('a listing with broken pages', () => {
   it('goes on with the listing pages it can read, and names the ones it cannot', async () => {
     const ctx = { deps: t.deps, requestId: 'broken-listing' }
     // a broken index URL first, then the portal's listing (two pages)
-    const result = await syncSource({ ctx, source: withIndexes('broken-index', ['/programmes/retire.html', '/programmes/page1.html']) })
+    const result = await syncSource({ ctx, input: withIndexes('broken-index', ['/programmes/retire.html', '/programmes/page1.html']) })
     expect(result).toMatchObject({ status: 'completed', found_count: 9 })
     expect(result.errors).toBeGreaterThanOrEqual(1)
     const [run] = await db.sql`select status, found_count, error_count, error_message from public.scrape_runs where id = ${result.run_id}`
@@ -190,7 +190,7 @@ describe('a listing with broken pages', () => {
 
   it('fails the run when no listing page can be read', async () => {
     const ctx = { deps: t.deps, requestId: 'no-listing' }
-    const result = await syncSource({ ctx, source: withIndexes('no-index', ['/programmes/retire.html', '/programmes/absent.html']) })
+    const result = await syncSource({ ctx, input: withIndexes('no-index', ['/programmes/retire.html', '/programmes/absent.html']) })
     expect(result).toMatchObject({ status: 'failed', found_count: 0, errors: 2 })
     const [run] = await db.sql`select status, error_message from public.scrape_runs where id = ${result.run_id}`
     expect(run).toMatchObject({ status: 'failed', error_message: expect.stringMatching(/^listing failed: HTTP 404/) })
@@ -220,7 +220,7 @@ describe('two different books in one language', () => {
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
       const source = SourceSchema.parse({ name: 'books', index_urls: [`${url}/livres/`], defaults: { grade: '5AS', subject: 'sciences' } })
-      const result = await syncSource({ ctx: { deps: t.deps, requestId: 'books' }, source })
+      const result = await syncSource({ ctx: { deps: t.deps, requestId: 'books' }, input: source })
       expect(result).toMatchObject({ status: 'completed', found_count: 2, new_count: 2, duplicates: 0 })
       const refs = await db
         .sql`select r.status, r.canonical_id, j.status as job from public.curriculum_references r left join public.ingestion_jobs j on j.reference_id = r.id where r.source = 'books'`
@@ -259,7 +259,7 @@ describe('a host that stops answering', () => {
         deps: { resolveHost: resolveHostNode, connectGuard: connectGuardNode },
       })
       const source = SourceSchema.parse({ name: 'stalling', index_urls: [`http://${host}/liste.html`], allowed_hosts: [host] })
-      const result = await syncSource({ ctx: { deps: app.deps, requestId: 'stalling' }, source })
+      const result = await syncSource({ ctx: { deps: app.deps, requestId: 'stalling' }, input: source })
       expect(result).toMatchObject({ status: 'completed', found_count: 6, new_count: 0, errors: 6 })
       // three downloads tried, the other three never asked for
       expect(requested.filter((u) => u.startsWith('/f/'))).toEqual(['/f/0.pdf', '/f/1.pdf', '/f/2.pdf'])

@@ -95,7 +95,7 @@ export function scrapingRouter(deps: Deps) {
     .openapi(sources, (c) => c.json({ sources: deps.sources.map((s) => s.name), total: deps.sources.length }, 200))
     .openapi(sync, async (c) => {
       const source = sourceNamed(c.req.valid('param').source)
-      return c.json(await syncSource({ ctx: serviceContext(deps, c), source }), 200)
+      return c.json(await syncSource({ ctx: serviceContext(deps, c), input: source }), 200)
     })
     .openapi(runs, async (c) => {
       const source = sourceNamed(c.req.valid('param').source)

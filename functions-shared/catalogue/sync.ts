@@ -54,7 +54,7 @@ async function startRun(ctx: ServiceContext, source: string, at: Date, again = t
   )
 }
 
-export async function syncSource({ ctx, source }: { ctx: ServiceContext; source: Source }): Promise<SyncResult> {
+export async function syncSource({ ctx, input: source }: { ctx: ServiceContext; input: Source }): Promise<SyncResult> {
   const log = ctx.deps.logs.forRequest('scraper', ctx.requestId)
   const closed = await closeAbandonedRuns(ctx.deps)
   if (closed > 0) log.warn({ source: source.name, runs: closed }, 'scrape runs without progress closed as failed (their sync died)')
