@@ -89,7 +89,7 @@ describe('migration runner', () => {
 
   it('rejects a file name that is not <version>_<name>.sql', () => {
     expect(() => parseMigrationFile('init.sql', '')).toThrow(/<version>_<name>\.sql/)
-    expect(parseMigrationFile('20261122000100_foundation.sql', 'x')).toEqual({ version: '20261122000100', name: 'foundation', sql: 'x' })
+    expect(parseMigrationFile('20261101000100_foundation.sql', 'x')).toEqual({ version: '20261101000100', name: 'foundation', sql: 'x' })
   })
 
   it('created the Supabase platform objects: roles, auth tables, helpers, vector', async () => {
