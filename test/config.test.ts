@@ -137,7 +137,7 @@ describe('supabase/config.toml', () => {
 
   it('enables the custom access-token hook that the migrations define', () => {
     expect(toml.auth.hook.custom_access_token).toEqual({ enabled: true, uri: 'pg-functions://postgres/public/custom_access_token_hook' })
-    expect(read('supabase/migrations/20261122000200_profiles.sql')).toContain('create function public.custom_access_token_hook(event jsonb)')
+    expect(read('supabase/migrations/20261101000200_identity.sql')).toContain('create function public.custom_access_token_hook(event jsonb)')
   })
 
   it('has one [functions.<name>] block per router, with verify_jwt = false', () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
 import { asService, asUser, isPgError } from '../functions-shared/db/tx.ts'
 import { loadMigrations, migrateRepository } from '../scripts/lib/migrations.ts'
-import { parseMigrationFile } from '../functions-shared/db/migrate.ts'
+import { parseMigrationFile, SQUASHED_CHAIN } from '../functions-shared/db/migrate.ts'
 
 let db: TestDatabase
 const amina = crypto.randomUUID()
@@ -89,7 +89,38 @@ describe('migration runner', () => {
 
   it('rejects a file name that is not <version>_<name>.sql', () => {
     expect(() => parseMigrationFile('init.sql', '')).toThrow(/<version>_<name>\.sql/)
-    expect(parseMigrationFile('20261122000100_foundation.sql', 'x')).toEqual({ version: '20261122000100', name: 'foundation', sql: 'x' })
+    expect(parseMigrationFile('20261101000100_foundation.sql', 'x')).toEqual({ version: '20261101000100', name: 'foundation', sql: 'x' })
+  })
+
+  it('records a database made by the chain the baseline replaced as the baseline, and refuses one it cannot continue', async () => {
+    const { migrations } = await loadMigrations()
+    const all = migrations.map((m) => `${m.version}_${m.name}`)
+    const recorded = async () =>
+      (await db.sql`select version, name from supabase_migrations.schema_migrations order by version`).map((r) => `${r.version}_${r.name}`)
+    const recordChain = async (versions: string[]) => {
+      await db.sql`delete from supabase_migrations.schema_migrations`
+      for (const v of versions) await db.sql`insert into supabase_migrations.schema_migrations (version, name) values (${v}, 'former')`
+    }
+    // the whole former chain: the same database as the baseline's (scripts/schema-compare.sh), recorded as it
+    await recordChain(SQUASHED_CHAIN.versions)
+    expect(await migrateRepository(db.sql)).toEqual({
+      shimApplied: false,
+      applied: [],
+      rerecorded: all.filter((m) => SQUASHED_CHAIN.baseline.includes(m.slice(0, 14))),
+    })
+    expect(await recorded()).toEqual(all)
+    expect(await migrateRepository(db.sql)).toEqual({ shimApplied: false, applied: [] })
+    // part of it (a data directory made by an older checkout), or a version from elsewhere: refused, nothing changed
+    for (const versions of [SQUASHED_CHAIN.versions.slice(0, -1), [...migrations.map((m) => m.version), '20991231000100']]) {
+      await recordChain(versions)
+      await expect(migrateRepository(db.sql)).rejects.toThrow(
+        /does not have \(\d{14}_former.*squashed into one baseline migration per concern.*mv \.data \.data\.old/,
+      )
+      expect(await recorded()).toEqual(versions.map((v) => `${v}_former`).sort())
+    }
+    await recordChain(SQUASHED_CHAIN.versions)
+    await migrateRepository(db.sql)
+    expect(await recorded()).toEqual(all)
   })
 
   it('created the Supabase platform objects: roles, auth tables, helpers, vector', async () => {

@@ -61,7 +61,7 @@ function stem(folded: string): string | null {
 
 // function words of French, Arabic and Hassaniya (as keys): they say nothing of which page answers; the
 // second Arabic line, the fillers of Hassaniya questions and exercise words, as the search form leaves
-// them out (migration 20261123000100_search_cost.sql): گول ("tell me") folds to قول ("saying")
+// them out (migration 20261101000500_search.sql): گول ("tell me") folds to قول ("saying")
 const STOP = new Set(
   `les des une est son ses sur par pour dans avec que qui quoi quel quelle quels quelles quand comment pourquoi
    combien est-ce cette ces cet aux elle elles ils nous vous leur leurs mais donc car plus moins tres tout tous

@@ -10,6 +10,7 @@ import { apiKey } from '../../functions-shared/lib/keys.ts'
 import type { LogRoot } from '../../functions-shared/lib/logger.ts'
 import { type EmbeddedDb, startEmbedded } from './embedded-db.ts'
 import { migrateRepository } from './migrations.ts'
+import { MigrationHistoryError } from '../../functions-shared/db/migrate.ts'
 import { type Gateway, startGateway } from './gateway.ts'
 import { portProblem, StartupError, unreachableDatabase } from './startup-error.ts'
 import { isLoopback } from '../../local-platform/auth/redirects.ts'
@@ -83,9 +84,10 @@ export async function startStack(
   hooks.onPart?.({ sql })
   const url = databaseUrl
   const migrated = await migrateRepository(sql).catch((err: unknown) => {
+    if (err instanceof MigrationHistoryError) throw new StartupError(err.message)
     throw unreachableDatabase(err, url, 'start PostgreSQL or fix DATABASE_URL (unset it to use the embedded database)') ?? err
   })
-  log.info({ shim_applied: migrated.shimApplied, applied: migrated.applied }, 'database migrated')
+  log.info({ shim_applied: migrated.shimApplied, applied: migrated.applied, rerecorded: migrated.rerecorded }, 'database migrated')
   // made once the folder is known to serve (its ports free, its database open): a start that fails
   // earlier leaves a new folder as it found it
   if (hooks.folderJwtSecret) config = { ...config, JWT_SECRET: folderJwtSecret(config.DATA_DIR, { create: true })! }

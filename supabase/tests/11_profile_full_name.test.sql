@@ -1,4 +1,4 @@
--- A profile's full_name keeps its bounds in the database (migration 20261124000400): at most 200
+-- A profile's full_name keeps its bounds in the database (20261101000200_identity.sql): at most 200
 -- characters and trimmed, whoever writes it; a sign-up's metadata name is trimmed and cut to them.
 begin;
 create extension if not exists pgtap with schema extensions;

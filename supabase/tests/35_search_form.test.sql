@@ -1,4 +1,4 @@
--- The search form of Arabic words (migration 20261124000300): the article and every leading و are taken
+-- The search form of Arabic words (20261101000500_search.sql): the article and every leading و are taken
 -- off before the stemmer, so a word has one lexeme with or without them.
 begin;
 create extension if not exists pgtap with schema extensions;

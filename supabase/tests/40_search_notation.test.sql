@@ -1,4 +1,4 @@
--- The search form of notation (migration 20261130000300): a lesson stores a formula as the page writes it
+-- The search form of notation (20261101000500_search.sql): a lesson stores a formula as the page writes it
 -- (x², uₙ₊₁, µm, E_(c)), and a question that types x2, un+1, μm or Ec meets it.
 begin;
 create extension if not exists pgtap with schema extensions;

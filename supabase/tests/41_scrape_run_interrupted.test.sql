@@ -1,4 +1,4 @@
--- A scrape run interrupted (migration 20261130000400): the status, and the closing of the runs a stopped
+-- A scrape run interrupted (20261101000400_catalogue.sql): the status, and the closing of the runs a stopped
 -- process left running (called at start where one process holds the database).
 begin;
 create extension if not exists pgtap with schema extensions;

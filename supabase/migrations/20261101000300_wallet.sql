@@ -49,24 +49,35 @@ create table public.token_ledger (
 );
 create index token_ledger_user_idx on public.token_ledger (user_id, id);
 
--- why: one row per billed turn (chat or manual finalize); the ledger's request_id points here.
+-- why: one row per billed turn (chat or manual finalize); the ledger's request_id points here. A chat
+-- turn's row explains its charge: characters generated, the model, the path and the time each stage
+-- took. A turn that fails before it answers (or whose client leaves before any text) is settled at 0 as
+-- 'released': its row shows the attempt, and it does not count towards the daily limit.
 create table public.usage_log (
   id bigint generated always as identity primary key,
   request_id text,
   user_id uuid not null,
   -- one row per reservation: finalize settles a reservation once, under its row lock
   reservation_id uuid not null,
-  kind text not null check (kind in ('chat', 'clarify', 'manual')),
+  kind text not null check (kind in ('chat', 'clarify', 'manual', 'released')),
   estimated integer not null,
   actual integer not null,
   charged integer not null,
   -- the part of a capped charge above the estimate that the balance could not cover
   uncovered integer not null default 0,
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  characters integer check (characters >= 0),
+  model text,
+  -- path, language, outcome, stage timings (ms), rerank mode, sources: what the turn did
+  details jsonb not null default '{}'::jsonb
 );
 create index usage_log_user_day_idx on public.usage_log (user_id, created_at);
+create unique index usage_log_reservation_idx on public.usage_log (reservation_id);
 
--- why: money in and out of the platform, in real currencies, as the admins record it.
+-- why: money in and out of the platform, in real currencies, as the admins record it. An
+-- Idempotency-Key belongs to the caller that sent it (created_by: the admin's user id, service_role or
+-- admin_key), as a payment API scopes keys by account: two admins who happen to choose the same key (a
+-- date, a receipt number) make two top-ups, and one admin's key never replays or refuses another's.
 create table public.financial_transactions (
   id uuid primary key default gen_random_uuid(),
   direction text not null check (direction in ('credit', 'debit')),
@@ -79,11 +90,12 @@ create table public.financial_transactions (
   reference text,
   description text,
   created_by text not null,
-  idempotency_key text unique,
+  idempotency_key text,
   request_hash text,
   ledger_entry_id bigint,
   created_at timestamptz not null default now(),
-  check (direction = 'credit' or tokens = 0)
+  check (direction = 'credit' or tokens = 0),
+  constraint financial_transactions_idempotency_key_key unique (created_by, idempotency_key)
 );
 create index financial_transactions_created_idx on public.financial_transactions (created_at desc, id);
 create index financial_transactions_user_idx on public.financial_transactions (user_id);
@@ -95,6 +107,9 @@ begin
   raise exception 'token_ledger is append-only' using errcode = 'PT409';
 end;
 $$;
+-- a trigger function: PostgreSQL refuses to call it other than as a trigger, so PUBLIC's EXECUTE (the
+-- PostgreSQL default for a function) gives nothing
+grant execute on function private.refuse_ledger_change() to public;
 create trigger token_ledger_append_only before update or delete on public.token_ledger
   for each row execute function private.refuse_ledger_change();
 create trigger token_ledger_no_truncate before truncate on public.token_ledger
@@ -115,6 +130,28 @@ create policy "Users read their own wallet" on public.wallets for select to auth
 create policy "Users read their own reservations" on public.reservations for select to authenticated using ((select auth.uid()) = user_id);
 create policy "Users read their own ledger" on public.token_ledger for select to authenticated using ((select auth.uid()) = user_id);
 create policy "Users read their own usage" on public.usage_log for select to authenticated using ((select auth.uid()) = user_id);
+
+-- The welcome bonus, at most so many times a day per client address: one address making accounts by
+-- the dozen does not make tokens by the dozen. A wallet created past its address's daily cap starts at 0
+-- with its bonus withheld, not lost: a later balance fetch from an address under its cap (another day,
+-- another network) grants it, once. The address is kept only as a SHA-256 key with its UTC day, and rows
+-- of days gone are swept as new ones come. A caller that passes no address (the service role's own
+-- calls: an admin top-up, the internal reserve) or a cap of 0 is not counted.
+create table private.welcome_grants (
+  address_key bytea not null,
+  day date not null,
+  grants integer not null check (grants > 0),
+  primary key (address_key, day)
+);
+
+create table private.welcome_withheld (
+  user_id uuid primary key references auth.users (id) on delete cascade,
+  withheld_at timestamptz not null default now()
+);
+
+alter table private.welcome_grants enable row level security;
+alter table private.welcome_withheld enable row level security;
+revoke all on private.welcome_grants, private.welcome_withheld from public, anon, authenticated;
 
 -- ---------------------------------------------------------------------------------------------------
 -- Internal helpers (private schema, not callable through the API).
@@ -146,9 +183,31 @@ begin
 end;
 $$;
 
--- why: the wallet, created on first use with the welcome bonus and its ledger row, exactly once (the
--- primary key decides between racing first fetches).
-create function private.ensure_wallet(p_user uuid, p_bonus integer) returns void
+-- why: one bonus of an address's daily allowance, taken or refused under the counter row's lock (so racing
+-- sign-ups from one address cannot pass the cap together).
+create function private.take_welcome_slot(p_address text, p_cap integer) returns boolean
+language plpgsql security definer set search_path = '' as $$
+declare
+  today date := (now() at time zone 'utc')::date;
+  taken boolean;
+begin
+  if p_address is null or coalesce(p_cap, 0) <= 0 then
+    return true;
+  end if;
+  delete from private.welcome_grants where day < today;
+  insert into private.welcome_grants as g (address_key, day, grants)
+  values (sha256(convert_to(p_address, 'UTF8')), today, 1)
+  on conflict (address_key, day) do update set grants = g.grants + 1 where g.grants < p_cap
+  returning true into taken;
+  return coalesce(taken, false);
+end;
+$$;
+
+-- why: the wallet, created on first use exactly once (the primary key decides between racing first
+-- fetches), with the welcome bonus and its ledger row when the address's allowance has room, else with
+-- the bonus withheld for a later fetch.
+create function private.ensure_wallet(p_user uuid, p_bonus integer, p_address text default null, p_address_cap integer default 0)
+returns void
 language plpgsql security definer set search_path = '' as $$
 declare
   created boolean;
@@ -156,32 +215,59 @@ begin
   if not exists (select 1 from auth.users where id = p_user) then
     raise exception 'user % not found', p_user using errcode = 'PT404';
   end if;
-  insert into public.wallets (user_id, token_balance) values (p_user, greatest(p_bonus, 0))
+  insert into public.wallets (user_id, token_balance) values (p_user, 0)
   on conflict (user_id) do nothing
   returning true into created;
   if created and p_bonus > 0 then
-    insert into public.token_ledger (user_id, delta, reason, balance_after) values (p_user, p_bonus, 'welcome_bonus', p_bonus);
+    if private.take_welcome_slot(p_address, p_address_cap) then
+      update public.wallets set token_balance = p_bonus where user_id = p_user;
+      insert into public.token_ledger (user_id, delta, reason, balance_after) values (p_user, p_bonus, 'welcome_bonus', p_bonus);
+    else
+      insert into private.welcome_withheld (user_id) values (p_user) on conflict (user_id) do nothing;
+    end if;
   end if;
 end;
 $$;
 
-revoke all on function private.expire_due(uuid, timestamptz), private.ensure_wallet(uuid, integer) from public, anon, authenticated;
+-- why: a bonus withheld at creation, granted once by a fetch whose address has room; the withheld row's
+-- lock makes two racing fetches grant it once.
+create function private.grant_withheld_welcome(p_user uuid, p_bonus integer, p_address text, p_address_cap integer)
+returns void
+language plpgsql security definer set search_path = '' as $$
+declare
+  balance bigint;
+begin
+  perform 1 from private.welcome_withheld where user_id = p_user for update;
+  if not found or p_bonus <= 0 or not private.take_welcome_slot(p_address, p_address_cap) then
+    return;
+  end if;
+  delete from private.welcome_withheld where user_id = p_user;
+  update public.wallets set token_balance = token_balance + p_bonus, updated_at = now()
+   where user_id = p_user returning token_balance into balance;
+  insert into public.token_ledger (user_id, delta, reason, balance_after) values (p_user, p_bonus, 'welcome_bonus', balance);
+end;
+$$;
 
 -- ---------------------------------------------------------------------------------------------------
 -- The RPCs.
 
--- why: GET /wallet/balance: the wallet (created with the bonus on first fetch), its pending holds.
-create function public.get_or_create_wallet(p_user uuid, p_bonus integer default 50)
-returns table (user_id uuid, token_balance bigint, subscription_tier text, pending_count integer, pending_tokens bigint, created_at timestamptz)
+-- why: GET /wallet/balance: the wallet (created with the bonus on first fetch, or granted the bonus it
+-- was created without), its pending holds, and whether a bonus is still withheld.
+create function public.get_or_create_wallet(p_user uuid, p_bonus integer default 50, p_address text default null,
+                                            p_address_cap integer default 0)
+returns table (user_id uuid, token_balance bigint, subscription_tier text, pending_count integer, pending_tokens bigint,
+               created_at timestamptz, welcome_withheld boolean)
 language plpgsql security definer set search_path = '' as $$
 begin
   perform private.expire_due(p_user, now());
-  perform private.ensure_wallet(p_user, p_bonus);
+  perform private.ensure_wallet(p_user, p_bonus, p_address, p_address_cap);
+  perform private.grant_withheld_welcome(p_user, p_bonus, p_address, p_address_cap);
   return query
     select w.user_id, w.token_balance, w.subscription_tier,
            (select count(*)::integer from public.reservations r where r.user_id = w.user_id and r.status = 'reserved'),
            (select coalesce(sum(r.estimated), 0)::bigint from public.reservations r where r.user_id = w.user_id and r.status = 'reserved'),
-           w.created_at
+           w.created_at,
+           exists (select 1 from private.welcome_withheld h where h.user_id = w.user_id)
       from public.wallets w where w.user_id = p_user;
 end;
 $$;
@@ -289,7 +375,7 @@ language sql security definer set search_path = '' as $$
 $$;
 
 -- why: an admin top-up: balance, ledger and a credit/topup transaction in one transaction. The same
--- idempotency key replays the first result; with a different request it is refused (PT422).
+-- caller's same idempotency key replays the first result; with a different request it is refused (PT422).
 create function public.top_up(p_user uuid, p_tokens integer, p_amount numeric, p_currency text, p_payment_method text,
                               p_reference text, p_created_by text, p_idempotency_key text default null,
                               p_request_hash text default null, p_bonus integer default 50)
@@ -305,8 +391,9 @@ begin
     raise exception 'tokens must be positive' using errcode = 'PT400';
   end if;
   if p_idempotency_key is not null then
-    perform pg_advisory_xact_lock(hashtextextended('top_up:' || p_idempotency_key, 0));
-    select * into prior from public.financial_transactions f where f.idempotency_key = p_idempotency_key;
+    perform pg_advisory_xact_lock(hashtextextended('top_up:' || p_created_by || ':' || p_idempotency_key, 0));
+    select * into prior from public.financial_transactions f
+     where f.created_by = p_created_by and f.idempotency_key = p_idempotency_key;
     if found then
       if prior.request_hash is distinct from p_request_hash then
         raise exception 'idempotency key % was used for a different request', p_idempotency_key using errcode = 'PT422';
@@ -357,26 +444,12 @@ language sql stable security definer set search_path = '' as $$
      and created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'
 $$;
 
-revoke all on function public.get_or_create_wallet(uuid, integer), public.reserve_tokens(uuid, integer, text, integer, integer),
-  public.finalize_reservation(uuid, integer, text, text, numeric), public.expire_reservations(timestamptz),
-  public.expire_user_reservations(uuid), public.top_up(uuid, integer, numeric, text, text, text, text, text, text, integer),
-  public.log_expense(text, numeric, text, text, text, text, text), public.turns_today(uuid)
-  from public, anon, authenticated;
-grant execute on function public.get_or_create_wallet(uuid, integer), public.reserve_tokens(uuid, integer, text, integer, integer),
-  public.finalize_reservation(uuid, integer, text, text, numeric), public.expire_reservations(timestamptz),
-  public.expire_user_reservations(uuid), public.top_up(uuid, integer, numeric, text, text, text, text, text, text, integer),
-  public.log_expense(text, numeric, text, text, text, text, text), public.turns_today(uuid)
-  to service_role;
-
--- On Supabase, pg_cron runs the expiry every minute; where the extension is not available (the local
--- stack), or not usable in this database (pg_cron lives in one database of a server, cron.database_name,
--- and needs shared_preload_libraries), the server runs it on an interval instead. Either way every wallet
--- RPC expires first.
+-- The expiry every minute where pg_cron is installed (20261101000100_foundation.sql); elsewhere the
+-- server runs it on an interval. Either way every wallet RPC expires first.
 do $$
 begin
-  if exists (select 1 from pg_available_extensions where name = 'pg_cron') then
+  if exists (select 1 from pg_extension where extname = 'pg_cron') then
     begin
-      create extension if not exists pg_cron with schema pg_catalog;
       perform cron.schedule('expire-reservations', '* * * * *', 'select public.expire_reservations()');
     exception when others then
       raise notice 'pg_cron is not usable in this database (%); the server expires reservations on an interval', sqlerrm;

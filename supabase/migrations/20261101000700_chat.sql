@@ -1,3 +1,72 @@
+-- The chat: a chat turn's wallet check and settlement, and the conversations a student keeps.
+
+-- why: check_wallet in one call, under the wallet's row lock: the tier, the hint level, the daily limit
+-- (turns billed this UTC day plus turns in flight, so concurrent turns cannot pass it together) and the
+-- reservation of the tier's estimate. Refusals are returned, not raised: 'daily_limit' or
+-- 'insufficient_balance' (nothing reserved). Arrays are indexed by tier: free, standard, premium; a
+-- daily limit of 0 is unlimited. A first turn creates the wallet under its address's welcome allowance.
+create function public.begin_chat_turn(p_user uuid, p_request_id text, p_estimates integer[], p_daily_limits integer[],
+                                       p_ttl_seconds integer, p_bonus integer, p_address text default null,
+                                       p_address_cap integer default 0)
+returns table (tier text, hint_level integer, turns integer, token_balance bigint, estimated integer,
+               reservation_id uuid, expires_at timestamptz, refused text)
+language plpgsql security definer set search_path = '' as $$
+declare
+  w public.wallets;
+  i integer;
+  daily integer;
+  res public.reservations;
+begin
+  select * into w from public.wallets wl where wl.user_id = p_user for update;
+  if not found then
+    perform private.ensure_wallet(p_user, p_bonus, p_address, p_address_cap);
+    select * into w from public.wallets wl where wl.user_id = p_user for update;
+  end if;
+  tier := w.subscription_tier;
+  i := case w.subscription_tier when 'free' then 1 when 'standard' then 2 else 3 end;
+  estimated := p_estimates[i];
+  daily := coalesce(p_daily_limits[i], 0);
+  hint_level := coalesce((select p.hint_level from public.profiles p where p.id = p_user), 3);
+  turns := (select count(*) from public.usage_log u
+             where u.user_id = p_user and u.kind in ('chat', 'clarify')
+               and u.created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc')
+         + (select count(*) from public.reservations r where r.user_id = p_user and r.status = 'reserved' and r.expires_at > now());
+  if daily > 0 and turns >= daily then
+    refused := 'daily_limit';
+    token_balance := w.token_balance;
+    return next;
+    return;
+  end if;
+  begin
+    res := public.reserve_tokens(p_user, estimated, p_request_id, p_ttl_seconds, p_bonus);
+  exception when sqlstate 'PT402' then
+    refused := 'insufficient_balance';
+    token_balance := (select wl.token_balance from public.wallets wl where wl.user_id = p_user);
+    return next;
+    return;
+  end;
+  reservation_id := res.id;
+  expires_at := res.expires_at;
+  token_balance := (select wl.token_balance from public.wallets wl where wl.user_id = p_user);
+  return next;
+end;
+$$;
+
+-- why: every chat turn settles its reservation in one call and leaves a usage record that explains the
+-- charge (public.usage_log): finalize_reservation plus the turn's usage details, in one transaction and
+-- one round trip.
+create function public.finalize_chat_turn(p_reservation uuid, p_actual integer, p_request_id text, p_kind text,
+                                          p_cap_multiplier numeric, p_characters integer, p_model text, p_details jsonb)
+returns table (reservation_id uuid, user_id uuid, status text, estimated integer, actual integer, charged integer,
+               refunded integer, uncovered integer, token_balance bigint, ledger_entry_id bigint, request_id text)
+language plpgsql security definer set search_path = '' as $$
+begin
+  return query select * from public.finalize_reservation(p_reservation, p_actual, p_request_id, p_kind, p_cap_multiplier);
+  update public.usage_log u set characters = p_characters, model = p_model, details = coalesce(p_details, '{}'::jsonb)
+   where u.reservation_id = p_reservation;
+end;
+$$;
+
 -- why: a student's conversations are kept, and an answer survives its connection. Every chat turn
 -- belongs to a conversation; its question and its answer are chat_messages, the answer written as it is
 -- generated (in batches), so any process can read it, replay it and follow it to its end. A student reads
@@ -258,24 +327,9 @@ language sql security definer set search_path = '' as $$
   delete from public.chat_idempotency_keys k where k.user_id = p_user and k.turn_id = p_turn
 $$;
 
-revoke all on function public.begin_conversation_turn(uuid, uuid, uuid, uuid, text, text, text, jsonb, integer, text, text),
-  public.append_turn_text(uuid, text, jsonb, integer),
-  public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, uuid),
-  public.request_turn_cancel(uuid, uuid),
-  public.interrupt_stale_turns(uuid, timestamptz),
-  public.claim_chat_idempotency(uuid, text, text, uuid, integer),
-  public.release_chat_idempotency(uuid, uuid) from public, anon, authenticated;
-grant execute on function public.begin_conversation_turn(uuid, uuid, uuid, uuid, text, text, text, jsonb, integer, text, text),
-  public.append_turn_text(uuid, text, jsonb, integer),
-  public.end_conversation_turn(uuid, text, text, jsonb, jsonb, jsonb, uuid),
-  public.request_turn_cancel(uuid, uuid),
-  public.interrupt_stale_turns(uuid, timestamptz),
-  public.claim_chat_idempotency(uuid, text, text, uuid, integer),
-  public.release_chat_idempotency(uuid, uuid) to service_role;
-
--- On Supabase, pg_cron interrupts the turns that lost their process every minute (as it expires
--- reservations); elsewhere the server does it on its expiry interval and at start, and a read of a turn
--- interrupts that turn first.
+-- The turns that lost their process are interrupted every minute where pg_cron is installed
+-- (20261101000100_foundation.sql), as reservations are expired; elsewhere the server does it on its
+-- expiry interval and at start, and a read of a turn interrupts that turn first.
 do $$
 begin
   if exists (select 1 from pg_extension where extname = 'pg_cron') then
