@@ -16,8 +16,7 @@ import type { TurnRecorder, TurnWrites } from './turn-recorder.ts'
  * How long the catalogue's grades and subjects are kept between turns. They change only when a document is
  * published or deleted, and what a turn reads them for (a grade or subject stored in an older form of the
  * names a request gives) concerns documents stored long before: a document just published is stored in the
- * form the request is read in, and found without them. Read on every turn, they cost 12 % of a turn at 8
- * students on the embedded database (bench:chat, 2026-11-26).
+ * form the request is read in, and found without them (what reading them on every turn costs: docs/teacher.md).
  */
 export const PLACES_TTL_MS = 10_000
 
