@@ -5,7 +5,6 @@
 // slug, tarbiya-islamiya; a grade as 5-AS), or when the form itself has changed since. Each value is
 // matched to the stored one that stands for it: itself, else the one of the same form.
 import type { Deps } from '../deps.ts'
-import { asService } from '../db/tx.ts'
 import { canonicalSubject, levelForm } from './namespace.ts'
 
 /** The grades and subjects of the ready documents, with how many documents each pair has. */
@@ -16,9 +15,9 @@ export interface CataloguePlace {
 }
 
 export async function cataloguePlaces(deps: Deps): Promise<CataloguePlace[]> {
-  const rows = await asService(deps.sql, (tx) =>
-    tx<CataloguePlace[]>`
-    select grade, subject, count(*)::int as documents from public.documents where status = 'ready' group by grade, subject`)
+  // one read, not a transaction with a role (the catalogue is public)
+  const rows = await deps.sql<CataloguePlace[]>`
+    select grade, subject, count(*)::int as documents from public.documents where status = 'ready' group by grade, subject`
   return rows.map((r) => ({ grade: r.grade, subject: r.subject, documents: Number(r.documents) }))
 }
 

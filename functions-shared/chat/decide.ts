@@ -1,6 +1,5 @@
 // Step 1 of a chat turn, decide_path: answer, or ask a clarifying question (see agent.ts for the order).
 
-import { asService } from '../db/tx.ts'
 import type { DocumentRow } from '../ingestion/documents.ts'
 import { detectLanguage } from './language.ts'
 import { inferFromCatalogue } from './infer.ts'
@@ -37,12 +36,8 @@ export async function decidePath(ctx: TurnContext, request: ChatInput): Promise<
     let prepared: PreparedQuery | undefined
     let searchText: string | undefined
     if (input.textbook_id) {
-      const [doc] = await asService(
-        ctx.deps.sql,
-        (tx) =>
-          tx<Pick<DocumentRow, 'id' | 'grade' | 'subject' | 'status'>[]>`select id, grade, subject, status from public.documents where id = ${input
-            .textbook_id!}`,
-      )
+      const [doc] = await ctx.deps.sql<Pick<DocumentRow, 'id' | 'grade' | 'subject' | 'status'>[]>`
+        select id, grade, subject, status from public.documents where id = ${input.textbook_id!}`
       if (!doc || doc.status !== 'ready') throw new DomainError('not_found', `Textbook ${input.textbook_id} is unknown or not ready`)
       // the textbook's own grade and subject apply: a grade or subject sent with it that differs would
       // filter out every page of the book the student picked
@@ -100,8 +95,9 @@ export async function decidePath(ctx: TurnContext, request: ChatInput): Promise<
 /** The question (and, when it alone says too little, with the student's last messages) in the catalogue. */
 async function findInCatalogue(ctx: TurnContext, input: ChatInput, prepared: PreparedQuery, language: QuestionLanguage) {
   const { deps } = ctx
+  const places = await cachedPlaces(ctx)
   const attempt = (query: PreparedQuery) =>
-    inferFromCatalogue(deps, { query, grade: input.grade ?? null, language: input.document_language ?? null }, ctx.rt.caches.chunks)
+    inferFromCatalogue(deps, { query, grade: input.grade ?? null, language: input.document_language ?? null, places }, ctx.rt.caches.chunks)
   const found = await attempt(prepared)
   const recent = (input.history ?? []).filter((h) => h.role === 'user').slice(-2).map((h) => h.content)
   if (found.kind === 'match' || recent.length === 0) return found

@@ -15,7 +15,7 @@
 // - two subjects within CHAT_INFER_TIE_RATIO of each other are a tie, broken by the subject vocabulary
 //   (subjects.ts) when it can, else the student is asked which one.
 import type { Deps } from '../deps.ts'
-import { asService } from '../db/tx.ts'
+import type { CataloguePlace } from '../catalogue/filters.ts'
 import type { DocumentRow } from '../ingestion/documents.ts'
 import type { Candidate } from './retrieve.ts'
 import { type PreparedQuery, searchQuestion } from './query.ts'
@@ -50,23 +50,18 @@ export interface CatalogueMiss {
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000
 
-/** The grade and subject of each document, for the hits (one query for all of them). */
+/** The grade and subject of each document, for the hits (one statement for all of them). */
 async function documentsOf(deps: Deps, ids: string[]): Promise<Map<string, { grade: string | null; subject: string | null }>> {
   if (ids.length === 0) return new Map()
-  const rows = await asService(
-    deps.sql,
-    (tx) => tx<Pick<DocumentRow, 'id' | 'grade' | 'subject'>[]>`select id, grade, subject from public.documents where id = any(${ids}::uuid[])`,
-  )
+  // one read, not a transaction with a role: the ids are the search's hits, and the columns public
+  const rows = await deps.sql<Pick<DocumentRow, 'id' | 'grade' | 'subject'>[]>`select id, grade, subject from public.documents where id = any(${ids}::uuid[])`
   return new Map(rows.map((r) => [r.id, { grade: r.grade, subject: r.subject }]))
 }
 
-/** The subjects of the ready documents (of a grade). */
-async function catalogueSubjects(deps: Deps, grade: string | null): Promise<string[]> {
-  const rows = await asService(deps.sql, (tx) =>
-    tx<{ subject: string }[]>`
-    select distinct subject from public.documents
-     where status = 'ready' and subject is not null and (${grade}::text is null or lower(grade) = lower(${grade}::text))`)
-  return rows.map((r) => r.subject)
+/** The subjects of the ready documents (of a grade), from the catalogue's places (read once per PLACES_TTL_MS). */
+function catalogueSubjects(places: readonly CataloguePlace[], grade: string | null): string[] {
+  const wanted = grade?.toLowerCase() ?? null
+  return [...new Set(places.filter((p) => p.subject !== null && (wanted === null || p.grade?.toLowerCase() === wanted)).map((p) => p.subject!))]
 }
 
 interface Weighed {
@@ -146,13 +141,13 @@ async function rerankedHits(deps: Deps, query: PreparedQuery, hits: Candidate[],
 
 export async function inferFromCatalogue(
   deps: Deps,
-  input: { query: PreparedQuery; grade: string | null; language: string | null },
+  input: { query: PreparedQuery; grade: string | null; language: string | null; places: readonly CataloguePlace[] },
   chunks: RetrievalCaches['chunks'],
 ): Promise<CatalogueMatch | CatalogueMiss> {
   const { config } = deps
   const filters = { grade: input.grade, language: input.language }
   const message = input.query.message
-  const named = namedSubjects(message, await catalogueSubjects(deps, input.grade))
+  const named = namedSubjects(message, catalogueSubjects(input.places, input.grade))
   if (named.length === 1) {
     const w = await weigh(deps, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, { ...filters, subject: named[0]! }))
     if (w.matched) {
@@ -181,10 +176,7 @@ export async function inferFromCatalogue(
 
 /** What the catalogue offers (ready documents): its subjects and grades, to name in a clarifying question. */
 export async function catalogueOptions(deps: Deps): Promise<{ subjects: string[]; grades: string[] }> {
-  const rows = await asService(
-    deps.sql,
-    (tx) => tx<Pick<DocumentRow, 'subject' | 'grade'>[]>`select distinct subject, grade from public.documents where status = 'ready'`,
-  )
+  const rows = await deps.sql<Pick<DocumentRow, 'subject' | 'grade'>[]>`select distinct subject, grade from public.documents where status = 'ready'`
   const subjects = [...new Set(rows.map((r) => r.subject).filter((s): s is string => !!s))].sort()
   const grades = [...new Set(rows.map((r) => r.grade).filter((g): g is string => !!g))].sort()
   return { subjects, grades }

@@ -8,7 +8,6 @@
 // When the namespace is known, its primary-key range is small enough to rank exactly (the planner's
 // choice, since match_chunks plans each query for its values).
 import type { Deps } from '../deps.ts'
-import { asService } from '../db/tx.ts'
 import type { TtlCache } from '../lib/ttl-cache.ts'
 import { namespaceFor } from '../catalogue/namespace.ts'
 import type { CataloguePlace } from '../catalogue/filters.ts'
@@ -72,7 +71,16 @@ export function openingSentence(text: string): string | null {
 
 export interface RetrievedChunk extends Candidate, ChunkText {}
 
-const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => x.toFixed(7)).join(',')}]`
+/** A vector as pgvector's text, made once per vector: a question's inference and retrieval search with the same one. */
+const literals = new WeakMap<readonly number[], string>()
+function vectorLiteral(v: readonly number[]): string {
+  let literal = literals.get(v)
+  if (literal === undefined) {
+    literal = `[${v.map((x) => x.toFixed(7)).join(',')}]`
+    literals.set(v, literal)
+  }
+  return literal
+}
 
 /** The prefilters as both search functions take them: the namespace when grade and subject are known. */
 function filterArgs(filters: RetrievalFilters) {
@@ -188,14 +196,14 @@ export async function chunkTexts(deps: Deps, candidates: readonly Candidate[], c
   }
   if (missing.length > 0) {
     // each document's first chunk (its opening, read through the (file_id, page_number, chunk_index) key)
-    const rows = await asService(deps.sql, (tx) =>
-      tx<{ id: string; content: string; title: string | null; chunk_index: number; opening: string | null }[]>`
+    // one read, not a transaction with a role (the chunks of ready documents are public)
+    const rows = await deps.sql<{ id: string; content: string; title: string | null; chunk_index: number; opening: string | null }[]>`
       select c.id, c.content, d.title, c.chunk_index,
              (select left(f.content, ${
-        TOPIC_CHARS * 2
-      }) from public.document_chunks f where f.file_id = c.file_id order by f.page_number, f.chunk_index limit 1) as opening
+      TOPIC_CHARS * 2
+    }) from public.document_chunks f where f.file_id = c.file_id order by f.page_number, f.chunk_index limit 1) as opening
         from public.document_chunks c join public.documents d on d.id = c.file_id
-       where c.id = any(${missing.map((m) => m.chunk_id)}) and d.status = 'ready'`)
+       where c.id = any(${missing.map((m) => m.chunk_id)}) and d.status = 'ready'`
     for (const r of rows) {
       const entry = { text: r.content, title: r.title, chunk_index: Number(r.chunk_index), topic: r.opening === null ? null : openingSentence(r.opening) }
       found.set(r.id, entry)

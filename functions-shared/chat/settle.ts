@@ -34,7 +34,8 @@ type BeginTurnRow =
   & {
     tier: Tier
     hint_level: HintLevel
-    turns: number
+    /** the day's turns, counted only for a tier with a daily limit */
+    turns: number | null
     token_balance: string
     estimated: number
   }
@@ -67,7 +68,7 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
       throw err
     })
     const tier = row.tier
-    const turns = Number(row.turns)
+    const turns = row.turns === null ? null : Number(row.turns)
     const { estimated, maxChars } = estimateFor(deps, decision.path, tier)
     if (row.refused === 'daily_limit') throw dailyLimitReached(deps, tier)
     if (row.refused === 'insufficient_balance') {

@@ -15,6 +15,8 @@ export interface DbOptions {
   prepare: boolean
   statementTimeoutMs?: number
   applicationName?: string
+  /** told of each statement sent (its text): what a request costs in round trips, counted by tests */
+  onStatement?: (query: string) => void
 }
 
 export function createDb(url: string, options: DbOptions): Sql {
@@ -24,6 +26,7 @@ export function createDb(url: string, options: DbOptions): Sql {
     idle_timeout: 60,
     connect_timeout: 10,
     onnotice: () => {},
+    ...(options.onStatement ? { debug: (_connection: number, query: string) => options.onStatement!(query) } : {}),
     connection: {
       application_name: options.applicationName ?? 'curriculum-tutor',
       ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),

@@ -35,8 +35,8 @@ select is((select (turns, refused)::text from t4), '(1,)', 'an expired hold does
 -- the first turn is settled: it still counts, once, as a turn of today
 select * from finalize_chat_turn((select reservation_id from t1), 7, 'turn-1', 'chat', 2, 140, 'offline-extractive', '{}');
 create temp table t5 on commit drop as
-  select * from begin_chat_turn('c3000000-0000-4000-8000-000000000003', 'turn-5', array[15, 20, 30], array[0, 0, 0], 300, 50);
-select is((select (turns, refused)::text from t5), '(2,)', 'settled turns of today and turns in flight add up, each once (no limit: not refused)');
+  select * from begin_chat_turn('c3000000-0000-4000-8000-000000000003', 'turn-5', array[15, 20, 30], array[5, 0, 0], 300, 50);
+select is((select (turns, refused)::text from t5), '(2,)', 'settled turns of today and turns in flight add up, each once (limit 5: not refused)');
 
 -- the balance short of the estimate: refused, nothing held
 update wallets set token_balance = 3 where user_id = 'c3000000-0000-4000-8000-000000000003';
