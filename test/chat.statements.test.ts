@@ -61,7 +61,7 @@ describe('the statements of a warm turn', () => {
     expect(warm).toEqual(['begin_chat_turn', 'begin_conversation_turn', 'hybrid_search', 'finalize_chat_turn', 'end_conversation_turn'])
   })
 
-  it("sends three more for a question whose subject is found: the wallet read before the search (with the day's turns), the search, the grades and subjects of its hits", async () => {
+  it("sends two more for a question whose subject is found: the wallet read before the search (with the day's turns), and the search (its hits' grades and subjects joined)", async () => {
     const user = await createUser(db.sql)
     const unlabelled = { message: "Comment isole-t-on l'inconnue dans une équation ?" }
     await turnStatements(user, unlabelled)
@@ -70,7 +70,6 @@ describe('the statements of a warm turn', () => {
     expect(names(warm)).toEqual([
       'turns_today',
       'hybrid_search',
-      'select id, grade, subject',
       'begin_chat_turn',
       'begin_conversation_turn',
       'hybrid_search',

@@ -50,12 +50,9 @@ export interface CatalogueMiss {
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000
 
-/** The grade and subject of each document, for the hits (one statement for all of them). */
-async function documentsOf(deps: Deps, ids: string[]): Promise<Map<string, { grade: string | null; subject: string | null }>> {
-  if (ids.length === 0) return new Map()
-  // one read, not a transaction with a role: the ids are the search's hits, and the columns public
-  const rows = await deps.sql<Pick<DocumentRow, 'id' | 'grade' | 'subject'>[]>`select id, grade, subject from public.documents where id = any(${ids}::uuid[])`
-  return new Map(rows.map((r) => [r.id, { grade: r.grade, subject: r.subject }]))
+/** The grade and subject of each hit's document, as the search read them. */
+function documentsOf(hits: readonly Candidate[]): Map<string, { grade: string | null; subject: string | null }> {
+  return new Map(hits.map((h) => [h.file_id, { grade: h.grade ?? null, subject: h.subject ?? null }]))
 }
 
 /** The subjects of the ready documents (of a grade), from the catalogue's places (read once per PLACES_TTL_MS). */
@@ -72,9 +69,9 @@ interface Weighed {
   evidence: Evidence
 }
 
-async function weigh(deps: Deps, hits: Candidate[]): Promise<Weighed> {
+function weigh(deps: Deps, hits: Candidate[]): Weighed {
   const { config } = deps
-  const docs = await documentsOf(deps, [...new Set(hits.map((h) => h.file_id))])
+  const docs = documentsOf(hits)
   const strength = (h: Candidate) => (h.text_coverage !== undefined ? h.text_coverage : Math.max(0, 1 - h.distance))
   const weights = new Map<string, number>()
   for (const [i, h] of hits.slice(0, config.CHAT_INFER_VOTERS).entries()) {
@@ -149,12 +146,12 @@ export async function inferFromCatalogue(
   const message = input.query.message
   const named = namedSubjects(message, catalogueSubjects(input.places, input.grade))
   if (named.length === 1) {
-    const w = await weigh(deps, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, { ...filters, subject: named[0]! }))
+    const w = weigh(deps, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, { ...filters, subject: named[0]! }))
     if (w.matched) {
       return { kind: 'match', subject: named[0]!, grade: input.grade ?? gradeOf(w, named[0]!), evidence: { ...w.evidence, named, decided_by: 'named' } }
     }
   }
-  const w = await weigh(deps, await rerankedHits(deps, input.query, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, filters), chunks))
+  const w = weigh(deps, await rerankedHits(deps, input.query, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, filters), chunks))
   const evidence = named.length > 0 ? { ...w.evidence, named } : w.evidence
   if (!w.matched) return { kind: 'no_match', subjects: [], evidence }
 

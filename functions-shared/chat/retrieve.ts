@@ -44,6 +44,9 @@ export interface Candidate {
   score?: number
   /** hybrid search: the share of the question's word weight (idf) this chunk holds, 0..1 */
   text_coverage?: number
+  /** its document's grade and subject (read in the search's statement: the subject inference votes with them) */
+  grade?: string | null
+  subject?: string | null
 }
 
 /** What chunkTexts reads of a chunk, and caches. */
@@ -102,6 +105,9 @@ interface MatchRow {
   source_url: string | null
   ingestion_ts: string | null
   distance: number
+  /** joined from public.documents */
+  grade: string | null
+  subject: string | null
 }
 
 /** A row of public.hybrid_search: a match with its rank in each branch (null where that branch missed it) and the fused score. */
@@ -121,6 +127,8 @@ const toCandidate = (r: MatchRow): Candidate => ({
   page_number: Number(r.page_number ?? 0),
   source_url: r.source_url,
   ingestion_ts: r.ingestion_ts,
+  grade: r.grade,
+  subject: r.subject,
 })
 
 export async function denseSearch(deps: Deps, vector: readonly number[], k: number, filters: RetrievalFilters): Promise<Candidate[]> {
@@ -128,9 +136,11 @@ export async function denseSearch(deps: Deps, vector: readonly number[], k: numb
   // one statement: public.match_chunks puts only the filters present into the query and runs it with
   // the iterative scan on (see the chat migration)
   const rows = await deps.sql<MatchRow[]>`
-    select * from public.match_chunks(${deps.config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${k},
-                                      ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
-                                      p_exact_below => ${deps.config.RETRIEVAL_EXACT_BELOW}, p_ef_search => ${deps.config.HNSW_EF_SEARCH})`
+    select h.*, d.grade, d.subject
+      from public.match_chunks(${deps.config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${k},
+                               ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
+                               p_exact_below => ${deps.config.RETRIEVAL_EXACT_BELOW}, p_ef_search => ${deps.config.HNSW_EF_SEARCH}) h
+      left join public.documents d on d.id = h.file_id`
   return rows.map(toCandidate).sort((a, b) => a.distance - b.distance)
 }
 
@@ -156,13 +166,17 @@ export async function hybridSearch(
   const { config } = deps
   const { namespace, grade, subject, language, file } = filterArgs(filters)
   const depth = (factor: number) => Math.ceil(k * factor)
+  // the hits' documents (grade, subject) joined in the same statement, the search's order kept
   const rows = await deps.sql<HybridRow[]>`
-    select * from public.hybrid_search(${config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${queryText}, ${k},
-                                       ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
-                                       ${depth(config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(config.RETRIEVAL_TEXT_DEPTH_FACTOR)}, ${config.RETRIEVAL_RRF_K},
-                                       ${config.RETRIEVAL_DENSE_WEIGHT}, ${config.RETRIEVAL_TEXT_WEIGHT},
-                                       p_exact_below => ${config.RETRIEVAL_EXACT_BELOW}, p_ef_search => ${config.HNSW_EF_SEARCH}, p_text_common => ${config.RETRIEVAL_TEXT_COMMON},
-                                       p_text_postings => ${config.RETRIEVAL_TEXT_POSTINGS}, p_coverage => ${options.coverage ?? true})`
+    select h.*, d.grade, d.subject
+      from public.hybrid_search(${config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${queryText}, ${k},
+                                ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
+                                ${depth(config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(config.RETRIEVAL_TEXT_DEPTH_FACTOR)}, ${config.RETRIEVAL_RRF_K},
+                                ${config.RETRIEVAL_DENSE_WEIGHT}, ${config.RETRIEVAL_TEXT_WEIGHT},
+                                p_exact_below => ${config.RETRIEVAL_EXACT_BELOW}, p_ef_search => ${config.HNSW_EF_SEARCH}, p_text_common => ${config.RETRIEVAL_TEXT_COMMON},
+                                p_text_postings => ${config.RETRIEVAL_TEXT_POSTINGS}, p_coverage => ${options.coverage ?? true}) with ordinality h
+      left join public.documents d on d.id = h.file_id
+     order by h.ordinality`
   return rows.map((r) => ({
     ...toCandidate(r),
     dense_rank: r.dense_rank === null ? null : Number(r.dense_rank),
