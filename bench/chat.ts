@@ -22,139 +22,22 @@ import { createDeps } from '../functions-shared/deps.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
 import { denseSearch, hybridSearch } from '../functions-shared/chat/retrieve.ts'
-import { namespaceFor } from '../functions-shared/catalogue/namespace.ts'
 import type { Sql } from '../functions-shared/db/client.ts'
 import { startGateway } from '../scripts/lib/gateway.ts'
 import { turnStorage } from './lib/turn-storage.ts'
 import { createUser } from '../test/helpers/users.ts'
 import { scratchDatabase } from './lib/scratch-db.ts'
 import { runLoad } from './lib/http-load.ts'
-
-// --- a synthetic curriculum: six subjects' vocabularies, seeded randomness ---------------------------
-const VOCAB: Record<string, string[]> = {
-  mathematiques:
-    'équation inconnue fonction dérivée limite suite intégrale primitive probabilité vecteur matrice triangle cercle polynôme racine logarithme exponentielle théorème démonstration calcul fraction nombre réel complexe géométrie'
-      .split(' '),
-  physique:
-    'onde célérité force énergie vitesse accélération tension courant circuit résistance lumière mécanique électricité fréquence atome molécule réaction oscillation condensateur bobine gravitation lentille optique masse'
-      .split(' '),
-  'sciences-naturelles':
-    'cellule ADN gène chromosome photosynthèse plante digestion respiration immunité écosystème neurone protéine enzyme hormone mitose méiose reproduction sang volcan séisme roche fossile évolution espèce'
-      .split(' '),
-  'education-islamique':
-    'prière zakat jeûne ramadan coran hadith prophète pilier ablutions pèlerinage foi unicité mosquée aumône invocation comportement famille voisin honnêteté science patience justice savoir adoration'
-      .split(' '),
-  arabe:
-    'grammaire sujet verbe complément phrase nominale verbale poésie rhétorique métaphore comparaison conjugaison déclinaison accord prose texte auteur style rime mètre lexique morphologie syntaxe discours'
-      .split(' '),
-  histoire:
-    'empire almoravides colonisation indépendance guerre traité siècle royaume dynastie commerce caravane révolution nation frontière constitution état peuple économie société civilisation découverte conquête résistance'
-      .split(' '),
-}
-const COMMON = 'le la les des une un dans pour avec sur est sont qui que par plus comme leçon exemple exercice chapitre définition propriété méthode'.split(' ')
-const SUBJECTS = Object.keys(VOCAB)
-const GRADES = ['1AS', '2AS', '3AS', '4AS', '5C', '6C', '7C']
-
-function prng(seed: number) {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-const rand = prng(42)
-const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!
-// Each subject's words follow Zipf's law, as words of real text do: its 25 named words first, then
-// 2,975 made-up ones (syllables, so the French stemmer sees words), the word of rank r drawn with
-// probability ∝ 1/r. A few words are in most of a subject's chunks, most are in few.
-const SYLLABLES = 'ba be bi bo da de di do ka ke ki ko la le li lo ma me mi mo na ne ni no ra re ri ro sa se si so ta te ti to'.split(' ')
-const ZIPF_WORDS = 3000
-const LEXICON = Object.fromEntries(
-  SUBJECTS.map((subject, s) => [
-    subject,
-    [
-      ...VOCAB[subject]!,
-      ...Array.from({ length: ZIPF_WORDS - VOCAB[subject]!.length }, (_, i) => {
-        let n = i * SUBJECTS.length + s
-        let w = ''
-        for (let k = 0; k < 4; k++, n = Math.floor(n / SYLLABLES.length)) w += SYLLABLES[n % SYLLABLES.length]
-        return `${w}ment`
-      }),
-    ],
-  ]),
-)
-const ZIPF_CDF = (() => {
-  const w = Array.from({ length: ZIPF_WORDS }, (_, r) => 1 / (r + 1))
-  const total = w.reduce((a, b) => a + b, 0)
-  let acc = 0
-  return w.map((x) => (acc += x / total))
-})()
-const zipf = (subject: string) => {
-  const u = rand()
-  let lo = 0
-  let hi = ZIPF_WORDS - 1
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1
-    if (ZIPF_CDF[mid]! < u) lo = mid + 1
-    else hi = mid
-  }
-  return LEXICON[subject]![lo]!
-}
-const sentence = (subject: string, words: number) => Array.from({ length: words }, () => (rand() < 0.6 ? zipf(subject) : pick(COMMON))).join(' ')
+import { machine } from './lib/machine.ts'
+import { documentsFor, GRADES, loadChunks, sentence, SUBJECTS } from './lib/synthetic-curriculum.ts'
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`
-
-async function documentsFor(sql: Sql): Promise<Map<string, string>> {
-  const ids = new Map<string, string>()
-  for (const subject of SUBJECTS) {
-    for (const grade of GRADES) {
-      const [d] = await sql`insert into public.documents (title, grade, subject, language, status, ingestion_ts, vectordb_namespace)
-        values (${`${subject} ${grade}`}, ${grade}, ${subject}, 'fr', 'ready', now(), ${namespaceFor(grade, subject)}) returning id`
-      ids.set(`${subject}/${grade}`, d!.id as string)
-    }
-  }
-  return ids
-}
-
-/** `n` chunks (text + vector + light metadata), in batches. */
-async function loadChunks(sql: Sql, docs: Map<string, string>, from: number, n: number, withText: boolean): Promise<void> {
-  const batch = 500
-  for (let start = from; start < from + n; start += batch) {
-    const rows = Array.from({ length: Math.min(batch, from + n - start) }, (_, j) => {
-      const i = start + j
-      const subject = SUBJECTS[i % SUBJECTS.length]!
-      const grade = GRADES[Math.floor(i / SUBJECTS.length) % GRADES.length]!
-      const text = `${sentence(subject, 40)}.`
-      return {
-        id: `c${i}`,
-        index: i,
-        file: docs.get(`${subject}/${grade}`)!,
-        subject,
-        grade,
-        text,
-        page: 1 + (i % 200),
-        vector: `[${offlineVector(text, 1536).map((x) => x.toFixed(6)).join(',')}]`,
-      }
-    })
-    if (withText) {
-      await sql`insert into public.document_chunks (id, file_id, page_number, chunk_index, content)
-        select * from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.file)}::uuid[], ${rows.map((r) => r.page)}::int[], ${
-        rows.map((r) => r.index)
-      }::int[], ${rows.map((r) => r.text)}::text[])`
-    }
-    await sql`insert into public.vectors (index_name, namespace, id, file_id, embedding, metadata)
-      select 'curriculum-1536', ns, id, file, emb::extensions.vector,
-             jsonb_build_object('chunk_id', id, 'file_id', file, 'language', 'fr', 'grade', grade, 'subject', subject, 'source_url', 'https://portal.example.mr/' || subject || '.pdf', 'page_number', page, 'ingestion_ts', now())
-        from unnest(${rows.map((r) => namespaceFor(r.grade, r.subject))}::text[], ${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.file)}::uuid[],
-                    ${rows.map((r) => r.vector)}::text[], ${rows.map((r) => r.grade)}::text[], ${rows.map((r) => r.subject)}::text[], ${
-      rows.map((r) => r.page)
-    }::int[])
-             as t(ns, id, file, emb, grade, subject, page)`
-  }
+// the machine line, printed once, before any figure, by the part that runs first
+let machinePrinted = false
+function printMachine(database: string): void {
+  if (!machinePrinted) machine(database)
+  machinePrinted = true
 }
 
 async function rebuildIndex(sql: Sql, def: string): Promise<number> {
@@ -175,6 +58,7 @@ const STAGES = ['decide_path', 'check_wallet', 'retrieve_and_rerank', 'retrieve.
 // --- (a) turn overhead -------------------------------------------------------------------------------
 async function turnOverhead(): Promise<void> {
   const db = await scratchDatabase('chat', { max: 8 })
+  printMachine(db.label)
   const sql = db.sql
   const docs = await documentsFor(sql)
   await loadChunks(sql, docs, 0, 3000, true)
@@ -222,16 +106,18 @@ async function turnOverhead(): Promise<void> {
   }
 
   console.log(
-    `(a) turn overhead: POST /chat (JSON, offline provider, premium tier, 3,000 chunks, ${config.RETRIEVAL_MODE} retrieval), ${db.label}; node ${process.version}`,
+    `(a) turn overhead: POST /chat (JSON, offline provider, premium tier, 3,000 chunks, ${config.RETRIEVAL_MODE} retrieval), ${db.label}`,
   )
   console.log(
     '    students   chat p50 / p99 (turns/s)          bare Hono p50 / p99 (req/s)     p50 ratio   stage p50s (ms): decide wallet retrieve (search) generate finalize',
   )
   await load(chatUrl, 4, 300) // warm-up: JIT, connections, caches
   await load(bareUrl, 4, 500)
+  const bareP50 = new Map<number, number>() // the inferred turns' baseline below
   for (const [c, total] of [[1, 300], [8, 1200], [32, 1600]] as const) {
     const chatRun = await load(chatUrl, c, total)
     const bareRun = await load(bareUrl, c, total * 3)
+    bareP50.set(c, bareRun.p50)
     console.log(
       `    ${String(c).padStart(8)}   ${fmt(chatRun.p50).padStart(9)} / ${fmt(chatRun.p99).padStart(9)} (${chatRun.rps.toFixed(0).padStart(5)})   ` +
         `${fmt(bareRun.p50).padStart(9)} / ${fmt(bareRun.p99).padStart(9)} (${bareRun.rps.toFixed(0).padStart(6)})   ${
@@ -241,13 +127,13 @@ async function turnOverhead(): Promise<void> {
   }
   // the same questions without grade and subject: the teacher infers them from the catalogue first
   const unlabelled = questions.map(({ message }) => ({ message }))
-  console.log('    without grade and subject: the subject inferred from the catalogue first (one more search, in decide)')
+  console.log('    without grade and subject: the subject inferred from the catalogue first (one more search, in decide); p50 ratio to the bare p50 above')
   for (const [c, total] of [[1, 300], [8, 1200]] as const) {
     const inferred = await load(chatUrl, c, total, unlabelled)
     console.log(
       `    ${String(c).padStart(8)}   ${fmt(inferred.p50).padStart(9)} / ${fmt(inferred.p99).padStart(9)} (${inferred.rps.toFixed(0).padStart(5)})   ${
-        ' '.repeat(44)
-      }${inferred.stages}`,
+        ' '.repeat(33)
+      }${(inferred.p50 / bareP50.get(c)!).toFixed(1).padStart(7)}x   ${inferred.stages}`,
     )
   }
   // the turn stored (the default) beside the same turn written nowhere: what keeping conversations costs
@@ -268,6 +154,7 @@ async function turnOverhead(): Promise<void> {
 // --- (b) retrieval at scale --------------------------------------------------------------------------
 async function retrieval(sizes: number[]): Promise<void> {
   const db = await scratchDatabase('retrieval', { max: 2 })
+  printMachine(db.label)
   const sql = db.sql
   const efs = (process.env.BENCH_EF ?? '60,100,200').split(',').map(Number)
   const depsFor = (ef: number) => createDeps(loadConfig({ LOG_LEVEL: 'silent', HNSW_EF_SEARCH: String(ef) }), { sql, logs: createLogRoot({ level: 'silent' }) })
@@ -280,7 +167,7 @@ async function retrieval(sizes: number[]): Promise<void> {
     return { subject, text, vector: offlineVector(text, 1536) }
   })
   console.log(`(b) retrieval: top-30 with a subject prefilter (1/6 of the chunks), HNSW cosine, iterative scan; ${db.label}`)
-  console.log('        chunks   load s   index s     ef    p50 ms    p99 ms   recall@10 vs exact   exact p50 ms   plan')
+  console.log('        chunks   load s   index s     ef    p50 ms    p99 ms   recall@10 vs exact   exact p50 ms   p50/exact   plan')
   let loaded = 0
   for (const size of sizes) {
     await sql`drop index if exists public.vectors_embedding_hnsw_idx` // bulk load first, then build
@@ -330,8 +217,8 @@ async function retrieval(sizes: number[]): Promise<void> {
           String(ef).padStart(4)
         }   ${quantile(latencies, 0.5).toFixed(2).padStart(7)}   ${quantile(latencies, 0.99).toFixed(2).padStart(7)}` +
           `   ${(recall / queries.length).toFixed(3).padStart(18)}   ${quantile(exactMs, 0.5).toFixed(2).padStart(12)}   ${
-            plan.some((l) => l.includes('vectors_embedding_hnsw_idx')) ? 'HNSW index scan' : 'no index!'
-          }`,
+            (quantile(latencies, 0.5) / quantile(exactMs, 0.5)).toFixed(3).padStart(8)
+          }x   ${plan.some((l) => l.includes('vectors_embedding_hnsw_idx')) ? 'HNSW index scan' : 'no index!'}`,
       )
     }
     // hybrid at the default ef_search, against dense at the same ef_search, in the same run

@@ -5,6 +5,7 @@
 // (without it: the embedded PGlite, with 100,000 fingerprints unless BENCH_FINGERPRINTS is set).
 import type { Sql } from '../functions-shared/db/client.ts'
 import { scratchDatabase } from './lib/scratch-db.ts'
+import { machine } from './lib/machine.ts'
 
 const serverUrl = process.env.BENCH_DATABASE_URL
 const N = Number(process.env.BENCH_FINGERPRINTS ?? (serverUrl ? 1_000_000 : 100_000))
@@ -13,13 +14,14 @@ const SCANS = Number(process.env.BENCH_SCANS ?? 10)
 
 const db = await scratchDatabase('dedup')
 const sql: Sql = db.sql
+machine(db.label)
 let t = performance.now()
 await sql`insert into public.curriculum_references (source, pdf_source, source_url, content_fingerprint)
           select 'bench', 'http://portal.bench/' || g || '.pdf', 'http://portal.bench/' || g || '.pdf', ('x' || md5(g::text))::bit(64)::bigint
             from generate_series(1, ${N}::int) g`
 await sql`analyze public.curriculum_references`
 console.log(
-  `database: ${db.label}; ${N.toLocaleString('en')} fingerprints loaded in ${((performance.now() - t) / 1000).toFixed(1)} s; node ${process.version}\n`,
+  `database: ${db.label}; ${N.toLocaleString('en')} fingerprints loaded in ${((performance.now() - t) / 1000).toFixed(1)} s\n`,
 )
 
 // queries: stored fingerprints with 0-3 bits flipped (hits) and fresh random ones (misses), half each

@@ -23,10 +23,12 @@ import { md5 } from '@noble/hashes/legacy.js'
 import { simhash, tokens, tokenWeight } from '../functions-shared/text/simhash.ts'
 import { MAX_TEXT_CHARS } from '../functions-shared/pdf/extract.ts'
 import { createAiProvider } from '../functions-shared/ai/select.ts'
+import { machine } from './lib/machine.ts'
 
 const PAGES = Number(process.env.BENCH_PAGES ?? 200)
 const db = await scratchDatabase('ingest', { max: 2 })
 const sql: Sql = db.sql
+machine(db.label)
 
 // pages of lesson text, each different (the page number and a rotation of the sentences)
 const sentences = `${FR_LESSON} ${PHYSICS_LESSON}`.split(/(?<=\.) /)
@@ -52,7 +54,7 @@ const seconds = (performance.now() - started) / 1000
 
 const histogram = await deps.metrics.ingestion.stageSeconds.get()
 const sums = new Map(histogram.values.filter((v) => v.metricName === 'ingestion_stage_seconds_sum').map((v) => [String(v.labels.stage), v.value]))
-console.log(`database: ${db.label}; ${PAGES}-page French PDF (${(pdf.byteLength / 1024).toFixed(0)} KB); offline embedder; node ${process.version}\n`)
+console.log(`database: ${db.label}; ${PAGES}-page French PDF (${(pdf.byteLength / 1024).toFixed(0)} KB); offline embedder\n`)
 if (outcome.status !== 'ready') console.log(`the job did not finish: ${outcome.error ?? outcome.status}`)
 console.log(
   `outcome ${outcome.status}: ${outcome.pages} pages, ${outcome.chunks} chunks in ${seconds.toFixed(2)} s = ${

@@ -14,6 +14,8 @@ import { MemoryRateLimitStore } from '../functions-shared/http/rate-limit/memory
 import { PostgresRateLimitStore } from '../functions-shared/http/rate-limit/postgres-store.ts'
 import { startEmbedded } from '../scripts/lib/embedded-db.ts'
 import { migrateRepository } from '../scripts/lib/migrations.ts'
+import { databaseLabel } from './lib/scratch-db.ts'
+import { machine } from './lib/machine.ts'
 
 async function measure(label: string, n: number, fn: (i: number) => unknown): Promise<number> {
   for (let i = 0; i < Math.min(200, n); i++) await fn(i) // warm-up
@@ -30,7 +32,8 @@ await migrateRepository(sql)
 const config = loadConfig({ LOG_LEVEL: 'silent', ADMIN_API_KEY: 'bench-key', RATE_LIMIT_ADMIN_PER_MINUTE: '100000000' })
 const deps = createDeps(config, { sql, logs: createLogRoot({ level: 'silent' }) })
 
-console.log(`database: ${embedded ? 'embedded PGlite' : 'PostgreSQL server'}; node ${process.version}\n`)
+machine(await databaseLabel(sql, embedded ? 'pglite' : 'server'))
+console.log('')
 
 const bare = new Hono().get('/ping', (c) => c.json({ ok: true }))
 const base = await measure('baseline: bare Hono route, app.request', 20_000, () => bare.request('/ping'))

@@ -3,6 +3,7 @@
 import { encode as gptEncode } from 'gpt-tokenizer/encoding/cl100k_base'
 import { getEncoding } from 'js-tiktoken'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from '../test/helpers/portal.ts'
+import { machine } from './lib/machine.ts'
 
 const MB = Number(process.env.BENCH_MB ?? 2)
 const tiktoken = getEncoding('cl100k_base')
@@ -43,7 +44,8 @@ const candidates: [string, (t: string) => number[]][] = [
   ['gpt-tokenizer', (t) => gptEncode(t)],
 ]
 
-console.log(`cl100k_base encode, ${MB} MB per text; node ${process.version}\n`)
+machine()
+console.log(`cl100k_base encode, ${MB} MB per text\n`)
 const FR_LETTERS = 'abcdefghijlmnopqrstuvéèàêçô'
 const AR_LETTERS = 'ابتثجحخدذرزسشصضطظعغفقكلمنهوية'
 const texts: [string, string][] = [

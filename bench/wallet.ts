@@ -13,6 +13,7 @@ import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { topUp } from '../functions-shared/wallet/service.ts'
 import { finalize, reserve } from '../functions-shared/wallet/reservations.ts'
 import { scratchDatabase } from './lib/scratch-db.ts'
+import { machine } from './lib/machine.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -21,6 +22,7 @@ const serverUrl = process.env.BENCH_DATABASE_URL
 const levels = serverUrl ? [1, 8, 32] : [1]
 
 const db = await scratchDatabase('wallet')
+machine(db.label)
 const url = db.url
 const setup = db.sql
 await setup.unsafe(`
@@ -55,9 +57,7 @@ async function run(clients: number, body: (sql: Sql, client: number) => Promise<
 }
 
 console.log(
-  `database: ${
-    serverUrl ? 'PostgreSQL server' : 'embedded PGlite (one connection)'
-  }; median of ${ROUNDS} alternating runs of ${SECONDS} s; node ${process.version}\n`,
+  `database: ${serverUrl ? 'PostgreSQL server' : 'embedded PGlite (one connection)'}; median of ${ROUNDS} alternating runs of ${SECONDS} s\n`,
 )
 console.log('clients   baseline 1-stmt/s   baseline 3-stmt/s   wallet cycles/s   ratio 1-stmt   ratio 3-stmt')
 for (const clients of levels) {
