@@ -3,6 +3,7 @@
 // one row, sent as one statement as each wallet RPC is (and, for reference, the same work as three
 // statements in a service transaction). A cycle is two transactions, so 0.5 is the practical ceiling of
 // the ratio against the one-statement baseline.
+// Then what one cycle writes, table by table (bench/lib/wallet-writes.ts): rows, HOT updates, index entries.
 // Run: BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:wallet
 // (without it: the embedded PGlite, one client only, since PGlite is one connection).
 import { createDb, type Sql } from '../functions-shared/db/client.ts'
@@ -14,6 +15,7 @@ import { topUp } from '../functions-shared/wallet/service.ts'
 import { finalize, reserve } from '../functions-shared/wallet/reservations.ts'
 import { scratchDatabase } from './lib/scratch-db.ts'
 import { machine } from './lib/machine.ts'
+import { printWrites, writesOf } from './lib/wallet-writes.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -110,4 +112,23 @@ for (const clients of levels) {
     }`,
   )
 }
+
+// what one cycle writes: reserve + finalize as above, and a chat turn's (begin_chat_turn + finalize_chat_turn)
+const counted = createDb(url, { max: 1, prepare: true })
+printWrites(
+  'writes of one reserve + finalize (reserve_tokens, finalize_reservation)',
+  await writesOf(counted, async (tx) => {
+    const [r] = await tx<{ id: string }[]>`select id from public.reserve_tokens(${users[0]!}, 10, 'writes', 300, 50)`
+    await tx`select * from public.finalize_reservation(${r!.id}, 7, 'writes', 'manual', 2)`
+  }),
+)
+printWrites(
+  "writes of one chat turn's wallet (begin_chat_turn, finalize_chat_turn)",
+  await writesOf(counted, async (tx) => {
+    const [r] = await tx<{ reservation_id: string }[]>`
+      select reservation_id from public.begin_chat_turn(${users[0]!}, 'writes', array[10, 10, 10], array[50, 0, 0], 300, 50)`
+    await tx`select * from public.finalize_chat_turn(${r!.reservation_id}, 7, 'writes', 'chat', 2, 140, 'offline', '{}'::jsonb)`
+  }),
+)
+await counted.end()
 await db.close()
