@@ -5,11 +5,11 @@
 -- - reservations_due_idx goes: the reservations in flight are few (a student's turns of the last minutes),
 --   and reservations_user_due_idx, over the same rows, serves the expiry's scan of them as well.
 
-drop index public.reservations_due_idx;
+drop index if exists public.reservations_due_idx;
 
 -- why: the settlement of finalize_reservation (see the wallet baseline), with the usage row's turn facts
 -- written in the same insert. Only the wallet's RPCs call it.
-create function private.settle_reservation(p_reservation uuid, p_actual integer, p_request_id text, p_kind text,
+create or replace function private.settle_reservation(p_reservation uuid, p_actual integer, p_request_id text, p_kind text,
                                            p_cap_multiplier numeric, p_characters integer, p_model text, p_details jsonb)
 returns table (reservation_id uuid, user_id uuid, status text, estimated integer, actual integer, charged integer,
                refunded integer, uncovered integer, token_balance bigint, ledger_entry_id bigint, request_id text)
