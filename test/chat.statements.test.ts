@@ -61,7 +61,7 @@ describe('the statements of a warm turn', () => {
     expect(warm).toEqual(['begin_chat_turn', 'begin_conversation_turn', 'hybrid_search', 'finalize_chat_turn', 'end_conversation_turn'])
   })
 
-  it("sends two more for a question whose subject is found: the wallet read before the search (with the day's turns), and the search (its hits' grades and subjects joined)", async () => {
+  it("sends three more for a question whose subject is found: the wallet read before the search (with the day's turns), the catalogue's subjects, and the search (its hits' grades and subjects joined)", async () => {
     const user = await createUser(db.sql)
     const unlabelled = { message: "Comment isole-t-on l'inconnue dans une équation ?" }
     await turnStatements(user, unlabelled)
@@ -69,6 +69,7 @@ describe('the statements of a warm turn', () => {
     expect(warm.filter((s) => /^(begin|commit)$/i.test(s))).toEqual([])
     expect(names(warm)).toEqual([
       'turns_today',
+      'select distinct subject from',
       'hybrid_search',
       'begin_chat_turn',
       'begin_conversation_turn',

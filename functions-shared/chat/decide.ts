@@ -95,9 +95,8 @@ export async function decidePath(ctx: TurnContext, request: ChatInput): Promise<
 /** The question (and, when it alone says too little, with the student's last messages) in the catalogue. */
 async function findInCatalogue(ctx: TurnContext, input: ChatInput, prepared: PreparedQuery, language: QuestionLanguage) {
   const { deps } = ctx
-  const places = await cachedPlaces(ctx)
   const attempt = (query: PreparedQuery) =>
-    inferFromCatalogue(deps, { query, grade: input.grade ?? null, language: input.document_language ?? null, places }, ctx.rt.caches.chunks)
+    inferFromCatalogue(deps, { query, grade: input.grade ?? null, language: input.document_language ?? null }, ctx.rt.caches.chunks)
   const found = await attempt(prepared)
   const recent = (input.history ?? []).filter((h) => h.role === 'user').slice(-2).map((h) => h.content)
   if (found.kind === 'match' || recent.length === 0) return found

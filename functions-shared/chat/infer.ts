@@ -15,7 +15,6 @@
 // - two subjects within CHAT_INFER_TIE_RATIO of each other are a tie, broken by the subject vocabulary
 //   (subjects.ts) when it can, else the student is asked which one.
 import type { Deps } from '../deps.ts'
-import type { CataloguePlace } from '../catalogue/filters.ts'
 import type { DocumentRow } from '../ingestion/documents.ts'
 import type { Candidate } from './retrieve.ts'
 import { type PreparedQuery, searchQuestion } from './query.ts'
@@ -55,10 +54,15 @@ function documentsOf(hits: readonly Candidate[]): Map<string, { grade: string | 
   return new Map(hits.map((h) => [h.file_id, { grade: h.grade ?? null, subject: h.subject ?? null }]))
 }
 
-/** The subjects of the ready documents (of a grade), from the catalogue's places (read once per PLACES_TTL_MS). */
-function catalogueSubjects(places: readonly CataloguePlace[], grade: string | null): string[] {
-  const wanted = grade?.toLowerCase() ?? null
-  return [...new Set(places.filter((p) => p.subject !== null && (wanted === null || p.grade?.toLowerCase() === wanted)).map((p) => p.subject!))]
+/**
+ * The subjects of the ready documents (of a grade), read with each question: a document published a
+ * moment ago is named (the cached places may be PLACES_TTL_MS old). One read, not a transaction.
+ */
+async function catalogueSubjects(deps: Deps, grade: string | null): Promise<string[]> {
+  const rows = await deps.sql<{ subject: string }[]>`
+    select distinct subject from public.documents
+     where status = 'ready' and subject is not null and (${grade}::text is null or lower(grade) = lower(${grade}::text))`
+  return rows.map((r) => r.subject)
 }
 
 interface Weighed {
@@ -138,13 +142,13 @@ async function rerankedHits(deps: Deps, query: PreparedQuery, hits: Candidate[],
 
 export async function inferFromCatalogue(
   deps: Deps,
-  input: { query: PreparedQuery; grade: string | null; language: string | null; places: readonly CataloguePlace[] },
+  input: { query: PreparedQuery; grade: string | null; language: string | null },
   chunks: RetrievalCaches['chunks'],
 ): Promise<CatalogueMatch | CatalogueMiss> {
   const { config } = deps
   const filters = { grade: input.grade, language: input.language }
   const message = input.query.message
-  const named = namedSubjects(message, catalogueSubjects(input.places, input.grade))
+  const named = namedSubjects(message, await catalogueSubjects(deps, input.grade))
   if (named.length === 1) {
     const w = weigh(deps, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, { ...filters, subject: named[0]! }))
     if (w.matched) {

@@ -139,8 +139,9 @@ export async function denseSearch(deps: Deps, vector: readonly number[], k: numb
     select h.*, d.grade, d.subject
       from public.match_chunks(${deps.config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${k},
                                ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
-                               p_exact_below => ${deps.config.RETRIEVAL_EXACT_BELOW}, p_ef_search => ${deps.config.HNSW_EF_SEARCH}) h
-      left join public.documents d on d.id = h.file_id`
+                               p_exact_below => ${deps.config.RETRIEVAL_EXACT_BELOW}, p_ef_search => ${deps.config.HNSW_EF_SEARCH}) with ordinality h
+      left join public.documents d on d.id = h.file_id
+     order by h.ordinality`
   return rows.map(toCandidate).sort((a, b) => a.distance - b.distance)
 }
 
