@@ -9,6 +9,7 @@
 // choice, since match_chunks plans each query for its values).
 import type { Deps } from '../deps.ts'
 import type { TtlCache } from '../lib/ttl-cache.ts'
+import { vectorLiteral } from '../lib/vector.ts'
 import { namespaceFor } from '../catalogue/namespace.ts'
 import type { CataloguePlace } from '../catalogue/filters.ts'
 
@@ -76,12 +77,9 @@ export interface RetrievedChunk extends Candidate, ChunkText {}
 
 /** A vector as pgvector's text, made once per vector: a question's inference and retrieval search with the same one. */
 const literals = new WeakMap<readonly number[], string>()
-function vectorLiteral(v: readonly number[]): string {
+function literalOf(v: readonly number[]): string {
   let literal = literals.get(v)
-  if (literal === undefined) {
-    literal = `[${v.map((x) => x.toFixed(7)).join(',')}]`
-    literals.set(v, literal)
-  }
+  if (literal === undefined) literals.set(v, literal = vectorLiteral(v))
   return literal
 }
 
@@ -137,7 +135,7 @@ export async function denseSearch(deps: Deps, vector: readonly number[], k: numb
   // the iterative scan on (see the chat migration)
   const rows = await deps.sql<MatchRow[]>`
     select h.*, d.grade, d.subject
-      from public.match_chunks(${deps.config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${k},
+      from public.match_chunks(${deps.config.VECTOR_INDEX_NAME}, ${literalOf(vector)}::extensions.vector, ${k},
                                ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
                                p_exact_below => ${deps.config.RETRIEVAL_EXACT_BELOW}, p_ef_search => ${deps.config.HNSW_EF_SEARCH}) with ordinality h
       left join public.documents d on d.id = h.file_id
@@ -170,7 +168,7 @@ export async function hybridSearch(
   // the hits' documents (grade, subject) joined in the same statement, the search's order kept
   const rows = await deps.sql<HybridRow[]>`
     select h.*, d.grade, d.subject
-      from public.hybrid_search(${config.VECTOR_INDEX_NAME}, ${vectorLiteral(vector)}::extensions.vector, ${queryText}, ${k},
+      from public.hybrid_search(${config.VECTOR_INDEX_NAME}, ${literalOf(vector)}::extensions.vector, ${queryText}, ${k},
                                 ${namespace}, ${grade}, ${subject}, ${language}, ${file}::uuid,
                                 ${depth(config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(config.RETRIEVAL_TEXT_DEPTH_FACTOR)}, ${config.RETRIEVAL_RRF_K},
                                 ${config.RETRIEVAL_DENSE_WEIGHT}, ${config.RETRIEVAL_TEXT_WEIGHT},

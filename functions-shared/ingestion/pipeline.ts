@@ -19,11 +19,13 @@ import { defaultTokenizer } from './tokenizer.ts'
 import { hasNamespace, namespaceFor } from '../catalogue/namespace.ts'
 import type { ReferenceRow } from '../catalogue/listings.ts'
 import { countOcr, failureReason } from './metrics.ts'
+import { vectorLiteral } from '../lib/vector.ts'
 import { type ClaimedJob, deferForOcr, fail, type JobOutcome, PipelineError, transition } from './job.ts'
 
 export { type ClaimedJob, claimNextJob, type JobOutcome, PipelineError } from './job.ts'
 
-const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => (Number.isFinite(x) ? x.toFixed(7) : '0')).join(',')}]`
+/** What is stored of a vector: a value that is not a number (an embedder's fault) as 0. */
+const storedVector = (v: readonly number[]) => vectorLiteral(v.map((x) => (Number.isFinite(x) ? x : 0)))
 
 export async function processJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<JobOutcome> {
   const outcome = await runJob(deps, job, requestId)
@@ -213,7 +215,7 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
           chunk_index: c.chunk_index,
           content: c.text,
           token_count: c.token_count ?? null,
-          embedding: vectorLiteral(vectors[k]!),
+          embedding: storedVector(vectors[k]!),
           // only the light fields of spec §1.4; the text stays in document_chunks
           metadata: {
             chunk_id: ids[i + k],

@@ -4,6 +4,7 @@
 import type { ServiceContext } from '../deps.ts'
 import { asService } from '../db/tx.ts'
 import { DomainError } from '../domain/errors.ts'
+import { vectorLiteral } from '../lib/vector.ts'
 import { isPdf, PdfError } from '../pdf/extract.ts'
 import { PdfReadersBusy } from '../pdf/types.ts'
 import { readPdf, readPdfSettings } from '../pdf/read.ts'
@@ -20,8 +21,6 @@ export interface UploadInput {
   namespace?: string | undefined
   pdf_source?: string | undefined
 }
-
-const vectorLiteral = (v: readonly number[]) => `[${v.map((x) => x.toFixed(7)).join(',')}]`
 
 const refused = (field: string, message: string) => new DomainError('validation_failed', `Invalid form: ${field}: ${message}`, { fields: [{ field, message }] })
 

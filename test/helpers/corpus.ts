@@ -4,8 +4,9 @@ import type { Sql } from '../../functions-shared/db/client.ts'
 import { offlineVector } from '../../functions-shared/ai/offline-embedder.ts'
 import { namespaceFor } from '../../functions-shared/catalogue/namespace.ts'
 import { AR_LESSON, FR_LESSON, PHYSICS_LESSON } from './portal.ts'
+import { vectorLiteral as literalOf } from '../../functions-shared/lib/vector.ts'
 
-export const vectorLiteral = (text: string) => `[${offlineVector(text, 1536).map((x) => x.toFixed(7)).join(',')}]`
+export const vectorLiteral = (text: string) => literalOf(offlineVector(text, 1536))
 
 export interface SeededDocument {
   id: string
