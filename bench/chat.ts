@@ -113,11 +113,13 @@ async function turnOverhead(): Promise<void> {
   )
   await load(chatUrl, 4, 300) // warm-up: JIT, connections, caches
   await load(bareUrl, 4, 500)
-  const bareP50 = new Map<number, number>() // the inferred turns' baseline below
+  const bareP50 = new Map<number, number>() // the inferred turns' baselines below
+  const labelledP50 = new Map<number, number>()
   for (const [c, total] of [[1, 300], [8, 1200], [32, 1600]] as const) {
     const chatRun = await load(chatUrl, c, total)
     const bareRun = await load(bareUrl, c, total * 3)
     bareP50.set(c, bareRun.p50)
+    labelledP50.set(c, chatRun.p50)
     console.log(
       `    ${String(c).padStart(8)}   ${fmt(chatRun.p50).padStart(9)} / ${fmt(chatRun.p99).padStart(9)} (${chatRun.rps.toFixed(0).padStart(5)})   ` +
         `${fmt(bareRun.p50).padStart(9)} / ${fmt(bareRun.p99).padStart(9)} (${bareRun.rps.toFixed(0).padStart(6)})   ${
@@ -127,13 +129,15 @@ async function turnOverhead(): Promise<void> {
   }
   // the same questions without grade and subject: the teacher infers them from the catalogue first
   const unlabelled = questions.map(({ message }) => ({ message }))
-  console.log('    without grade and subject: the subject inferred from the catalogue first (one more search, in decide); p50 ratio to the bare p50 above')
+  console.log(
+    "    without grade and subject: the subject inferred from the catalogue first (the search in decide finds its candidates too); p50 ratio to the bare p50 above, and to the labelled turn's",
+  )
   for (const [c, total] of [[1, 300], [8, 1200]] as const) {
     const inferred = await load(chatUrl, c, total, unlabelled)
     console.log(
       `    ${String(c).padStart(8)}   ${fmt(inferred.p50).padStart(9)} / ${fmt(inferred.p99).padStart(9)} (${inferred.rps.toFixed(0).padStart(5)})   ${
         ' '.repeat(33)
-      }${(inferred.p50 / bareP50.get(c)!).toFixed(1).padStart(7)}x   ${inferred.stages}`,
+      }${(inferred.p50 / bareP50.get(c)!).toFixed(1).padStart(7)}x   ${inferred.stages}   ${(inferred.p50 / labelledP50.get(c)!).toFixed(2)}x labelled`,
     )
   }
   // the turn stored (the default) beside the same turn written nowhere: what keeping conversations costs

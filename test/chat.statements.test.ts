@@ -61,19 +61,18 @@ describe('the statements of a warm turn', () => {
     expect(warm).toEqual(['begin_chat_turn', 'begin_conversation_turn', 'hybrid_search', 'finalize_chat_turn', 'end_conversation_turn'])
   })
 
-  it("sends three more for a question whose subject is found: the wallet read before the search (with the day's turns), the catalogue's subjects, and the search (its hits' grades and subjects joined)", async () => {
+  it("sends one more for a question whose subject is found: the wallet read before the search (with the day's turns and the catalogue's subjects), and one search that finds the subject and its candidates", async () => {
     const user = await createUser(db.sql)
     const unlabelled = { message: "Comment isole-t-on l'inconnue dans une équation ?" }
     await turnStatements(user, unlabelled)
     const warm = await turnStatements(user, unlabelled)
     expect(warm.filter((s) => /^(begin|commit)$/i.test(s))).toEqual([])
+    // the retrieval takes the candidates catalogue_search found for the chosen subject: no second search
     expect(names(warm)).toEqual([
       'turns_today',
-      'select distinct subject from',
-      'hybrid_search',
+      'catalogue_search',
       'begin_chat_turn',
       'begin_conversation_turn',
-      'hybrid_search',
       'finalize_chat_turn',
       'end_conversation_turn',
     ])

@@ -58,16 +58,17 @@ function uncharged(info: Record<string, unknown> & { cross_lingual: RetrievalRes
 
 export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{ decision: Decision; hold: Hold }> {
   let decision: Decision
+  let read: Awaited<ReturnType<typeof refuseBeforeReading>> | undefined
   try {
     // only a question whose subject is to be found makes the provider and the database work before
     // check_wallet; for one that names its subject or textbook, begin_chat_turn's refusals come first anyway
-    if (!input.subject && !input.textbook_id) await refuseBeforeReading(ctx)
+    if (!input.subject && !input.textbook_id) read = await refuseBeforeReading(ctx)
   } catch (err) {
     ctx.rt.metrics.turns.inc({ path: 'undecided', outcome: refusalCode(err) ?? 'failed' })
     throw err
   }
   try {
-    decision = await decidePath(ctx, input)
+    decision = await decidePath(ctx, input, read)
   } catch (err) {
     // the subject inference embeds (and may translate) the question: a provider that fails there is the
     // same 503 as later in the turn, before anything is reserved

@@ -1,6 +1,8 @@
 // Step 1 of a chat turn, decide_path: answer, or ask a clarifying question (see agent.ts for the order).
 
 import type { DocumentRow } from '../ingestion/documents.ts'
+import { tierLimits } from '../config.ts'
+import type { refuseBeforeReading } from './settle.ts'
 import { detectLanguage } from './language.ts'
 import { inferFromCatalogue } from './infer.ts'
 import { isSmallTalk } from './small-talk.ts'
@@ -10,12 +12,15 @@ import { DomainError } from '../domain/errors.ts'
 import { cataloguePlaces, storedFilters } from '../catalogue/filters.ts'
 import { namedSubjects } from '../text/subjects.ts'
 
+/** What the wallet's read before the question (refuseBeforeReading) found: its tier, the catalogue's subjects. */
+type WalletRead = Awaited<ReturnType<typeof refuseBeforeReading>>
+
 /**
  * Step 1. Answer, or ask. A subject given, or implied by a textbook, is used as is; otherwise the
  * catalogue decides (infer.ts): the subject its best hits agree on, or a clarifying question when the
  * message is small talk (small-talk.ts, before any search), nothing matches, or two subjects are tied.
  */
-export async function decidePath(ctx: TurnContext, request: ChatInput): Promise<Decision> {
+export async function decidePath(ctx: TurnContext, request: ChatInput, read?: WalletRead): Promise<Decision> {
   return timed(ctx, 'decide_path', async () => {
     // a grade and a subject named in the request, as the catalogue stores them (catalogue/filters.ts: the
     // request reads them in the catalogue's form, and a document stored in another form of the same one
@@ -61,7 +66,7 @@ export async function decidePath(ctx: TurnContext, request: ChatInput): Promise<
     } else if (!subject) {
       // prepared once: the retrieval searches the same forms with the same vectors
       prepared = await prepareQuery(ctx.deps, input.message, language, { translate: translationUseful(language, input.document_language) })
-      const found = await findInCatalogue(ctx, input, prepared, language)
+      const found = await findInCatalogue(ctx, input, prepared, language, read)
       inference = { kind: found.kind, ...found.evidence }
       if (found.kind === 'match') {
         subject = found.subject
@@ -93,11 +98,23 @@ export async function decidePath(ctx: TurnContext, request: ChatInput): Promise<
 }
 
 /** The question (and, when it alone says too little, with the student's last messages) in the catalogue. */
-async function findInCatalogue(ctx: TurnContext, input: ChatInput, prepared: PreparedQuery, language: QuestionLanguage) {
+async function findInCatalogue(ctx: TurnContext, input: ChatInput, prepared: PreparedQuery, language: QuestionLanguage, read?: WalletRead) {
   const { deps } = ctx
-  const attempt = (query: PreparedQuery) =>
-    inferFromCatalogue(deps, { query, grade: input.grade ?? null, language: input.document_language ?? null }, ctx.rt.caches.chunks)
-  const found = await attempt(prepared)
+  const attempt = (query: PreparedQuery, retrievalK?: number) =>
+    inferFromCatalogue(
+      deps,
+      {
+        query,
+        grade: input.grade ?? null,
+        language: input.document_language ?? null,
+        ...(retrievalK === undefined ? {} : { retrievalK }),
+        ...(read ? { catalogue: read.catalogue } : {}),
+      },
+      ctx.rt.caches.chunks,
+    )
+  // the question's search finds the candidates of the subject it chooses too, as many as the retrieval
+  // of the tier the wallet read before it (refuseBeforeReading) takes
+  const found = await attempt(prepared, read === undefined ? undefined : tierLimits(deps.config, read.tier).topK)
   const recent = (input.history ?? []).filter((h) => h.role === 'user').slice(-2).map((h) => h.content)
   if (found.kind === 'match' || recent.length === 0) return found
   // a follow-up ("and the second one?") takes its subject from what came before (not translated again)

@@ -17,7 +17,7 @@
 import type { Deps } from '../deps.ts'
 import type { DocumentRow } from '../ingestion/documents.ts'
 import type { Candidate } from './retrieve.ts'
-import { type PreparedQuery, searchQuestion } from './query.ts'
+import { type PreparedQuery, searchCatalogue, searchQuestion } from './query.ts'
 import { chunkTexts } from './retrieve.ts'
 import { withoutCopies } from './copies.ts'
 import { rerankByPage } from './pages.ts'
@@ -54,11 +54,22 @@ function documentsOf(hits: readonly Candidate[]): Map<string, { grade: string | 
   return new Map(hits.map((h) => [h.file_id, { grade: h.grade ?? null, subject: h.subject ?? null }]))
 }
 
+/** A grade and subject of the ready documents, read with each question (settle.ts, refuseBeforeReading). */
+export interface CatalogueSubject {
+  grade: string | null
+  subject: string
+}
+
 /**
  * The subjects of the ready documents (of a grade), read with each question: a document published a
- * moment ago is named (the cached places may be PLACES_TTL_MS old). One read, not a transaction.
+ * moment ago is named (the cached places may be PLACES_TTL_MS old). Read with the wallet when the turn
+ * gives them, else here.
  */
-async function catalogueSubjects(deps: Deps, grade: string | null): Promise<string[]> {
+async function catalogueSubjects(deps: Deps, grade: string | null, catalogue?: readonly CatalogueSubject[]): Promise<string[]> {
+  if (catalogue) {
+    const wanted = grade?.toLowerCase()
+    return [...new Set(catalogue.filter((c) => wanted === undefined || c.grade?.toLowerCase() === wanted).map((c) => c.subject))]
+  }
   const rows = await deps.sql<{ subject: string }[]>`
     select distinct subject from public.documents
      where status = 'ready' and subject is not null and (${grade}::text is null or lower(grade) = lower(${grade}::text))`
@@ -142,20 +153,32 @@ async function rerankedHits(deps: Deps, query: PreparedQuery, hits: Candidate[],
 
 export async function inferFromCatalogue(
   deps: Deps,
-  input: { query: PreparedQuery; grade: string | null; language: string | null },
+  input: {
+    query: PreparedQuery
+    grade: string | null
+    language: string | null
+    /** the retrieval's number of candidates (the tier's top-K): the search finds each subject's with the catalogue's hits */
+    retrievalK?: number
+    /** the catalogue's grades and subjects, when the turn read them */
+    catalogue?: readonly CatalogueSubject[]
+  },
   chunks: RetrievalCaches['chunks'],
 ): Promise<CatalogueMatch | CatalogueMiss> {
   const { config } = deps
   const filters = { grade: input.grade, language: input.language }
   const message = input.query.message
-  const named = namedSubjects(message, await catalogueSubjects(deps, input.grade))
+  const subjects = await catalogueSubjects(deps, input.grade, input.catalogue)
+  const named = namedSubjects(message, subjects)
   if (named.length === 1) {
     const w = weigh(deps, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, { ...filters, subject: named[0]! }))
     if (w.matched) {
       return { kind: 'match', subject: named[0]!, grade: input.grade ?? gradeOf(w, named[0]!), evidence: { ...w.evidence, named, decided_by: 'named' } }
     }
   }
-  const w = weigh(deps, await rerankedHits(deps, input.query, await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, filters), chunks))
+  const hits = input.retrievalK === undefined
+    ? await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, filters)
+    : await searchCatalogue(deps, input.query, config.CHAT_INFER_DEPTH, filters, { subjects, k: input.retrievalK })
+  const w = weigh(deps, await rerankedHits(deps, input.query, hits, chunks))
   const evidence = named.length > 0 ? { ...w.evidence, named } : w.evidence
   if (!w.matched) return { kind: 'no_match', subjects: [], evidence }
 

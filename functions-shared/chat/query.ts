@@ -4,7 +4,7 @@
 // a question in the other: each form is searched and the lists are fused (by best rank, fuseLists). One
 // preparation per turn serves the subject inference and the retrieval alike.
 import type { Deps } from '../deps.ts'
-import { type Candidate, type RetrievalFilters, search, type SearchOptions } from './retrieve.ts'
+import { type Candidate, catalogueSearch, type RetrievalFilters, search, type SearchOptions } from './retrieve.ts'
 
 export type QuestionLanguage = 'fr' | 'ar' | 'hassaniya'
 
@@ -27,6 +27,8 @@ export interface PreparedQuery {
   /** the texts searched (the question first) and their vectors, in the same order */
   texts: string[]
   vectors: number[][]
+  /** searches already made for it (a subject's candidates found with the catalogue's, searchCatalogue), by searchKey */
+  found?: Map<string, Candidate[]>
 }
 
 export const otherLanguage = (language: QuestionLanguage): 'fr' | 'ar' => (language === 'fr' ? 'ar' : 'fr')
@@ -89,7 +91,11 @@ export function fuseLists(lists: readonly Candidate[][], k: number, limit: numbe
     .map(({ fused, ...c }) => ({ ...c, score: fused }))
 }
 
-/** Every form of the question searched with the same filters (in parallel), fused. */
+/** What a search is asked, as the searches already made are found by. */
+const searchKey = (k: number, filters: RetrievalFilters, options: SearchOptions) =>
+  JSON.stringify([k, filters.grade ?? null, filters.subject ?? null, filters.language ?? null, filters.fileId ?? null, options.coverage ?? true])
+
+/** Every form of the question searched with the same filters (in parallel), fused; a search already made for it is not made again. */
 export async function searchQuestion(
   deps: Deps,
   query: PreparedQuery,
@@ -97,6 +103,35 @@ export async function searchQuestion(
   filters: RetrievalFilters,
   options: SearchOptions = {},
 ): Promise<Candidate[]> {
+  const found = query.found?.get(searchKey(k, filters, options))
+  if (found) return found
   const lists = await Promise.all(query.texts.map((text, i) => search(deps, query.vectors[i]!, text, k, filters, options)))
   return fuseLists(lists, deps.config.RETRIEVAL_RRF_K, k)
+}
+
+/**
+ * The subject inference's search over the catalogue (k hits under the grade and language filters), which
+ * also finds, for each of `scope.subjects` its hits hold, the candidates the retrieval will search for
+ * once that subject is chosen (scope.k of them, coverage off): kept with the question, so that the
+ * retrieval's searchQuestion does not search again (one search per question). A subject some form of the
+ * question did not find among its hits is searched by the retrieval as before. Dense retrieval
+ * (RETRIEVAL_MODE) searches as searchQuestion does.
+ */
+export async function searchCatalogue(
+  deps: Deps,
+  query: PreparedQuery,
+  k: number,
+  filters: RetrievalFilters,
+  scope: { subjects: readonly string[]; k: number },
+): Promise<Candidate[]> {
+  if (deps.config.RETRIEVAL_MODE !== 'hybrid') return searchQuestion(deps, query, k, filters)
+  const results = await Promise.all(query.texts.map((text, i) => catalogueSearch(deps, query.vectors[i]!, text, k, filters, scope)))
+  const found = query.found ?? (query.found = new Map())
+  for (const subject of scope.subjects) {
+    const lists = results.map((r) => r.scoped.get(subject))
+    if (lists.every((l): l is Candidate[] => l !== undefined)) {
+      found.set(searchKey(scope.k, { ...filters, subject }, { coverage: false }), fuseLists(lists, deps.config.RETRIEVAL_RRF_K, scope.k))
+    }
+  }
+  return fuseLists(results.map((r) => r.hits), deps.config.RETRIEVAL_RRF_K, k)
 }

@@ -143,6 +143,67 @@ export async function denseSearch(deps: Deps, vector: readonly number[], k: numb
   return rows.map(toCandidate).sort((a, b) => a.distance - b.distance)
 }
 
+/** A row of public.catalogue_search: a hybrid_search row of one scope (null: the catalogue, else a subject). */
+interface ScopedRow extends HybridRow {
+  scope: string | null
+}
+
+const hybridCandidate = (r: HybridRow): Candidate => ({
+  ...toCandidate(r),
+  dense_rank: r.dense_rank === null ? null : Number(r.dense_rank),
+  text_rank: r.text_rank === null ? null : Number(r.text_rank),
+  score: Number(r.score),
+  text_coverage: Number(r.text_coverage),
+})
+
+/** The inference's hits over the catalogue and, by subject, the retrieval's candidates of that subject. */
+export interface CatalogueHits {
+  hits: Candidate[]
+  /** what hybridSearch(k = scope.k, the subject added to the filters, coverage off) returns, for each subject searched */
+  scoped: Map<string, Candidate[]>
+}
+
+/**
+ * The search of a question whose subject is to be found (public.catalogue_search), in one statement:
+ * the catalogue under the grade and language filters ranked as hybridSearch ranks it (k hits, with their
+ * text coverage), and, for each of `scope.subjects` that those hits hold, that subject's candidates as
+ * the retrieval's hybridSearch would find them once the subject is chosen; the question's words and
+ * postings are read once for all of them.
+ */
+export async function catalogueSearch(
+  deps: Deps,
+  vector: readonly number[],
+  queryText: string,
+  k: number,
+  filters: RetrievalFilters,
+  scope: { subjects: readonly string[]; k: number },
+): Promise<CatalogueHits> {
+  const { config } = deps
+  const grade = filters.grade ?? null
+  const namespaces = scope.subjects.map((s) => (grade ? namespaceFor(grade, s) : null))
+  const depth = (n: number, factor: number) => Math.ceil(n * factor)
+  const rows = await deps.sql<ScopedRow[]>`
+    select h.* from public.catalogue_search(${config.VECTOR_INDEX_NAME}, ${literalOf(vector)}::extensions.vector, ${queryText}, ${k},
+                                            ${grade}, ${filters.language ?? null}, ${scope.subjects as string[]}::text[], ${namespaces}::text[],
+                                            ${scope.k}, ${depth(k, config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(k, config.RETRIEVAL_TEXT_DEPTH_FACTOR)},
+                                            ${depth(scope.k, config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(scope.k, config.RETRIEVAL_TEXT_DEPTH_FACTOR)},
+                                            ${config.RETRIEVAL_RRF_K}, ${config.RETRIEVAL_DENSE_WEIGHT}, ${config.RETRIEVAL_TEXT_WEIGHT},
+                                            ${config.RETRIEVAL_EXACT_BELOW}, ${config.HNSW_EF_SEARCH}, ${config.RETRIEVAL_TEXT_COMMON},
+                                            ${config.RETRIEVAL_TEXT_POSTINGS}) with ordinality h
+     order by h.ordinality`
+  const hits: Candidate[] = []
+  const scoped = new Map<string, Candidate[]>()
+  for (const r of rows) {
+    if (r.scope === null) hits.push(hybridCandidate(r))
+    else {
+      const list = scoped.get(r.scope) ?? []
+      if (list.length === 0) scoped.set(r.scope, list)
+      list.push(hybridCandidate(r))
+    }
+  }
+  return { hits, scoped }
+}
+
 /** Options of a search: `coverage` false spares reading the search vector of rows only the dense branch found (their text_coverage is then 0). */
 export interface SearchOptions {
   coverage?: boolean
@@ -176,13 +237,7 @@ export async function hybridSearch(
                                 p_text_postings => ${config.RETRIEVAL_TEXT_POSTINGS}, p_coverage => ${options.coverage ?? true}) with ordinality h
       left join public.documents d on d.id = h.file_id
      order by h.ordinality`
-  return rows.map((r) => ({
-    ...toCandidate(r),
-    dense_rank: r.dense_rank === null ? null : Number(r.dense_rank),
-    text_rank: r.text_rank === null ? null : Number(r.text_rank),
-    score: Number(r.score),
-    text_coverage: Number(r.text_coverage),
-  }))
+  return rows.map(hybridCandidate)
 }
 
 /** The configured search: hybrid, or dense alone (RETRIEVAL_MODE). */

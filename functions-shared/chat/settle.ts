@@ -8,6 +8,7 @@ import { iso } from '../lib/time.ts'
 import { isPgError } from '../db/tx.ts'
 import { storable, storableText } from '../lib/text.ts'
 import type { HintLevel } from './prompt.ts'
+import type { CatalogueSubject } from './infer.ts'
 import { type Decision, type Hold, type Outcome, timed, type TurnContext, UNAVAILABLE_MESSAGE, type Usage } from './turn.ts'
 import { DomainError, refusalCode } from '../domain/errors.ts'
 
@@ -104,29 +105,35 @@ function dailyLimitReached(deps: Deps, tier: Tier): DomainError {
  * work on each of its turns (10 a minute), for a 402 or a 429 in the end. Turns still in flight count
  * in check_wallet (public.begin_chat_turn), which stays the rule; this only refuses earlier what it would
  * refuse. A wallet not made yet (the first turn makes it with the welcome bonus) is left to check_wallet.
+ * The same statement reads what the inference needs of the catalogue: the grade and subject of its ready
+ * documents, read with each question (a document published a moment ago is named).
  */
-export async function refuseBeforeReading(ctx: TurnContext): Promise<void> {
+export async function refuseBeforeReading(ctx: TurnContext): Promise<{ tier: Tier; catalogue: CatalogueSubject[] }> {
   const { deps } = ctx
   // the day's turns are counted only for a tier that has a daily limit (premium has none)
   const tiers = ['free', 'standard', 'premium'] as const
   const limited = tiers.filter((t) => (tierLimits(deps.config, t).dailyLimit ?? 0) > 0)
-  const [wallet] = await deps.sql<{ token_balance: string; subscription_tier: Tier; turns: number | null }[]>`
+  const [wallet] = await deps.sql<{ token_balance: string | null; subscription_tier: Tier | null; turns: number | null; catalogue: CatalogueSubject[] }[]>`
     select w.token_balance, w.subscription_tier,
-           case when w.subscription_tier = any(${limited}::text[]) then public.turns_today(w.user_id) end as turns
-      from public.wallets w where w.user_id = ${ctx.userId}`
-  if (!wallet) return
-  const tier = wallet.subscription_tier
+           case when w.subscription_tier = any(${limited}::text[]) then public.turns_today(w.user_id) end as turns,
+           (select coalesce(json_agg(json_build_object('grade', p.grade, 'subject', p.subject)), '[]')
+              from (select distinct d.grade, d.subject from public.documents d where d.status = 'ready' and d.subject is not null) p) as catalogue
+      from (select 1) one left join public.wallets w on w.user_id = ${ctx.userId}`
+  const catalogue = wallet!.catalogue
+  // a wallet not made yet is made on the free tier
+  if (wallet!.subscription_tier === null || wallet!.token_balance === null) return { tier: 'free', catalogue }
+  const tier = wallet!.subscription_tier
   const daily = tierLimits(deps.config, tier).dailyLimit ?? 0
-  if (daily > 0 && wallet.turns !== null && Number(wallet.turns) >= daily) {
+  if (daily > 0 && wallet!.turns !== null && Number(wallet!.turns) >= daily) {
     ctx.log.info(
-      { step: 'check_wallet', tier, turns_today: Number(wallet.turns), daily_limit: daily },
+      { step: 'check_wallet', tier, turns_today: Number(wallet!.turns), daily_limit: daily },
       'the daily limit is reached: refused before the question is read',
     )
     throw dailyLimitReached(deps, tier)
   }
-  const balance = Number(wallet.token_balance)
+  const balance = Number(wallet!.token_balance)
   const { estimated } = estimateFor(deps, 'clarify', tier)
-  if (balance >= estimated) return
+  if (balance >= estimated) return { tier, catalogue }
   countReservation(deps.metrics.wallet, 'insufficient')
   ctx.log.info({ step: 'check_wallet', token_balance: balance, estimated }, 'the balance pays no turn: refused before the question is read')
   throw new DomainError('insufficient_balance', `A turn needs at least ${estimated} tokens reserved; the balance is ${balance}`, {
