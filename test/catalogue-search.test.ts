@@ -3,7 +3,8 @@
 // candidates hybrid_search returns once that subject is added to the filters (the retrieval's search),
 // figure for figure: the demo curriculum's lessons under their grades and subjects, questions made from
 // their sentences (words dropped, words of another lesson mixed in), with and without a grade, at the
-// tiers' depths, ranked exactly and through the HNSW index. Then the turn: the retrieval takes the
+// tiers' depths, ranked exactly and through the HNSW index; with the likely subjects only, the same
+// lists, the best-voted subject among them. Then the turn: the retrieval takes the
 // candidates the inference's search found, and searches again only for what it did not find.
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -59,6 +60,7 @@ async function compare(exactBelow: number) {
   const grades = [null, ...new Set(lessons.map((l) => l.grade))].slice(0, 4)
   let scopes = 0
   let multi = 0
+  let fewer = 0
   for (const [n, question] of questions().entries()) {
     const grade = grades[n % grades.length]!
     const k = [10, 20, 30][n % 3]!
@@ -73,16 +75,27 @@ async function compare(exactBelow: number) {
     }
     expect([...found.scoped.keys()].every((s) => hitSubjects.has(s))).toBe(true)
     if (hitSubjects.size > 1) multi++
+    // only the subjects the hits are likely to choose: the same lists, the best-voted subject among them
+    const likely = await catalogueSearch(d, vector!, question, 12, { grade, language: null }, { subjects, k, voters: 6, ratio: 0.8 })
+    expect(likely.hits).toEqual(found.hits)
+    for (const [subject, list] of likely.scoped) expect(list).toEqual(found.scoped.get(subject))
+    const votes = new Map<string, number>()
+    for (const [i, h] of found.hits.slice(0, 6).entries()) if (h.subject) votes.set(h.subject, (votes.get(h.subject) ?? 0) + h.text_coverage! / (i + 1))
+    const best = [...votes].sort((a, b) => b[1] - a[1])[0]
+    if (best && best[1] > 0) expect(likely.scoped.has(best[0])).toBe(true)
+    fewer += found.scoped.size - likely.scoped.size
   }
-  return { scopes, multi }
+  return { scopes, multi, fewer }
 }
 
 describe('public.catalogue_search', () => {
   it('returns the catalogue as hybrid_search ranks it, and each subject of its hits as hybrid_search ranks that subject (exact ranking)', async () => {
-    const { scopes, multi } = await compare(10_000)
-    // not a vacuous comparison: many subjects compared, and questions whose hits span several
+    const { scopes, multi, fewer } = await compare(10_000)
+    // not a vacuous comparison: many subjects compared, and questions whose hits span several, of
+    // which the likely ones are fewer
     expect(scopes).toBeGreaterThan(60)
     expect(multi).toBeGreaterThan(10)
+    expect(fewer).toBeGreaterThan(10)
   }, 120_000)
 
   it('does the same through the HNSW index (a catalogue above RETRIEVAL_EXACT_BELOW)', async () => {

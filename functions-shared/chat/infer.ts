@@ -177,7 +177,13 @@ export async function inferFromCatalogue(
   }
   const hits = input.retrievalK === undefined
     ? await searchQuestion(deps, input.query, config.CHAT_INFER_DEPTH, filters)
-    : await searchCatalogue(deps, input.query, config.CHAT_INFER_DEPTH, filters, { subjects, k: input.retrievalK })
+    // the candidates of the subjects the hits are likely to choose (weighed in the search's order)
+    : await searchCatalogue(deps, input.query, config.CHAT_INFER_DEPTH, filters, {
+      subjects,
+      k: input.retrievalK,
+      voters: config.CHAT_INFER_VOTERS,
+      ratio: config.CHAT_INFER_TIE_RATIO,
+    })
   const w = weigh(deps, await rerankedHits(deps, input.query, hits, chunks))
   const evidence = named.length > 0 ? { ...w.evidence, named } : w.evidence
   if (!w.matched) return { kind: 'no_match', subjects: [], evidence }

@@ -4,7 +4,7 @@
 // a question in the other: each form is searched and the lists are fused (by best rank, fuseLists). One
 // preparation per turn serves the subject inference and the retrieval alike.
 import type { Deps } from '../deps.ts'
-import { type Candidate, catalogueSearch, type RetrievalFilters, search, type SearchOptions } from './retrieve.ts'
+import { type Candidate, type CatalogueScope, catalogueSearch, type RetrievalFilters, search, type SearchOptions } from './retrieve.ts'
 
 export type QuestionLanguage = 'fr' | 'ar' | 'hassaniya'
 
@@ -122,7 +122,7 @@ export async function searchCatalogue(
   query: PreparedQuery,
   k: number,
   filters: RetrievalFilters,
-  scope: { subjects: readonly string[]; k: number },
+  scope: CatalogueScope,
 ): Promise<Candidate[]> {
   if (deps.config.RETRIEVAL_MODE !== 'hybrid') return searchQuestion(deps, query, k, filters)
   const results = await Promise.all(query.texts.map((text, i) => catalogueSearch(deps, query.vectors[i]!, text, k, filters, scope)))

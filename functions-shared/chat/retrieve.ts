@@ -156,6 +156,18 @@ const hybridCandidate = (r: HybridRow): Candidate => ({
   text_coverage: Number(r.text_coverage),
 })
 
+/**
+ * The subjects whose candidates catalogueSearch finds with the catalogue's hits (those of `subjects` the
+ * hits hold; with `voters` and `ratio`, only those whose vote over the first `voters` hits reaches
+ * `ratio` of the best's), and how many (the retrieval's k).
+ */
+export interface CatalogueScope {
+  subjects: readonly string[]
+  k: number
+  voters?: number
+  ratio?: number
+}
+
 /** The inference's hits over the catalogue and, by subject, the retrieval's candidates of that subject. */
 export interface CatalogueHits {
   hits: Candidate[]
@@ -176,7 +188,7 @@ export async function catalogueSearch(
   queryText: string,
   k: number,
   filters: RetrievalFilters,
-  scope: { subjects: readonly string[]; k: number },
+  scope: CatalogueScope,
 ): Promise<CatalogueHits> {
   const { config } = deps
   const grade = filters.grade ?? null
@@ -189,7 +201,7 @@ export async function catalogueSearch(
                                             ${depth(scope.k, config.RETRIEVAL_DENSE_DEPTH_FACTOR)}, ${depth(scope.k, config.RETRIEVAL_TEXT_DEPTH_FACTOR)},
                                             ${config.RETRIEVAL_RRF_K}, ${config.RETRIEVAL_DENSE_WEIGHT}, ${config.RETRIEVAL_TEXT_WEIGHT},
                                             ${config.RETRIEVAL_EXACT_BELOW}, ${config.HNSW_EF_SEARCH}, ${config.RETRIEVAL_TEXT_COMMON},
-                                            ${config.RETRIEVAL_TEXT_POSTINGS}) with ordinality h
+                                            ${config.RETRIEVAL_TEXT_POSTINGS}, ${scope.voters ?? null}::int, ${scope.ratio ?? null}::float8) with ordinality h
      order by h.ordinality`
   const hits: Candidate[] = []
   const scoped = new Map<string, Candidate[]>()

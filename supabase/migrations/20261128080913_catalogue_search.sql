@@ -236,7 +236,10 @@ $$;
 -- language given is ranked as hybrid_search ranks it (scope null: the inference's hits, with their text
 -- coverage); then, for each subject of those hits that p_scopes names, that subject's candidates as the
 -- retrieval's hybrid_search would return them (p_scope_k, its depths, its namespace from
--- p_scope_namespaces, no coverage). The question's words and the postings of its rarer words are read
+-- p_scope_namespaces, no coverage). With p_scope_voters and p_scope_ratio, only the subjects the hits
+-- are likely to choose: those whose vote (each of the first p_scope_voters hits giving its text coverage
+-- divided by its position, as the inference weighs them in the search's order) reaches p_scope_ratio of
+-- the best one's; a subject's candidates cost a dense search and a text ranking of their own. The question's words and the postings of its rarer words are read
 -- once for all of them (a subject's documents are among the catalogue's). Each row carries its
 -- document's grade and subject; each scope's rows come in their order.
 create or replace function public.catalogue_search(p_index text, p_query extensions.vector, p_query_text text, p_k integer,
@@ -246,7 +249,8 @@ create or replace function public.catalogue_search(p_index text, p_query extensi
                                                    p_rrf_k integer default 60, p_dense_weight double precision default 1,
                                                    p_text_weight double precision default 1, p_exact_below integer default 10000,
                                                    p_ef_search integer default 200, p_text_common double precision default 0.2,
-                                                   p_text_postings integer default 400)
+                                                   p_text_postings integer default 400, p_scope_voters integer default null,
+                                                   p_scope_ratio double precision default null)
 returns table (scope text, id text, file_id uuid, namespace text, page_number integer, source_url text, ingestion_ts text,
                distance double precision, dense_rank integer, text_rank integer, score double precision,
                text_coverage double precision, grade text, subject text)
@@ -276,9 +280,16 @@ begin
     left join public.documents d on d.id = h.file_id
    order by h.ordinality;
   for s in
+    with voted as (
+      select d.subject, sum(h.text_coverage / h.ordinality) as weight
+        from unnest(hits) with ordinality h join public.documents d on d.id = h.file_id
+       where d.subject is not null and (p_scope_voters is null or h.ordinality <= p_scope_voters)
+       group by d.subject
+    )
     select x.subject, x.namespace
       from unnest(p_scopes, p_scope_namespaces) with ordinality x(subject, namespace, position)
-     where x.subject in (select d.subject from unnest(hits) h join public.documents d on d.id = h.file_id)
+     where x.subject in (select v.subject from voted v
+                          where p_scope_ratio is null or v.weight >= p_scope_ratio * (select max(b.weight) from voted b))
      order by x.position
   loop
     return query
