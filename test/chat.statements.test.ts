@@ -3,7 +3,6 @@
 // statement is a round trip, and a round trip costs the service's CPU as well as time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts'
-import { testConfig } from './helpers/app.ts'
 import { createUser, type TestUser } from './helpers/users.ts'
 import { seedDocument } from './helpers/corpus.ts'
 import { FR_LESSON } from './helpers/portal.ts'
@@ -11,6 +10,12 @@ import { type Gateway, startGateway } from '../scripts/lib/gateway.ts'
 import { FakeClock } from '../functions-shared/lib/clock.ts'
 import { createOfflineProvider } from '../functions-shared/ai/offline.ts'
 import { createDb, type Sql } from '../functions-shared/db/client.ts'
+import { createTestApp, testConfig } from './helpers/app.ts'
+import { chatRuntime } from '../functions-shared/chat/runtime.ts'
+import { checkWallet } from '../functions-shared/chat/settle.ts'
+import { decisionMeta } from '../functions-shared/chat/agent.ts'
+import { recordedStart } from '../functions-shared/chat/turn-recorder.ts'
+import type { Decision, TurnContext } from '../functions-shared/chat/turn.ts'
 
 let db: TestDatabase
 let counted: Sql
@@ -53,12 +58,13 @@ async function turnStatements(user: TestUser, body: Record<string, unknown>): Pr
 const names = (statements: string[]) => statements.map((s) => /public\.(\w+)\(/.exec(s)?.[1] ?? s.split(' ').slice(0, 4).join(' '))
 
 describe('the statements of a warm turn', () => {
-  it('sends five for a question that names its subject: the wallet checked once, no transaction around a read', async () => {
+  it('sends four for a question that names its subject: the wallet checked once with its record begun, no transaction around a read', async () => {
     const user = await createUser(db.sql)
     const labelled = { message: "Comment isole-t-on l'inconnue dans une équation ?", grade: '4AS', subject: 'mathematiques' }
     await turnStatements(user, labelled)
     const warm = names(await turnStatements(user, labelled))
-    expect(warm).toEqual(['begin_chat_turn', 'begin_conversation_turn', 'hybrid_search', 'finalize_chat_turn', 'end_conversation_turn'])
+    // the reservation held and the turn's record begun in one statement
+    expect(warm).toEqual(['begin_recorded_chat_turn', 'hybrid_search', 'finalize_chat_turn', 'end_conversation_turn'])
   })
 
   it("sends one more for a question whose subject is found: the wallet read before the search (with the day's turns and the catalogue's subjects), and one search that finds the subject and its candidates", async () => {
@@ -71,10 +77,54 @@ describe('the statements of a warm turn', () => {
     expect(names(warm)).toEqual([
       'turns_today',
       'catalogue_search',
-      'begin_chat_turn',
-      'begin_conversation_turn',
+      'begin_recorded_chat_turn',
       'finalize_chat_turn',
       'end_conversation_turn',
     ])
+  })
+
+  it('stores the meta the turn sent: what was held, as the service writes it, in the statement that held it', async () => {
+    const user = await createUser(db.sql)
+    const res = await fetch(`${gw.url}/functions/v1/chat`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: "Comment isole-t-on l'inconnue ?", grade: '4AS', subject: 'mathematiques' }),
+    })
+    const body = await res.json()
+    const [row] = await db.sql<{ meta: Record<string, unknown> }[]>`select meta from public.chat_turns where id = ${body.turn_id}`
+    const held = (m: Record<string, unknown>) => ({ tier: m.tier, hint_level: m.hint_level, reservation: m.reservation, turn_id: m.turn_id })
+    expect(held(row!.meta)).toEqual(held(body))
+    expect((body.reservation as { expires_at: string }).expires_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+  })
+
+  it('holds nothing for a conversation deleted since it was read: the statement is refused whole', async () => {
+    const { deps } = createTestApp({ sql: db.sql })
+    const user = await createUser(db.sql)
+    const ctx: TurnContext = { deps, rt: chatRuntime(deps), requestId: 'r-gone', userId: user.id, log: deps.logs.forRequest('chat', 'r-gone'), timings: {} }
+    const decision: Decision = {
+      path: 'answer',
+      reason: 'subject_given',
+      language: 'fr',
+      subject: 'mathematiques',
+      subjectInferred: false,
+      grade: '4AS',
+      fileId: null,
+    }
+    const turnId = crypto.randomUUID()
+    const record = recordedStart(deps, {
+      turnId,
+      conversationId: crypto.randomUUID(),
+      question: 'et ensuite ?',
+      meta: decisionMeta(ctx, decision),
+      lesson: { grade: '4AS', subject: 'mathematiques' },
+    })
+    await expect(checkWallet(ctx, decision, record)).rejects.toMatchObject({ code: 'not_found' })
+    const [left] = await db.sql<{ reservations: number; turns: number }[]>`
+      select (select count(*)::int from public.reservations where user_id = ${user.id}) as reservations,
+             (select count(*)::int from public.chat_turns where id = ${turnId}) as turns`
+    expect(left).toEqual({ reservations: 0, turns: 0 })
+    // the same start with no conversation makes one, and holds the turn
+    const hold = await checkWallet(ctx, decision, { ...record, conversationId: null })
+    expect(hold.conversationId).toMatch(/^[0-9a-f-]{36}$/)
   })
 })

@@ -12,6 +12,7 @@ import { clarifyingQuestion, noSourcesAnswer } from './prompt.ts'
 import { catalogueOptions } from './infer.ts'
 import type { RetrievalResult } from './rerank.ts'
 import { decidePath } from './decide.ts'
+import type { RecordedStart } from './turn-recorder.ts'
 import { excerpts } from './excerpt.ts'
 import { generate, type Generated, retrieveStep } from './answer.ts'
 import { actualFor, checkWallet, finalizeTurn, refuseBeforeReading, SettlementError } from './settle.ts'
@@ -56,7 +57,12 @@ function uncharged(info: Record<string, unknown> & { cross_lingual: RetrievalRes
 
 /** A turn whose reservation could not be settled: its answer is not delivered (nothing is charged). */
 
-export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{ decision: Decision; hold: Hold }> {
+/** Decide the turn and hold its tokens; `record`: the turn's record, begun in the statement that holds them. */
+export async function prepareTurn(
+  ctx: TurnContext,
+  input: ChatInput,
+  record?: (decision: Decision) => RecordedStart,
+): Promise<{ decision: Decision; hold: Hold }> {
   let decision: Decision
   let read: Awaited<ReturnType<typeof refuseBeforeReading>> | undefined
   try {
@@ -83,7 +89,7 @@ export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{
     throw err
   }
   try {
-    const hold = await checkWallet(ctx, decision)
+    const hold = await checkWallet(ctx, decision, record?.(decision))
     return { decision, hold }
   } catch (err) {
     const outcome = refusalCode(err) ?? 'failed'
@@ -94,6 +100,11 @@ export async function prepareTurn(ctx: TurnContext, input: ChatInput): Promise<{
 
 /** The turn's first event: how it was decided and what is held for it. */
 export function turnMeta(ctx: TurnContext, { decision, hold }: { decision: Decision; hold: Hold }): Record<string, unknown> {
+  return { ...decisionMeta(ctx, decision), tier: hold.tier, hint_level: hold.hintLevel, reservation: hold.reservation }
+}
+
+/** The turn's meta before its tokens are held (public.begin_recorded_chat_turn adds what is held, as turnMeta does). */
+export function decisionMeta(ctx: TurnContext, decision: Decision): Record<string, unknown> {
   return {
     request_id: ctx.requestId,
     path: decision.path,
@@ -101,9 +112,6 @@ export function turnMeta(ctx: TurnContext, { decision, hold }: { decision: Decis
     language: decision.language,
     subject: decision.subject,
     grade: decision.grade,
-    tier: hold.tier,
-    hint_level: hold.hintLevel,
-    reservation: hold.reservation,
   }
 }
 

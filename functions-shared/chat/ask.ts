@@ -7,12 +7,12 @@ import { isPgError } from '../db/tx.ts'
 import { DomainError } from '../domain/errors.ts'
 import { canonicalJson, sha256Hex } from '../lib/hash.ts'
 import { chatRuntime } from './runtime.ts'
-import { completeTurn, prepareTurn, turnMeta } from './agent.ts'
+import { completeTurn, decisionMeta, prepareTurn, turnMeta } from './agent.ts'
 import { finalizeTurn } from './settle.ts'
-import type { ChatInput, TurnContext } from './turn.ts'
+import type { ChatInput, Decision, TurnContext } from './turn.ts'
 import type { TurnState } from './turn-state.ts'
 import { readTurn } from './turn-store.ts'
-import { databaseTurnWrites, TurnRecorder } from './turn-recorder.ts'
+import { databaseTurnWrites, recordedStart, TurnRecorder } from './turn-recorder.ts'
 import { type ConversationContext, loadConversation } from './conversation.ts'
 
 /** The most a retried request waits for the first request of its Idempotency-Key to begin its turn. */
@@ -83,19 +83,32 @@ export async function askQuestion({ ctx, input }: { ctx: ServiceContext; input: 
   let conversation: ConversationContext | null = null
   let turnInput: ChatInput = question
   let prepared: Awaited<ReturnType<typeof prepareTurn>>
+  const writes = rt.writes ?? databaseTurnWrites(deps)
+  const lessonOf = (decision: Decision) => ({ grade: decision.grade ?? decision.inferredGrade ?? null, subject: decision.subject })
+  // written to the database, the turn's record begins in the statement that holds its tokens
+  const record = writes.durable
+    ? (decision: Decision) =>
+      recordedStart(deps, {
+        turnId,
+        conversationId: conversation?.id ?? null,
+        question: question.message,
+        meta: decisionMeta(turn, decision),
+        lesson: lessonOf(decision),
+      })
+    : undefined
   try {
     if (question.conversation_id) {
       conversation = await loadConversation(deps, userId, question.conversation_id)
       turnInput = { ...question, history: conversation.history, conversation }
     }
-    prepared = await prepareTurn(turn, turnInput)
+    prepared = await prepareTurn(turn, turnInput, record)
   } catch (err) {
     await releaseKey()
     throw err
   }
   let recorder: TurnRecorder
   try {
-    recorder = await TurnRecorder.begin(deps, live, rt.writes ?? databaseTurnWrites(deps), log, {
+    recorder = await TurnRecorder.begin(deps, live, writes, log, {
       turnId,
       userId,
       conversationId: conversation?.id ?? null,
@@ -103,7 +116,8 @@ export async function askQuestion({ ctx, input }: { ctx: ServiceContext; input: 
       requestId,
       question: question.message,
       meta: turnMeta(turn, prepared),
-      lesson: { grade: prepared.decision.grade ?? prepared.decision.inferredGrade ?? null, subject: prepared.decision.subject },
+      lesson: lessonOf(prepared.decision),
+      begun: prepared.hold.conversationId,
     })
   } catch (err) {
     // the turn could not begin (its conversation deleted meanwhile, the database out): its hold is released

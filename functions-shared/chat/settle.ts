@@ -9,6 +9,7 @@ import { isPgError } from '../db/tx.ts'
 import { storable, storableText } from '../lib/text.ts'
 import type { HintLevel } from './prompt.ts'
 import type { CatalogueSubject } from './infer.ts'
+import type { RecordedStart } from './turn-recorder.ts'
 import { type Decision, type Hold, type Outcome, timed, type TurnContext, UNAVAILABLE_MESSAGE, type Usage } from './turn.ts'
 import { DomainError, refusalCode } from '../domain/errors.ts'
 
@@ -50,7 +51,7 @@ type BeginTurnRow =
  * Step 2. Refuses what cannot be served — the chat model's circuit open (503), the tier's daily limit
  * (429) — then reserves the estimate (402 when the balance is short: nothing reserved).
  */
-export async function checkWallet(ctx: TurnContext, decision: Decision): Promise<Hold> {
+export async function checkWallet(ctx: TurnContext, decision: Decision, record?: RecordedStart): Promise<Hold> {
   return timed(ctx, 'check_wallet', async () => {
     const { deps } = ctx
     if (decision.path === 'answer' && ctx.rt.breaker.state === 'open') {
@@ -60,14 +61,23 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
     const estimates = tiers.map((t) => estimateFor(deps, decision.path, t).estimated)
     const daily = tiers.map((t) => tierLimits(deps.config, t).dailyLimit ?? 0)
     const reservedAt = deps.clock.now()
-    const [row] = await deps.sql<[BeginTurnRow]>`
-      select * from public.begin_chat_turn(${ctx.userId}, ${ctx.requestId}, ${estimates}::int[], ${daily}::int[],
-                                           ${deps.config.RESERVATION_TTL_SECONDS}, ${deps.config.WELCOME_BONUS_TOKENS},
-                                           ${ctx.clientKey ?? null}, ${deps.config.WELCOME_BONUS_DAILY_PER_ADDRESS})`.catch((err: unknown) => {
-      // a token that outlived its account (deleted since it was issued): no wallet to reserve from
-      if (isPgError(err, 'PT404')) throw new DomainError('unauthorized', 'The account of this token no longer exists; sign in again')
-      throw err
-    })
+    const args = deps.sql`${ctx.userId}, ${ctx.requestId}, ${estimates}::int[], ${daily}::int[], ${deps.config.RESERVATION_TTL_SECONDS},
+                          ${deps.config.WELCOME_BONUS_TOKENS}, ${ctx.clientKey ?? null}, ${deps.config.WELCOME_BONUS_DAILY_PER_ADDRESS}`
+    // the turn's record begins in the same statement when it is written to the database
+    const [row] = await (record
+      ? deps.sql<[BeginTurnRow & { conversation_id: string | null }]>`
+      select * from public.begin_recorded_chat_turn(${args}, ${record.turnId}, ${record.conversationId}, ${record.question}, ${record.title},
+                                                    ${deps.sql.json(record.meta as never)}, ${record.leaseSeconds}, ${record.lesson.grade},
+                                                    ${record.lesson.subject})`
+      : deps.sql<[BeginTurnRow & { conversation_id?: undefined }]>`select * from public.begin_chat_turn(${args})`).catch((err: unknown) => {
+        if (isPgError(err, 'PT404')) {
+          // the conversation deleted since it was read: nothing is held (one statement)
+          if (record && /^conversation /.test((err as Error).message)) throw new DomainError('not_found', `Conversation ${record.conversationId} was not found`)
+          // a token that outlived its account (deleted since it was issued): no wallet to reserve from
+          throw new DomainError('unauthorized', 'The account of this token no longer exists; sign in again')
+        }
+        throw err
+      })
     const tier = row.tier
     const turns = row.turns === null ? null : Number(row.turns)
     const { estimated, maxChars } = estimateFor(deps, decision.path, tier)
@@ -82,6 +92,7 @@ export async function checkWallet(ctx: TurnContext, decision: Decision): Promise
     countReservation(deps.metrics.wallet, 'reserved', estimated)
     const reservation = { id: row.reservation_id, estimated: Number(row.estimated), expires_at: iso(row.expires_at)! }
     const hold: Hold = { tier, hintLevel: row.hint_level, estimated, maxChars, reservation, reservedAt }
+    if (row.conversation_id) hold.conversationId = row.conversation_id
     ctx.log.info({ step: 'check_wallet', tier, estimated, reservation_id: reservation.id, turns_today: turns }, 'check_wallet')
     return hold
   })

@@ -68,6 +68,39 @@ export function memoryTurnWrites(): TurnWrites {
   }
 }
 
+/**
+ * A turn's record as it begins in the statement that holds its tokens (settle.ts, checkWallet:
+ * public.begin_recorded_chat_turn), when the turns are written to the database: its conversation,
+ * question and title, and its meta without what is held (the statement adds the tier, the hint level and
+ * the reservation).
+ */
+export interface RecordedStart {
+  turnId: string
+  conversationId: string | null
+  question: string
+  title: string
+  meta: Record<string, unknown>
+  lesson: { grade: string | null; subject: string | null }
+  leaseSeconds: number
+}
+
+/** The start of a turn's record, written as TurnRecorder.begin writes it (its question and meta storable). */
+export function recordedStart(
+  deps: Deps,
+  b: Pick<BeginTurn, 'turnId' | 'conversationId' | 'question' | 'meta' | 'lesson'>,
+): RecordedStart {
+  const question = storableText(b.question)
+  return {
+    turnId: b.turnId,
+    conversationId: b.conversationId,
+    question,
+    title: titleOf(question),
+    meta: storable({ ...b.meta, turn_id: b.turnId }),
+    lesson: b.lesson,
+    leaseSeconds: deps.config.CHAT_TURN_LEASE_SECONDS,
+  }
+}
+
 export interface BeginTurn {
   turnId: string
   userId: string
@@ -126,11 +159,20 @@ export class TurnRecorder implements TurnSink {
     this.#lastWrite = deps.clock.now()
   }
 
-  /** The turn's conversation (made from the question when none is given) and its messages, then the recorder. */
-  static async begin(deps: Deps, live: LiveTurns<TurnRecorder>, writes: TurnWrites, log: Logger, b: BeginTurn): Promise<TurnRecorder> {
+  /**
+   * The turn's conversation (made from the question when none is given) and its messages, then the
+   * recorder; `begun`: the conversation whose turn the statement that held its tokens already wrote.
+   */
+  static async begin(
+    deps: Deps,
+    live: LiveTurns<TurnRecorder>,
+    writes: TurnWrites,
+    log: Logger,
+    b: BeginTurn & { begun?: string | undefined },
+  ): Promise<TurnRecorder> {
     const meta = storable({ ...b.meta, turn_id: b.turnId })
     const question = storableText(b.question)
-    const conversationId = await writes.begin({ ...b, question, title: titleOf(question), meta })
+    const conversationId = b.begun ?? await writes.begin({ ...b, question, title: titleOf(question), meta })
     const recorder = new TurnRecorder(deps, live, writes, log, b.userId, {
       turnId: b.turnId,
       conversationId,

@@ -77,6 +77,8 @@ export interface Hold {
   reservation: { id: string; estimated: number; expires_at: string }
   /** when the reservation was asked for (the service's clock): its TTL runs from no earlier than this */
   reservedAt?: number
+  /** the conversation whose turn began in the same statement (public.begin_recorded_chat_turn) */
+  conversationId?: string
 }
 
 export interface Source {
