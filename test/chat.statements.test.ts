@@ -14,7 +14,7 @@ import { createTestApp, testConfig } from './helpers/app.ts'
 import { chatRuntime } from '../functions-shared/chat/runtime.ts'
 import { checkWallet } from '../functions-shared/chat/settle.ts'
 import { decisionMeta } from '../functions-shared/chat/agent.ts'
-import { recordedStart } from '../functions-shared/chat/turn-recorder.ts'
+import { recordedStart } from '../functions-shared/chat/turn-writes.ts'
 import type { Decision, TurnContext } from '../functions-shared/chat/turn.ts'
 
 let db: TestDatabase

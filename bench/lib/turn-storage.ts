@@ -4,7 +4,7 @@
 import { loadConfig } from '../../functions-shared/config.ts'
 import { createLogRoot } from '../../functions-shared/lib/logger.ts'
 import type { Sql } from '../../functions-shared/db/client.ts'
-import { memoryTurnWrites } from '../../functions-shared/chat/turn-recorder.ts'
+import { memoryTurnWrites } from '../../functions-shared/chat/turn-writes.ts'
 import { chatRuntime } from '../../functions-shared/chat/runtime.ts'
 import { createOfflineProvider } from '../../functions-shared/ai/offline.ts'
 import type { AiProvider } from '../../functions-shared/ai/provider.ts'

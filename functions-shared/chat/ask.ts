@@ -12,7 +12,8 @@ import { finalizeTurn } from './settle.ts'
 import type { ChatInput, Decision, TurnContext } from './turn.ts'
 import type { TurnState } from './turn-state.ts'
 import { readTurn } from './turn-store.ts'
-import { databaseTurnWrites, recordedStart, TurnRecorder } from './turn-recorder.ts'
+import { TurnRecorder } from './turn-recorder.ts'
+import { databaseTurnWrites, recordedStart } from './turn-writes.ts'
 import { type ConversationContext, loadConversation } from './conversation.ts'
 
 /** The most a retried request waits for the first request of its Idempotency-Key to begin its turn. */

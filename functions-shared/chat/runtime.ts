@@ -10,7 +10,8 @@ import { refusedByModel } from '../ai/provider.ts'
 import type { TurnRuntime } from './turn.ts'
 import { LiveTurns } from './live-turns.ts'
 import type { Deps } from '../deps.ts'
-import type { TurnRecorder, TurnWrites } from './turn-recorder.ts'
+import type { TurnRecorder } from './turn-recorder.ts'
+import type { TurnWrites } from './turn-writes.ts'
 
 /**
  * How long the catalogue's grades and subjects are kept between turns. They change only when a document is

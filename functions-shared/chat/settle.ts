@@ -9,7 +9,7 @@ import { isPgError } from '../db/tx.ts'
 import { storable, storableText } from '../lib/text.ts'
 import type { HintLevel } from './prompt.ts'
 import type { CatalogueSubject } from './infer.ts'
-import type { RecordedStart } from './turn-recorder.ts'
+import type { RecordedStart } from './turn-writes.ts'
 import { type Decision, type Hold, type Outcome, timed, type TurnContext, UNAVAILABLE_MESSAGE, type Usage } from './turn.ts'
 import { DomainError, refusalCode } from '../domain/errors.ts'
 
