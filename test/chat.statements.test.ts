@@ -58,13 +58,13 @@ async function turnStatements(user: TestUser, body: Record<string, unknown>): Pr
 const names = (statements: string[]) => statements.map((s) => /public\.(\w+)\(/.exec(s)?.[1] ?? s.split(' ').slice(0, 4).join(' '))
 
 describe('the statements of a warm turn', () => {
-  it('sends four for a question that names its subject: the wallet checked once with its record begun, no transaction around a read', async () => {
+  it('sends three for a question that names its subject: the tokens held with the record begun, the search, the settlement with the end', async () => {
     const user = await createUser(db.sql)
     const labelled = { message: "Comment isole-t-on l'inconnue dans une équation ?", grade: '4AS', subject: 'mathematiques' }
     await turnStatements(user, labelled)
     const warm = names(await turnStatements(user, labelled))
-    // the reservation held and the turn's record begun in one statement
-    expect(warm).toEqual(['begin_recorded_chat_turn', 'hybrid_search', 'finalize_chat_turn', 'end_conversation_turn'])
+    // the reservation held and the turn's record begun in one statement, settled and ended in another
+    expect(warm).toEqual(['begin_recorded_chat_turn', 'hybrid_search', 'finalize_recorded_chat_turn'])
   })
 
   it("sends one more for a question whose subject is found: the wallet read before the search (with the day's turns and the catalogue's subjects), and one search that finds the subject and its candidates", async () => {
@@ -78,12 +78,11 @@ describe('the statements of a warm turn', () => {
       'turns_today',
       'catalogue_search',
       'begin_recorded_chat_turn',
-      'finalize_chat_turn',
-      'end_conversation_turn',
+      'finalize_recorded_chat_turn',
     ])
   })
 
-  it('stores the meta the turn sent: what was held, as the service writes it, in the statement that held it', async () => {
+  it('stores the meta and the end the turn sent: what was held, and the settlement, in the statements that hold and settle it', async () => {
     const user = await createUser(db.sql)
     const res = await fetch(`${gw.url}/functions/v1/chat`, {
       method: 'POST',
@@ -91,9 +90,22 @@ describe('the statements of a warm turn', () => {
       body: JSON.stringify({ message: "Comment isole-t-on l'inconnue ?", grade: '4AS', subject: 'mathematiques' }),
     })
     const body = await res.json()
-    const [row] = await db.sql<{ meta: Record<string, unknown> }[]>`select meta from public.chat_turns where id = ${body.turn_id}`
+    // the turn is settled and ended by a statement of its own, after the answer: wait until it is stored
+    let row: { meta: Record<string, unknown>; terminal: { event: string; data: Record<string, unknown> } | null; answer: string } | undefined
+    for (;;) {
+      ;[row] = await db.sql<NonNullable<typeof row>[]>`
+        select t.meta, t.terminal, m.content as answer from public.chat_turns t
+          join public.chat_messages m on m.turn_id = t.id and m.role = 'teacher' where t.id = ${body.turn_id}`
+      if (row?.terminal) break
+      await new Promise((r) => setImmediate(r))
+    }
     const held = (m: Record<string, unknown>) => ({ tier: m.tier, hint_level: m.hint_level, reservation: m.reservation, turn_id: m.turn_id })
     expect(held(row!.meta)).toEqual(held(body))
+    // the end written with the settlement is the one the student was sent: its usage and timings, the whole answer
+    const { outcome, usage, model, extractive, timings } = body
+    expect(row!.terminal).toEqual({ event: 'done', data: { outcome, usage, model, extractive, timings } })
+    expect(usage.charged).toBeGreaterThan(0)
+    expect(row!.answer).toBe(body.answer)
     expect((body.reservation as { expires_at: string }).expires_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
   })
 

@@ -142,15 +142,18 @@ export async function completeTurn(
       sink.sources({ sources: [], retrieval: null })
       sink.delta(question)
       outcome = 'clarified'
+      const done = { outcome, model: null, extractive: false, timings: ctx.timings }
+      // settled and ended in one statement when the sink writes the turn to the database
+      const end = (await sink.closing?.({ ...done, usage: null })) ?? undefined
       usage = await finalizeTurn(ctx, decision, hold, {
         actual: ctx.deps.config.BILLING_CLARIFY_COST,
         kind: 'clarify',
         characters: codePoints(question),
         model: null,
         outcome,
-      })
+      }, end)
       if (!usage) throw new SettlementError('the clarifying answer could not be settled')
-      sink.done({ outcome, usage, model: null, extractive: false, timings: ctx.timings })
+      sink.done({ ...done, usage }, end?.written)
       return outcome
     }
 
@@ -194,6 +197,10 @@ export async function completeTurn(
     // reads it later), and until its cancel; nothing without text
     const characters = generated?.characters ?? 0
     const billed = characters > 0
+    if (sources) sink.sources({ sources: [], retrieval: billed ? retrievalInfo : uncharged(retrievalInfo, input.message) })
+    const done = { outcome, model: generated?.model ?? null, extractive: generated?.extractive ?? false, timings: ctx.timings }
+    // settled and ended in one statement when the sink writes the turn to the database
+    const end = (await sink.closing?.({ ...done, usage: null })) ?? undefined
     usage = await finalizeTurn(ctx, decision, hold, {
       actual: billed ? actualFor(ctx.deps, characters) : 0,
       kind: billed ? 'chat' : 'released',
@@ -209,12 +216,11 @@ export async function completeTurn(
         extractive: generated?.extractive ?? false,
         ...(generated?.cut ? { cut_at_deadline: true } : {}),
       },
-    })
+    }, end)
     // an answer is delivered settled or not at all (JSON: no answer; SSE: an error event, not done)
     if (billed && !usage) throw new SettlementError('the answer could not be settled')
     if (billed) m.characters.inc(characters)
-    if (sources) sink.sources({ sources: [], retrieval: billed ? retrievalInfo : uncharged(retrievalInfo, input.message) })
-    sink.done({ outcome, usage, model: generated?.model ?? null, extractive: generated?.extractive ?? false, timings: ctx.timings })
+    sink.done({ ...done, usage }, end?.written)
     return outcome
   } catch (err) {
     const unsettled = err instanceof SettlementError

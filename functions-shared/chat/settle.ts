@@ -3,6 +3,7 @@
 import type { Deps } from '../deps.ts'
 import { type Tier, tierLimits } from '../config.ts'
 import { finalize } from '../wallet/reservations.ts'
+import type { Terminal } from './turn-state.ts'
 import { countReservation } from '../wallet/metrics.ts'
 import { iso } from '../lib/time.ts'
 import { isPgError } from '../db/tx.ts'
@@ -10,7 +11,7 @@ import { storable, storableText } from '../lib/text.ts'
 import type { HintLevel } from './prompt.ts'
 import type { CatalogueSubject } from './infer.ts'
 import type { RecordedStart } from './turn-writes.ts'
-import { type Decision, type Hold, type Outcome, timed, type TurnContext, UNAVAILABLE_MESSAGE, type Usage } from './turn.ts'
+import { type Decision, type Hold, type Outcome, type SettledEnd, timed, type TurnContext, UNAVAILABLE_MESSAGE, type Usage } from './turn.ts'
 import { DomainError, refusalCode } from '../domain/errors.ts'
 
 function untilUtcMidnight(now: number): number {
@@ -176,13 +177,19 @@ export async function finalizeTurn(
     outcome: Outcome
     extra?: Record<string, unknown>
   },
+  end?: SettledEnd,
 ): Promise<Usage | null> {
   return timed(ctx, 'finalize', async () => {
-    const attempt = (details: Record<string, unknown>, model: string | null) =>
+    const attempt = (details: Record<string, unknown>, model: string | null, withEnd?: SettledEnd) =>
       finalize({
         ctx: { deps: ctx.deps, requestId: ctx.requestId },
         input: { reservation_id: hold.reservation.id, actual: settle.actual, kind: settle.kind, request_id: ctx.requestId },
-        usage: { characters: settle.characters, model: model === null ? null : storableText(model), details: storable(details) },
+        usage: {
+          characters: settle.characters,
+          model: model === null ? null : storableText(model),
+          details: storable(details),
+          ...(withEnd ? { end: withEnd } : {}),
+        },
       })
     // a turn that charges nothing writes what it was and how it ended, not the inference's weights and the
     // timings (3 KB a row): a student's free turns would grow the usage log without bound
@@ -204,7 +211,8 @@ export async function finalizeTurn(
     }
     let r: Awaited<ReturnType<typeof finalize>>
     try {
-      r = await attempt(details, settle.model)
+      r = await attempt(details, settle.model, end)
+      if (end && r.terminal) end.written = r.terminal as unknown as Terminal
     } catch (err) {
       const conflict = refusalCode(err) === 'conflict'
       ctx.log.error({ step: 'finalize', err: { message: (err as Error).message }, reservation_id: hold.reservation.id }, 'finalize failed')

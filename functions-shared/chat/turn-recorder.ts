@@ -8,7 +8,7 @@ import type { DomainErrorCode } from '../domain/errors.ts'
 import type { Deps } from '../deps.ts'
 import { storable, storableText } from '../lib/text.ts'
 import type { Logger } from '../lib/logger.ts'
-import type { Outcome, TurnSink } from './turn.ts'
+import type { Outcome, SettledEnd, TurnSink } from './turn.ts'
 import { statusOf, type Terminal, type TurnState, type TurnStatus } from './turn-state.ts'
 import { type BeginTurn, titleOf, type TurnWrites } from './turn-writes.ts'
 import type { LiveTurns } from './live-turns.ts'
@@ -105,9 +105,25 @@ export class TurnRecorder implements TurnSink {
     else this.#scheduleFlush()
   }
 
-  done(data: Record<string, unknown>): void {
+  async closing(data: Record<string, unknown>): Promise<SettledEnd | null> {
+    if (!this.#writes.durable || this.#ended) return null
+    // the text sent so far is written (or kept in #pending when its write failed) before the end is taken
+    this.#cancelFlush()
+    await this.#writing
+    return {
+      turnId: this.state.turnId,
+      status: statusOf(data.outcome as Outcome),
+      text: this.#pending,
+      sourcesEvent: this.#pendingSources,
+      terminal: { event: 'done', data: storable(data) },
+      document: this.#firstSourceDocument(),
+    }
+  }
+
+  done(data: Record<string, unknown>, written?: Terminal): void {
     const outcome = data.outcome as Outcome
-    this.#end(statusOf(outcome), { event: 'done', data: storable(data) }, (data.usage as Record<string, unknown> | null) ?? null)
+    if (written) this.#endWritten(statusOf(outcome), written)
+    else this.#end(statusOf(outcome), { event: 'done', data: storable(data) }, (data.usage as Record<string, unknown> | null) ?? null)
   }
 
   error(data: { error: DomainErrorCode; message: string; request_id: string }): void {
@@ -117,8 +133,31 @@ export class TurnRecorder implements TurnSink {
   /** The document the answer cited first (a charged answer's first source), whose lesson the conversation keeps. */
   #firstDocument(): string | null {
     const charged = ((this.state.usage as { charged?: number } | null)?.charged ?? 0) > 0
+    return charged ? this.#firstSourceDocument() : null
+  }
+
+  #firstSourceDocument(): string | null {
     const first = (this.state.sourcesEvent?.sources as { document_id?: string }[] | undefined)?.[0]?.document_id
-    return charged && typeof first === 'string' ? first : null
+    return typeof first === 'string' ? first : null
+  }
+
+  /** The end the settlement's statement wrote (closing): kept as written, nothing more to write. */
+  #endWritten(status: TurnStatus, terminal: Terminal): void {
+    if (this.#ended) return
+    this.#ended = true
+    this.#cancelFlush()
+    this.#cancelLease()
+    this.state.status = status
+    this.state.terminal = terminal
+    this.state.usage = (terminal.data.usage as Record<string, unknown> | null) ?? null
+    this.#pending = ''
+    this.#pendingSources = null
+    this.writes++
+    this.#live.moved(this.state.turnId)
+    this.finished = this.#writing.then(() => {
+      this.#live.remove(this.state.turnId, 0)
+      this.#deps.metrics.chat.turnWrites.observe(this.writes)
+    })
   }
 
   #moved(): void {

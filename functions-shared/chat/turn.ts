@@ -7,6 +7,7 @@ import type { Tier } from '../config.ts'
 import type { ChatLanguage } from './language.ts'
 import type { HintLevel } from './prompt.ts'
 import type { PreparedQuery } from './query.ts'
+import type { TurnUsage } from '../wallet/reservations.ts'
 import type { RetrievalCaches } from './retrieve.ts'
 import type { CircuitBreaker } from '../lib/circuit-breaker.ts'
 import type { ChatMetrics } from '../lib/metrics.ts'
@@ -105,11 +106,26 @@ export interface Usage {
 export type Outcome = 'answered' | 'clarified' | 'no_sources' | 'cancelled' | 'model_refused' | 'model_unavailable' | 'unsettled' | 'failed'
 
 /** Where a turn's output goes: SSE events, or one JSON body. */
+/** A terminal event as a turn stores it (turn-state.ts, Terminal) */
+type StoredTerminal = { event: 'done' | 'error'; data: Record<string, unknown> }
+
+/**
+ * The turn's end, written in the statement that settles it (the sink's closing): `written` is the
+ * terminal event as stored, set when the settlement wrote it; unset, the sink writes the end itself.
+ */
+export type SettledEnd = NonNullable<TurnUsage['end']> & { written?: StoredTerminal }
+
 export interface TurnSink {
   meta(data: Record<string, unknown>): void
   sources(data: { sources: Source[]; retrieval: Record<string, unknown> | null }): void
   delta(text: string): void
-  done(data: Record<string, unknown>): void
+  /**
+   * The turn's end for the statement that settles it, once the text sent so far is written (the done
+   * event's data without its usage); null when the sink writes the end itself.
+   */
+  closing?(data: Record<string, unknown>): Promise<SettledEnd | null>
+  /** `written`: the terminal event the settlement wrote (closing), which the sink then keeps as is */
+  done(data: Record<string, unknown>, written?: StoredTerminal): void
   error(data: { error: DomainErrorCode; message: string; request_id: string }): void
 }
 

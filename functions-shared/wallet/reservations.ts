@@ -61,6 +61,19 @@ export interface TurnUsage {
   characters: number
   model: string | null
   details: Record<string, unknown>
+  /**
+   * the chat turn's end, written in the settlement's statement (public.finalize_recorded_chat_turn): its
+   * last text and sources, its status, its terminal event without the usage the settlement gives, the
+   * document its answer cited first
+   */
+  end?: {
+    turnId: string
+    status: string
+    text: string
+    sourcesEvent: Record<string, unknown> | null
+    terminal: Record<string, unknown>
+    document: string | null
+  }
 }
 
 export async function finalize(
@@ -74,14 +87,21 @@ export async function finalize(
   const cap = ctx.deps.config.ACTUAL_COST_CAP_MULTIPLIER
   try {
     const row = await rpc(ctx, async (tx) => {
-      const [r] = usage
+      const end = usage?.end
+      const json = (v: Record<string, unknown> | null) => (v === null ? null : tx.json(v as never))
+      const [r] = usage && end
+        ? await tx<(SettlementRow & { terminal: Record<string, unknown> })[]>`
+          select * from public.finalize_recorded_chat_turn(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null}, ${input.kind ?? 'chat'},
+                                                           ${cap}, ${usage.characters}, ${usage.model}, ${json(usage.details)}, ${end.turnId},
+                                                           ${end.status}, ${end.text}, ${json(end.sourcesEvent)}, ${json(end.terminal)}, ${end.document})`
+        : usage
         ? await tx<SettlementRow[]>`select * from public.finalize_chat_turn(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null}, ${
           input.kind ?? 'chat'
         },
-                                                           ${cap}, ${usage.characters}, ${usage.model}, ${tx.json(usage.details as never)})`
+                                                           ${cap}, ${usage.characters}, ${usage.model}, ${json(usage.details)})`
         : await tx<SettlementRow[]>`select * from public.finalize_reservation(${input.reservation_id}, ${input.actual}, ${input.request_id ?? null},
                                                              ${input.kind ?? 'manual'}, ${cap})`
-      return r!
+      return r! as SettlementRow & { terminal?: Record<string, unknown> }
     })
     m.reservations.inc({ outcome: 'finalized' })
     m.tokens.inc({ movement: 'charged' }, Number(row.charged))
@@ -98,6 +118,8 @@ export async function finalize(
       token_balance: Number(row.token_balance),
       ledger_entry_id: row.ledger_entry_id === null ? null : Number(row.ledger_entry_id),
       request_id: row.request_id,
+      /** the chat turn's terminal event as its end was written with the settlement (usage.end) */
+      terminal: row.terminal,
     }
   } catch (err) {
     if (refusalCode(err) === 'conflict') m.reservations.inc({ outcome: 'conflict' })
