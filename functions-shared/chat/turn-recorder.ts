@@ -143,13 +143,7 @@ export class TurnRecorder implements TurnSink {
 
   /** The end the settlement's statement wrote (closing): kept as written, nothing more to write. */
   #endWritten(status: TurnStatus, terminal: Terminal): void {
-    if (this.#ended) return
-    this.#ended = true
-    this.#cancelFlush()
-    this.#cancelLease()
-    this.state.status = status
-    this.state.terminal = terminal
-    this.state.usage = (terminal.data.usage as Record<string, unknown> | null) ?? null
+    if (!this.#close(status, terminal, (terminal.data.usage as Record<string, unknown> | null) ?? null)) return
     this.#pending = ''
     this.#pendingSources = null
     this.writes++
@@ -208,14 +202,20 @@ export class TurnRecorder implements TurnSink {
     })
   }
 
-  #end(status: TurnStatus, terminal: Terminal, usage: Record<string, unknown> | null): void {
-    if (this.#ended) return
+  /** The turn's end in its state, once: whether this call ended it. */
+  #close(status: TurnStatus, terminal: Terminal, usage: Record<string, unknown> | null): boolean {
+    if (this.#ended) return false
     this.#ended = true
     this.#cancelFlush()
     this.#cancelLease()
     this.state.status = status
     this.state.terminal = terminal
     this.state.usage = usage
+    return true
+  }
+
+  #end(status: TurnStatus, terminal: Terminal, usage: Record<string, unknown> | null): void {
+    if (!this.#close(status, terminal, usage)) return
     this.#moved()
     const text = () => this.#pending
     this.finished = this.#writing.then(async () => {
