@@ -1,5 +1,5 @@
-// One PDF page as a PNG, rendered by pdf.js onto an @napi-rs/canvas (the recognizer's input, and the
-// scans the tests and the demo make from typeset lessons).
+// One PDF page rendered by pdf.js onto an @napi-rs/canvas: as an 8-bit grey PGM, the recognizer's input,
+// or as a PNG, the scans the tests and the demo make from typeset lessons.
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
