@@ -3,11 +3,12 @@
 // node_modules), the better reading kept, deadlines, the page cap and the readings kept for a while.
 import { readFileSync } from 'node:fs'
 import { deflateSync } from 'node:zlib'
+import { availableParallelism } from 'node:os'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readability } from '../functions-shared/text/readability.ts'
 import { canonicalize } from '../functions-shared/text/canonicalize.ts'
 import { type OcrEngine, ocrLanguagesFor, pagesNeedingOcr, readPdf, type ReadPdfOptions, separateRunOnWords } from '../functions-shared/pdf/read.ts'
-import { createNodeOcr } from '../scripts/lib/ocr.ts'
+import { createNodeOcr, defaultOcrConcurrency } from '../scripts/lib/ocr.ts'
 import { createPageRenderer } from '../scripts/lib/render-isolate.ts'
 import { createIsolatedExtractor } from '../scripts/lib/pdf-isolate.ts'
 import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
@@ -340,7 +341,7 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     const renderer = createPageRenderer(rawPdf(objects), { externalMb: 64 })
     try {
       await expect(renderer.render(1, 72, performance.now() + 30_000)).rejects.toThrow('drawing the page needs more than 64 MB of memory outside its heap')
-      expect((await renderer.render(2, 72, performance.now() + 30_000)).png.length).toBeGreaterThan(0)
+      expect((await renderer.render(2, 72, performance.now() + 30_000)).image.length).toBeGreaterThan(0)
     } finally {
       await renderer.close()
     }
@@ -367,7 +368,7 @@ describe('the recognizer on scanned and damaged PDFs', () => {
     const renderer = createPageRenderer(rawPdf(objects), { canvasMb: 16 })
     try {
       await expect(renderer.render(1, 72, performance.now() + 30_000)).rejects.toThrow('drawing the page needs more than 16 MB of canvases')
-      expect((await renderer.render(2, 72, performance.now() + 30_000)).png.length).toBeGreaterThan(0)
+      expect((await renderer.render(2, 72, performance.now() + 30_000)).image.length).toBeGreaterThan(0)
     } finally {
       await renderer.close()
     }
@@ -382,7 +383,7 @@ describe('the recognizer on scanned and damaged PDFs', () => {
       expect(host).toBeGreaterThan(0)
       process.kill(host!, 'SIGABRT')
       await expect(drawing).rejects.toThrow('the page renderer stopped')
-      expect((await renderer.render(2, 72, performance.now() + 30_000)).png.length).toBeGreaterThan(0)
+      expect((await renderer.render(2, 72, performance.now() + 30_000)).image.length).toBeGreaterThan(0)
     } finally {
       await renderer.close()
     }
@@ -411,6 +412,24 @@ describe('the recognizer on scanned and damaged PDFs', () => {
       expect(new Set(pids).size).toBe(2)
     } finally {
       await fragile.close()
+    }
+  })
+
+  it('spreads the pages of one document over the pool: as many recognizers at once as it is given', async () => {
+    // the default: every core but one, at least one; OCR_CONCURRENCY overrides it
+    expect(defaultOcrConcurrency(0)).toBe(Math.max(1, availableParallelism() - 1))
+    expect(defaultOcrConcurrency(3)).toBe(3)
+    const pids: (number | undefined)[] = []
+    const pool = createNodeOcr({ concurrency: 2, dpi: 200, pageDeadlineMs: 60_000, idleMs: 0, onRecognizer: (pid) => void pids.push(pid) })
+    try {
+      // the second page is taken by a second recognizer while the first reads the first page
+      const readings = await pool.recognize(scanFr, [1, 2], ['fra'])
+      expect(new Set(pids).size).toBe(2)
+      for (const [i, reading] of readings.entries()) {
+        expect(characterErrorRate(canonicalize(SCAN_FR[i]!), canonicalize((reading as { text: string }).text))).toBeLessThan(0.03)
+      }
+    } finally {
+      await pool.close()
     }
   })
 

@@ -167,7 +167,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
           const deadlineAt = Math.min(started + options.pageDeadlineMs, budgetEnd)
           let timer: ReturnType<typeof setTimeout> | undefined
           const read = async (turn: Turn): Promise<OcrReading> => {
-            const { png: image, dpi } = await renderer.render(number, options.dpi, deadlineAt, turn)
+            const { image, dpi } = await renderer.render(number, options.dpi, deadlineAt, turn)
             if (slot.dpi !== dpi) {
               await slot.worker.setDpi(dpi)
               slot.dpi = dpi

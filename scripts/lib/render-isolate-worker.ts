@@ -1,5 +1,5 @@
 // The worker thread of render-isolate.ts: opens one PDF and renders its pages for the recognizer, one at a
-// time, posting back each page's PNG and the resolution it was rendered at. pdf.js draws here, not on the
+// time, posting back each page's grey image and the resolution it was rendered at. pdf.js draws here, not on the
 // thread of the server or the worker process.
 import { parentPort, workerData } from 'node:worker_threads'
 import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs'
@@ -28,9 +28,9 @@ parentPort!.on('message', async ({ id, number, dpi, turn }: { id: number; number
     const doc = await task.promise
     const scan = await imageDpi(doc, number, OPS)
     const rendered = renderDpi(dpi, scan)
-    const png = await renderPage(doc, number, rendered, { straighten: scan !== null, turn })
-    const bytes = new Uint8Array(png.buffer, png.byteOffset, png.byteLength).slice()
-    parentPort!.postMessage({ id, png: bytes, dpi: rendered }, [bytes.buffer])
+    const image = await renderPage(doc, number, rendered, { straighten: scan !== null, turn, grey: true })
+    const bytes = new Uint8Array(image.buffer, image.byteOffset, image.byteLength).slice()
+    parentPort!.postMessage({ id, image: bytes, dpi: rendered }, [bytes.buffer])
   } catch (err) {
     parentPort!.postMessage({ id, error: (err as Error).message })
   }

@@ -14,10 +14,10 @@ export class RenderDeadline extends Error {
 
 export interface PageRenderer {
   /**
-   * page `number` as a PNG, rendered at `dpi` or at its scan's own resolution (renderDpi), by `deadlineAt`
+   * page `number` as an image for the recognizer (an 8-bit grey PGM), rendered at `dpi` or at its scan's own resolution (renderDpi), by `deadlineAt`
    * (performance.now()), turned `turn` degrees clockwise (0 by default)
    */
-  render(number: number, dpi: number, deadlineAt: number, turn?: Turn): Promise<{ png: Buffer; dpi: number }>
+  render(number: number, dpi: number, deadlineAt: number, turn?: Turn): Promise<{ image: Buffer; dpi: number }>
   close(): Promise<void>
 }
 
@@ -56,7 +56,7 @@ export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; 
   }
 
   const draw = (number: number, dpi: number, deadlineAt: number, turn: Turn) =>
-    new Promise<{ png: Buffer; dpi: number }>((resolve, reject) => {
+    new Promise<{ image: Buffer; dpi: number }>((resolve, reject) => {
       if (performance.now() >= deadlineAt) return reject(new RenderDeadline())
       const w = open()
       const id = next++
@@ -69,9 +69,11 @@ export function createPageRenderer(pdf: Uint8Array, options: { heapMb?: number; 
         w.off('message', onMessage).off('error', onError).off('exit', onExit)
         settle()
       }
-      const onMessage = (m: { id: number; png?: Uint8Array; dpi?: number; error?: string }) => {
+      const onMessage = (m: { id: number; image?: Uint8Array; dpi?: number; error?: string }) => {
         if (m.id !== id) return
-        finish(() => (m.png ? resolve({ png: Buffer.from(m.png.buffer, m.png.byteOffset, m.png.byteLength), dpi: m.dpi! }) : reject(new Error(m.error))))
+        finish(
+          () => (m.image ? resolve({ image: Buffer.from(m.image.buffer, m.image.byteOffset, m.image.byteLength), dpi: m.dpi! }) : reject(new Error(m.error))),
+        )
       }
       const onError = (err: Error & { code?: string }) =>
         finish(() => (stop(w), reject(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? new Error(`drawing the page needs more than ${heapMb} MB of memory`) : err)))

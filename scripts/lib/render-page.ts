@@ -1,5 +1,5 @@
-// One PDF page as a PNG, rendered by pdf.js onto an @napi-rs/canvas (the recognizer's input, and the
-// scans the tests and the demo make from typeset lessons).
+// One PDF page rendered by pdf.js onto an @napi-rs/canvas: as an 8-bit grey PGM, the recognizer's input,
+// or as a PNG, the scans the tests and the demo make from typeset lessons.
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
@@ -153,27 +153,42 @@ export async function imageDpi(doc: PdfDocument, number: number, ops: { paintIma
 /**
  * Page `number` at `dpi`, white behind transparent content; the canvas is released after. With
  * `straighten`, a page whose lines of text stand askew (a scan) is turned straight first (deskew.ts), and
- * `onSkew` is told the angle found.
+ * `onSkew` is told the angle found. With `grey`, an 8-bit grey PGM instead of a PNG: what the recognizer
+ * reads, without a PNG's compression here and its decompression in the recognizer.
  */
 export async function renderPage(
   doc: PdfDocument,
   number: number,
   dpi: number,
-  options: { straighten?: boolean; onSkew?: (degrees: number) => void; turn?: Turn } = {},
+  options: { straighten?: boolean; onSkew?: (degrees: number) => void; turn?: Turn; grey?: boolean } = {},
 ): Promise<Buffer> {
+  const drawn = await drawPage(doc, number, dpi, options.turn ?? 0)
+  try {
+    const page = options.straighten ? await straightened(drawn.canvas, options.onSkew) : { canvas: drawn.canvas, pixels: undefined }
+    return options.grey ? greyImage(page.canvas, page.pixels) : page.canvas.toBuffer('image/png')
+  } finally {
+    drawn.release()
+  }
+}
+
+/** Page `number` drawn at `dpi` on a canvas of the document's factory (which `release` frees). */
+export async function drawPage(doc: PdfDocument, number: number, dpi: number, turn: Turn): Promise<{ canvas: Canvas; release: () => void }> {
   const page = await doc.getPage(number)
   try {
     // a page of any size or shape renders to MAX_RENDER_PIXELS at the most (a PDF may declare a page of
     // 200 inches, or of 2,600 miles by a tenth of a millimetre)
     const base = page.getViewport({ scale: 1 })
     // turned by `turn` degrees clockwise beyond the page's own /Rotate (a page scanned upside down or sideways)
-    const viewport = page.getViewport({ scale: renderScale(base.width, base.height, dpi), rotation: (page.rotate + (options.turn ?? 0)) % 360 })
+    const viewport = page.getViewport({ scale: renderScale(base.width, base.height, dpi), rotation: (page.rotate + turn) % 360 })
     const factory = (doc as unknown as { canvasFactory: CanvasFactory }).canvasFactory
     const target = factory.create(Math.ceil(viewport.width), Math.ceil(viewport.height))
-    await page.render({ canvas: target.canvas as never, viewport, background: 'white' }).promise
-    const png = options.straighten ? await straightened(target.canvas as unknown as Canvas, options.onSkew) : target.canvas.toBuffer('image/png')
-    factory.destroy(target)
-    return png
+    try {
+      await page.render({ canvas: target.canvas as never, viewport, background: 'white' }).promise
+    } catch (err) {
+      factory.destroy(target)
+      throw err
+    }
+    return { canvas: target.canvas as unknown as Canvas, release: () => factory.destroy(target) }
   } finally {
     page.cleanup()
   }
@@ -182,12 +197,16 @@ export async function renderPage(
 /** A quarter turn of a page, clockwise, in degrees. */
 export type Turn = 0 | 90 | 180 | 270
 
-/** The canvas as a PNG, turned by the opposite of its skew when that is MIN_SKEW or more. */
-async function straightened(canvas: Canvas, onSkew?: (degrees: number) => void): Promise<Buffer> {
+/**
+ * The canvas turned by the opposite of its skew when that is MIN_SKEW or more (a new canvas), with the
+ * pixels read to find the skew when it was left as it is.
+ */
+export async function straightened(canvas: Canvas, onSkew?: (degrees: number) => void): Promise<{ canvas: Canvas; pixels?: Uint8ClampedArray }> {
   const { width, height } = canvas
-  const angle = skewAngle(canvas.getContext('2d').getImageData(0, 0, width, height).data, width, height)
+  const pixels = canvas.getContext('2d').getImageData(0, 0, width, height).data
+  const angle = skewAngle(pixels, width, height)
   onSkew?.(angle)
-  if (Math.abs(angle) < MIN_SKEW) return canvas.toBuffer('image/png')
+  if (Math.abs(angle) < MIN_SKEW) return { canvas, pixels }
   const { createCanvas } = await import('@napi-rs/canvas')
   const turned = createCanvas(width, height)
   const g = turned.getContext('2d')
@@ -197,5 +216,16 @@ async function straightened(canvas: Canvas, onSkew?: (degrees: number) => void):
   g.rotate((-angle * Math.PI) / 180)
   g.translate(-width / 2, -height / 2)
   g.drawImage(canvas, 0, 0)
-  return turned.toBuffer('image/png')
+  return { canvas: turned }
+}
+
+/** The canvas (or its RGBA `pixels`, read already) as an 8-bit grey PGM (P5): luminance, as the recognizer would take it. */
+export function greyImage(canvas: Canvas, pixels?: Uint8ClampedArray): Buffer {
+  const { width, height } = canvas
+  const rgba = pixels ?? canvas.getContext('2d').getImageData(0, 0, width, height).data
+  const header = Buffer.from(`P5\n${width} ${height}\n255\n`, 'latin1')
+  const out = Buffer.allocUnsafe(header.length + width * height)
+  header.copy(out)
+  for (let i = 0, j = header.length; i < rgba.length; i += 4, j++) out[j] = (rgba[i]! * 77 + rgba[i + 1]! * 150 + rgba[i + 2]! * 29) >> 8
+  return out
 }
