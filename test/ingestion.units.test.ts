@@ -28,6 +28,19 @@ describe('the cl100k_base tokenizer', () => {
       { numRuns: 200 },
     )
   })
+
+  it('decodes any run of tokens as js-tiktoken does, a cut character as U+FFFD that does not leak into the next run', () => {
+    const tokens = reference.encode(`${AR_LESSON} ${FR_LESSON} x² → uₙ₊₁ µm`)
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: tokens.length - 1 }), fc.integer({ min: 1, max: 12 }), (from, length) => {
+        const slice = tokens.slice(from, from + length)
+        const next = tokens.slice(from + length, from + 2 * length)
+        expect(defaultTokenizer.decode(slice)).toBe(reference.decode(slice))
+        expect(defaultTokenizer.decode(next)).toBe(reference.decode(next))
+      }),
+      { numRuns: 500 },
+    )
+  })
 })
 
 describe('token windows', () => {
