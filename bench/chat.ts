@@ -6,7 +6,8 @@
 //      as it is generated, the default) beside the same turn written nowhere, in the same run, and the
 //      database writes per answer, for this instant answer and for an answer streamed over 3 s;
 //  (b) retrieval: top-30 with a subject prefilter through the HNSW index (iterative scan), at 10k and
-//      100k chunks, and recall@10 against exact search (index scans off); then the hybrid search
+//      100k chunks: the index's size, p50/p95/p99, the blocks a search reads from outside shared buffers
+//      and recall@10 against exact search (index scans off); then the hybrid search
 //      (full text fused with the same dense search, one statement) at the default ef_search: its
 //      latency beside the dense search's, the recall@10 of its dense branch (the rows it ranks dense
 //      1-10, all rows returned) and how many of the exact dense top 10 are among its 30 rows (what the
@@ -50,6 +51,14 @@ async function rebuildIndex(sql: Sql, def: string): Promise<number> {
   // the statistics autovacuum would gather: the vectors, the chunks' search vectors, the lexeme counts
   await sql`analyze public.vectors, public.document_chunks, private.search_lexemes`
   return (performance.now() - started) / 1000
+}
+
+// the blocks this database has read from outside shared buffers so far (the statistics flushed first)
+async function blocksRead(sql: Sql): Promise<number> {
+  await sql`select pg_stat_force_next_flush()`
+  const [r] = await sql`select blks_read::float8 as n from pg_stat_database where datname = current_database()`
+  await sql`select pg_stat_clear_snapshot()`
+  return Number(r!.n)
 }
 
 // the stages a turn reports in its `timings`, timed in (a)
@@ -164,14 +173,21 @@ async function retrieval(sizes: number[]): Promise<void> {
   const depsFor = (ef: number) => createDeps(loadConfig({ LOG_LEVEL: 'silent', HNSW_EF_SEARCH: String(ef) }), { sql, logs: createLogRoot({ level: 'silent' }) })
   const [{ indexdef }] = (await sql`select indexdef from pg_indexes where indexname = 'vectors_embedding_hnsw_idx'`) as unknown as [{ indexdef: string }]
   await sql`drop index public.vectors_embedding_hnsw_idx`
+  // the expression the index orders by: the embedding, or its halfvec copy
+  const half = indexdef.match(/halfvec\((\d+)\)/)
+  const orderBy = half ? `(v.embedding::extensions.halfvec(${half[1]})) operator(extensions.<=>)` : 'v.embedding operator(extensions.<=>)'
+  const queryCast = half ? `::extensions.halfvec(${half[1]})` : ''
   const docs = await documentsFor(sql)
   const queries = Array.from({ length: 100 }, (_, i) => {
     const subject = SUBJECTS[i % SUBJECTS.length]!
     const text = `${sentence(subject, 10)} ?`
     return { subject, text, vector: offlineVector(text, 1536) }
   })
-  console.log(`(b) retrieval: top-30 with a subject prefilter (1/6 of the chunks), HNSW cosine, iterative scan; ${db.label}`)
-  console.log('        chunks   load s   index s     ef    p50 ms    p99 ms   recall@10 vs exact   exact p50 ms   p50/exact   plan')
+  const [{ shared_buffers }] = (await sql`show shared_buffers`) as unknown as [{ shared_buffers: string }]
+  console.log(`(b) retrieval: top-30 with a subject prefilter (1/6 of the chunks), HNSW cosine, iterative scan; ${db.label}, shared_buffers ${shared_buffers}`)
+  console.log(
+    '        chunks   load s   index s   index MiB     ef    p50 ms    p95 ms    p99 ms   recall@10 vs exact   exact p50 ms   p50/exact   blocks read   plan',
+  )
   let loaded = 0
   for (const size of sizes) {
     await sql`drop index if exists public.vectors_embedding_hnsw_idx` // bulk load first, then build
@@ -180,6 +196,7 @@ async function retrieval(sizes: number[]): Promise<void> {
     loaded = size
     const loadSeconds = (performance.now() - t0) / 1000
     const indexSeconds = await rebuildIndex(sql, indexdef)
+    const [{ bytes }] = (await sql`select pg_relation_size('public.vectors_embedding_hnsw_idx')::float8 as bytes`) as unknown as [{ bytes: number }]
     // exact answers once (index scans off), then each ef_search
     const exact: { ids: Set<string>; ms: number }[] = []
     for (const q of queries) {
@@ -199,7 +216,7 @@ async function retrieval(sizes: number[]): Promise<void> {
       await tx`set local enable_seqscan = off`
       await tx`set local enable_sort = off`
       return (await tx`explain select id from public.vectors v where v.index_name = 'curriculum-1536' and v.metadata ->> 'subject' = 'physique'
-                        order by v.embedding operator(extensions.<=>) ${`[${queries[0]!.vector.join(',')}]`}::extensions.vector limit 30`).map((r) =>
+                        order by ${sql.unsafe(orderBy)} ${`[${queries[0]!.vector.join(',')}]`}::extensions.vector${sql.unsafe(queryCast)} limit 30`).map((r) =>
         r['QUERY PLAN'] as string
       )
     })
@@ -208,6 +225,7 @@ async function retrieval(sizes: number[]): Promise<void> {
       for (const q of queries.slice(0, 10)) await denseSearch(deps, q.vector, 30, { subject: q.subject }) // warm-up
       const latencies: number[] = []
       let recall = 0
+      const read0 = await blocksRead(sql)
       for (const [i, q] of queries.entries()) {
         const t1 = performance.now()
         const hits = await denseSearch(deps, q.vector, 30, { subject: q.subject })
@@ -215,14 +233,19 @@ async function retrieval(sizes: number[]): Promise<void> {
         const top = new Set(hits.slice(0, 10).map((h) => h.chunk_id))
         recall += [...exact[i]!.ids].filter((id) => top.has(id)).length / Math.max(1, exact[i]!.ids.size)
       }
+      const read = (await blocksRead(sql)) - read0
       latencies.sort((a, b) => a - b)
       console.log(
         `    ${size.toLocaleString('en').padStart(10)}   ${loadSeconds.toFixed(1).padStart(6)}   ${indexSeconds.toFixed(1).padStart(7)}   ${
-          String(ef).padStart(4)
-        }   ${quantile(latencies, 0.5).toFixed(2).padStart(7)}   ${quantile(latencies, 0.99).toFixed(2).padStart(7)}` +
+          (bytes / 2 ** 20).toFixed(0).padStart(9)
+        }   ${String(ef).padStart(4)}   ${quantile(latencies, 0.5).toFixed(2).padStart(7)}   ${quantile(latencies, 0.95).toFixed(2).padStart(7)}   ${
+          quantile(latencies, 0.99).toFixed(2).padStart(7)
+        }` +
           `   ${(recall / queries.length).toFixed(3).padStart(18)}   ${quantile(exactMs, 0.5).toFixed(2).padStart(12)}   ${
             (quantile(latencies, 0.5) / quantile(exactMs, 0.5)).toFixed(3).padStart(8)
-          }x   ${plan.some((l) => l.includes('vectors_embedding_hnsw_idx')) ? 'HNSW index scan' : 'no index!'}`,
+          }x   ${(read / queries.length).toFixed(0).padStart(11)}   ${
+            plan.some((l) => l.includes('vectors_embedding_hnsw_idx')) ? 'HNSW index scan' : 'no index!'
+          }`,
       )
     }
     // hybrid at the default ef_search, against dense at the same ef_search, in the same run
@@ -253,12 +276,12 @@ async function retrieval(sizes: number[]): Promise<void> {
     }
     for (const l of Object.values(modes)) l.sort((a, b) => a - b)
     console.log(
-      `    ${size.toLocaleString('en').padStart(10)}   hybrid at ef ${config.HNSW_EF_SEARCH}: p50 ${quantile(modes.hybrid, 0.5).toFixed(2)} ms, p99 ${
-        quantile(modes.hybrid, 0.99).toFixed(2)
-      } ms` +
-        ` (dense alone ${quantile(modes.dense, 0.5).toFixed(2)} / ${quantile(modes.dense, 0.99).toFixed(2)} ms, ratio ${
-          (quantile(modes.hybrid, 0.5) / quantile(modes.dense, 0.5)).toFixed(2)
-        });` +
+      `    ${size.toLocaleString('en').padStart(10)}   hybrid at ef ${config.HNSW_EF_SEARCH}: p50 ${quantile(modes.hybrid, 0.5).toFixed(2)} ms, p95 ${
+        quantile(modes.hybrid, 0.95).toFixed(2)
+      } ms, p99 ${quantile(modes.hybrid, 0.99).toFixed(2)} ms` +
+        ` (dense alone p50 / p95 / p99 ${quantile(modes.dense, 0.5).toFixed(2)} / ${quantile(modes.dense, 0.95).toFixed(2)} / ${
+          quantile(modes.dense, 0.99).toFixed(2)
+        } ms, ratio ${(quantile(modes.hybrid, 0.5) / quantile(modes.dense, 0.5)).toFixed(2)});` +
         ` recall@10 of its dense branch ${(denseBranchRecall / queries.length).toFixed(3)}; exact dense top-10 among its 30 rows ${
           (branchRecall / queries.length).toFixed(3)
         }; ${(textHits / queries.length).toFixed(1)} of 30 rows found by the text branch`,
