@@ -122,7 +122,9 @@ export class TurnRecorder implements TurnSink {
 
   done(data: Record<string, unknown>, written?: Terminal): void {
     const outcome = data.outcome as Outcome
-    if (written) this.#endWritten(statusOf(outcome), written)
+    // written with the settlement: the same values, in the order the service writes them (a stored
+    // jsonb keeps its own), with the settlement's time the statement measured
+    if (written) this.#endWritten(statusOf(outcome), { event: 'done', data: storable({ ...data, timings: written.data.timings ?? data.timings }) })
     else this.#end(statusOf(outcome), { event: 'done', data: storable(data) }, (data.usage as Record<string, unknown> | null) ?? null)
   }
 
