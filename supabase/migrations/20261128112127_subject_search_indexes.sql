@@ -17,15 +17,20 @@ language sql immutable set search_path = '' as $$
   select 'vectors_subject_' || left(pg_catalog.md5(p_subject), 16) || '_hnsw_idx'
 $$;
 
--- why: the subject's partial HNSW index, created when it is missing; true when it was created
+-- why: the subject's partial HNSW index, created when it is missing (one creator at a time); true when it was created
 create or replace function private.ensure_subject_search_index(p_subject text)
 returns boolean
 language plpgsql security definer set search_path = '' as $$
 declare
   name text := private.subject_search_index_name(p_subject);
 begin
-  if p_subject is null
-     or exists (select 1 from pg_catalog.pg_class c where c.relname = name and c.relnamespace = 'public'::regnamespace) then
+  if p_subject is null then
+    return false;
+  end if;
+  -- two ingestions naming the same new subject at once: the second waits for the first's transaction and
+  -- then finds its index (create index if not exists is not safe against a concurrent create)
+  perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext(name));
+  if exists (select 1 from pg_catalog.pg_class c where c.relname = name and c.relnamespace = 'public'::regnamespace) then
     return false;
   end if;
   execute format('create index if not exists %I on public.vectors using hnsw ((embedding::extensions.halfvec(1536)) extensions.halfvec_cosine_ops)'
