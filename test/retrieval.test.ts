@@ -12,7 +12,8 @@ import { reingest, seedDocument, vectorLiteral } from './helpers/corpus.ts'
 import { createOpenAiProvider } from '../functions-shared/ai/openai.ts'
 import { retrieveAndRerank } from '../functions-shared/chat/rerank.ts'
 import type { RetrievalCaches } from '../functions-shared/chat/retrieve.ts'
-import { withoutCopies } from '../functions-shared/chat/copies.ts'
+import { COPY_SIMILARITY, withoutCopies } from '../functions-shared/chat/copies.ts'
+import { allKeysOf } from '../functions-shared/text/keys.ts'
 import { readFileSync } from 'node:fs'
 
 let db: TestDatabase
@@ -386,5 +387,19 @@ describe('a lesson ingested twice', () => {
     expect(withoutCopies(same)).toEqual(same)
     const short = [c('a', 'Leçon 4 : le muscle strié squelettique.'), c('b', 'Leçon 4 : le muscle strié squelettique.')]
     expect(withoutCopies(short)).toEqual(short)
+  })
+
+  it("takes two passages for copies from exactly COPY_SIMILARITY of the smaller one's keys in the other", () => {
+    // made-up words, each its own key: 16 in the smaller passage, the other holding 12 of them (0.75) or 11
+    const words = Array.from({ length: 40 }, (_, i) => `zq${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}vk`)
+    const text = (ws: string[]) => `${ws.join(' ')}.`
+    const small = text(words.slice(0, 16))
+    const at = text([...words.slice(0, 12), ...words.slice(16, 26)])
+    const below = text([...words.slice(0, 11), ...words.slice(16, 27)])
+    expect([small, at, below].map((x) => allKeysOf(x).size)).toEqual([16, 22, 22])
+    const c = (file_id: string, t: string) => ({ file_id, text: t, ingestion_ts: '2026-01-01T00:00:00.000Z' })
+    expect(withoutCopies([c('a', small), c('b', at)]).map((x) => x.file_id)).toEqual(['a'])
+    expect(withoutCopies([c('a', small), c('b', below)]).map((x) => x.file_id)).toEqual(['a', 'b'])
+    expect(COPY_SIMILARITY).toBe(0.75)
   })
 })

@@ -5,7 +5,7 @@
 // is left out of the turn's retrieval: of two candidates of different documents whose words are nearly
 // the same, the one of the document ingested first stays (the first discovered is the canonical one),
 // and the turn's sources are the lesson's pages once.
-import { sentencesOf } from '../text/keys.ts'
+import { allKeysOf } from '../text/keys.ts'
 
 /**
  * The share of the smaller passage's distinct content keys that the other holds at which two passages of
@@ -24,11 +24,12 @@ interface Copyable {
   text: string
 }
 
-function containment(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
+/** Whether the smaller set's share of keys that the other holds reaches COPY_SIMILARITY (the count stops once it cannot). */
+function copies(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   const [small, large] = a.size <= b.size ? [a, b] : [b, a]
-  let common = 0
-  for (const k of small) if (large.has(k)) common++
-  return common / small.size
+  let missing = (1 - COPY_SIMILARITY) * small.size // keys the smaller one may lack and still be a copy
+  for (const k of small) if (!large.has(k) && --missing < 0) return false
+  return true
 }
 
 /** a before b: the document ingested first, then the smaller id (a timestamp-less one comes last) */
@@ -44,7 +45,7 @@ function older(a: Copyable, b: Copyable): boolean {
  */
 export function withoutCopies<T extends Copyable>(candidates: readonly T[]): T[] {
   // the content keys of each (those of its sentences, which the rerank and the excerpts cache by text)
-  const keys = candidates.map((c) => new Set(sentencesOf(c.text).keys.flatMap((k) => [...k])))
+  const keys = candidates.map((c) => allKeysOf(c.text))
   // the candidate that stands for each one: itself, or the older of it and a copy of it
   const keeper = candidates.map((_, i) => i)
   const root = (i: number): number => (keeper[i] === i ? i : root(keeper[i]!))
@@ -54,7 +55,7 @@ export function withoutCopies<T extends Copyable>(candidates: readonly T[]): T[]
       if (keys[j]!.size < COPY_MIN_KEYS) continue
       const [a, b] = [root(i), root(j)]
       if (a === b || candidates[a]!.file_id === candidates[b]!.file_id) continue
-      if (containment(keys[i]!, keys[j]!) >= COPY_SIMILARITY) {
+      if (copies(keys[i]!, keys[j]!)) {
         if (older(candidates[a]!, candidates[b]!)) keeper[b] = a
         else keeper[a] = b
       }

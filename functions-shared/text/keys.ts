@@ -222,7 +222,7 @@ export const SENTENCE_END = /(?<=[.!?;:؟؛])\s+/u
 
 // the sentences of the chunks that come back turn after turn, and their keys: the rerank's passages and
 // the sources' excerpts (chat/excerpt.ts) are both made of them
-const sentenceCache = new LRUCache<string, { sentences: string[]; keys: Set<string>[] }>({ max: 4096 })
+const sentenceCache = new LRUCache<string, { sentences: string[]; keys: Set<string>[]; all?: Set<string> }>({ max: 4096 })
 
 /** A text's sentences (SENTENCE_END) and the keys of each (textKeys), cached by text. */
 export function sentencesOf(text: string): { sentences: string[]; keys: Set<string>[] } {
@@ -232,6 +232,13 @@ export function sentencesOf(text: string): { sentences: string[]; keys: Set<stri
     sentenceCache.set(text, forms = { sentences, keys: sentences.map((x) => new Set(textKeys(x))) })
   }
   return forms
+}
+
+/** The keys of all a text's sentences together (sentencesOf), cached with them: read, never changed. */
+export function allKeysOf(text: string): ReadonlySet<string> {
+  sentencesOf(text)
+  const forms = sentenceCache.get(text)!
+  return forms.all ??= new Set(forms.keys.flatMap((k) => [...k]))
 }
 
 /**
