@@ -59,19 +59,23 @@ describe('denseSearch', () => {
     expect(one.every((h) => h.file_id === docs.islam)).toBe(true)
   })
 
-  it('can be served by the HNSW index on the halfvec copies (the planner takes it once the table is large; here sorting is switched off to show it)', async () => {
+  it('can be served by the HNSW index on the halfvec copies, on PGlite on the vectors (the planner takes it once the table is large; here sorting is switched off to show it)', async () => {
     const conn = await db.sql.reserve()
     try {
       await conn`begin`
       await conn`set local enable_seqscan = off`
       await conn`set local enable_sort = off`
-      const plan = (await conn`explain select id from public.vectors where index_name = 'curriculum-1536'
-        order by embedding::extensions.halfvec(1536) operator(extensions.<=>) ${vec('ondes')}::extensions.halfvec(1536) limit 10`).map((r) => r['QUERY PLAN'])
-        .join('\n')
+      // the expression match_chunks orders by on each database
+      const order = db.kind === 'pglite'
+        ? conn`embedding operator(extensions.<=>) ${vec('ondes')}::extensions.vector`
+        : conn`embedding::extensions.halfvec(1536) operator(extensions.<=>) ${vec('ondes')}::extensions.halfvec(1536)`
+      const plan = (await conn`explain select id from public.vectors where index_name = 'curriculum-1536' order by ${order} limit 10`)
+        .map((r) => r['QUERY PLAN']).join('\n')
       const [index] = await conn`select indexdef from pg_indexes where indexname = 'vectors_embedding_hnsw_idx'`
       await conn`rollback`
       expect(plan).toContain('vectors_embedding_hnsw_idx')
-      expect(index!.indexdef).toContain('halfvec_cosine_ops')
+      expect(index!.indexdef).toContain(db.kind === 'pglite' ? 'vector_cosine_ops' : 'halfvec_cosine_ops')
+      expect(index!.indexdef.includes('halfvec')).toBe(db.kind !== 'pglite')
     } finally {
       conn.release()
     }
@@ -116,7 +120,7 @@ describe('match_chunks', () => {
       expect(s3.hnsw).toBeGreaterThan(s2.hnsw)
       expect(s3.physics).toBe(s2.physics)
       expect(exact.map((r) => r.id)).toEqual(unfiltered.map((r) => r.id))
-      // the index orders by the halfvec copies; the rows carry the exact vector distance, in its order
+      // the index orders by the halfvec copies (on PGlite the vectors); the rows carry the exact vector distance, in its order
       expect(unfiltered.map((r) => r.distance)).toEqual(exact.map((r) => r.distance))
       expect(bySubject.map((r) => r.distance)).toEqual([...bySubject.map((r) => r.distance)].sort((a, b) => a - b))
       expect(s4.hnsw).toBe(s3.hnsw)

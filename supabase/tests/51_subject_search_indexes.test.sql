@@ -1,5 +1,6 @@
 -- An HNSW index per subject (20261128112127_subject_search_indexes.sql): a document that names a new
--- subject gives it a partial index over the halfvec copies of its chunks, one per subject, and
+-- subject gives it a partial index over the halfvec copies of its chunks (on PGlite the vectors,
+-- 20261128150005_embedded_search_indexes_vector.sql), one per subject, and
 -- match_chunks with that subject (and no namespace) walks it rather than the index of every chunk,
 -- returning what exact ranking returns on a small table; a search without a subject keeps the index of
 -- every chunk.
@@ -20,8 +21,10 @@ values ('c5100000-0000-4000-8000-000000000051', 'Optique', '4AS', 'pgtap-51-opti
 
 select is((select count(*)::integer from pg_indexes i join subjects x on x.idx = i.indexname), 1, 'one index for the subject two documents name');
 select matches((select i.indexdef from pg_indexes i join subjects x on x.idx = i.indexname where x.s = 'pgtap-51-optique'),
-  'USING hnsw \(\(\(embedding\)::(extensions\.)?halfvec\(1536\)\) (extensions\.)?halfvec_cosine_ops\) WHERE \(\(metadata ->> ''subject''::text\) = ''pgtap-51-optique''::text\)',
-  'a partial HNSW index on the halfvec copies of the chunks of that subject');
+  case when version() like '%PGlite%' then 'USING hnsw \(embedding (extensions\.)?vector_cosine_ops\)'
+       else 'USING hnsw \(\(\(embedding\)::(extensions\.)?halfvec\(1536\)\) (extensions\.)?halfvec_cosine_ops\)' end
+    || ' WHERE \(\(metadata ->> ''subject''::text\) = ''pgtap-51-optique''::text\)',
+  'a partial HNSW index on the halfvec copies (on PGlite the vectors) of the chunks of that subject');
 
 update public.documents set subject = 'pgtap-51-l''histoire' where id = 'c5100000-0000-4000-8000-000000000052';
 select is((select count(*)::integer from pg_indexes i join subjects x on x.idx = i.indexname), 2, 'a subject a document takes on gets its index');

@@ -16,7 +16,8 @@ create temp table q on commit drop as
   select (select array_agg(sin(7 * 1536 + d) + 0.2 * cos(d))::extensions.vector(1536) from generate_series(1, 1536) d) as v;
 
 select matches((select indexdef from pg_indexes where indexname = 'vectors_embedding_hnsw_idx'),
-  'halfvec\(1536\).*halfvec_cosine_ops', 'the HNSW index holds halfvec copies (halfvec_cosine_ops)');
+  case when version() like '%PGlite%' then 'USING hnsw \(embedding (extensions\.)?vector_cosine_ops\)' else 'halfvec\(1536\).*halfvec_cosine_ops' end,
+  'the HNSW index holds halfvec copies (halfvec_cosine_ops; on PGlite the vectors, 20261128150005_embedded_search_indexes_vector.sql)');
 
 create temp table scans_before on commit drop as
   select pg_stat_get_xact_numscans('public.vectors_embedding_hnsw_idx'::regclass) as n, current_setting('jit') as jit;
