@@ -227,7 +227,7 @@ export const settings = {
   PDF_READER_QUEUE: [int(32, 0), 'Node: readings that may wait for a PDF reader; an upload past them is answered 503 with Retry-After'],
   OCR_DOCUMENT_BUDGET_MS: [int(1_800_000, 1000), 'Time the recognizer may spend on one document; past it the document fails, naming the pages left unread'],
   OCR_SCRAPER_PAGES: [int(3, 1), 'Pages of a scan the scraper recognizes to judge and fingerprint it; its ingestion job reads the rest, with progress'],
-  OCR_IDLE_MS: [int(60000, 0), 'Recognizers idle this long are stopped (their memory freed); 0: stopped after each document'],
+  OCR_IDLE_MS: [int(60000, 0), 'Recognizers and their page-drawing processes idle this long are stopped (their memory freed); 0: stopped after each document'],
   REFETCH_AFTER_SECONDS: [
     int(86400, 0),
     "A sync downloads a known reference's file again, as a conditional request (ETag, Last-Modified), once this long has passed since its last download; a file whose text changed is ingested again (0: at every sync)",

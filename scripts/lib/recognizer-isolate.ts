@@ -2,7 +2,32 @@
 // page renderers are: its model and images (about 150 MB a recognizer, more on a large page) stay out of
 // the server's process, a recognizer that aborts takes only its own process with it, and stopping a late
 // one ends its process at once, native code and all.
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { mkdirSync, symlinkSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { ProcessWorker as Worker } from './process-worker.ts'
+
+const require = createRequire(import.meta.url)
+
+/**
+ * The traineddata of every language in one folder (tesseract.js reads `<langPath>/<code>.traineddata.gz`
+ * and takes one langPath per recognizer, while each package has its own folder): links in a temporary
+ * folder to the files in node_modules.
+ */
+export function languageFolder(): string {
+  const dir = join(tmpdir(), `curriculum-tutor-tessdata-${process.getuid?.() ?? 0}-best-int`)
+  mkdirSync(dir, { recursive: true })
+  for (const code of ['ara', 'fra']) {
+    const source = join(dirname(require.resolve(`@tesseract.js-data/${code}/package.json`)), '4.0.0_best_int', `${code}.traineddata.gz`)
+    try {
+      symlinkSync(source, join(dir, `${code}.traineddata.gz`))
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    }
+  }
+  return dir
+}
 
 /** The recognizer could not read: it failed, stopped or was stopped (its process is not worth keeping). */
 export class RecognizerError extends Error {
