@@ -5,8 +5,8 @@
 //      p50 of each stage the turn reports; then the turn stored (its conversation and messages written
 //      as it is generated, the default) beside the same turn written nowhere, in the same run, and the
 //      database writes per answer, for this instant answer and for an answer streamed over 3 s;
-//  (b) retrieval: top-30 with a subject prefilter through the HNSW index (iterative scan), at 10k and
-//      100k chunks: the index's size, p50/p95/p99, the blocks a search reads from outside shared buffers
+//  (b) retrieval: top-30 with a subject prefilter through the subject's HNSW index, at 10k and
+//      100k chunks: the sizes of the index of every chunk and of the subjects' indexes (MiB, a+b), p50/p95/p99, the blocks a search reads from outside shared buffers
 //      and recall@10 against exact search (index scans off); then the hybrid search
 //      (full text fused with the same dense search, one statement) at the default ef_search: its
 //      latency beside the dense search's, the recall@10 of its dense branch (the rows it ranks dense
@@ -23,13 +23,13 @@ import { createDeps } from '../functions-shared/deps.ts'
 import { createLogRoot } from '../functions-shared/lib/logger.ts'
 import { offlineVector } from '../functions-shared/ai/offline-embedder.ts'
 import { denseSearch, hybridSearch } from '../functions-shared/chat/retrieve.ts'
-import type { Sql } from '../functions-shared/db/client.ts'
 import { startGateway } from '../scripts/lib/gateway.ts'
 import { turnStorage } from './lib/turn-storage.ts'
 import { createUser } from '../test/helpers/users.ts'
 import { scratchDatabase } from './lib/scratch-db.ts'
 import { runLoad } from './lib/http-load.ts'
 import { machine } from './lib/machine.ts'
+import { blocksRead, hnswIndexes, rebuildIndexes } from './lib/search-indexes.ts'
 import { documentsFor, GRADES, loadChunks, sentence, SUBJECTS } from './lib/synthetic-curriculum.ts'
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
@@ -39,26 +39,6 @@ let machinePrinted = false
 function printMachine(database: string): void {
   if (!machinePrinted) machine(database)
   machinePrinted = true
-}
-
-async function rebuildIndex(sql: Sql, def: string): Promise<number> {
-  const started = performance.now()
-  await sql.begin(async (tx) => {
-    await tx`set local maintenance_work_mem = '1GB'`
-    await tx`drop index if exists public.vectors_embedding_hnsw_idx`
-    await tx.unsafe(def)
-  })
-  // the statistics autovacuum would gather: the vectors, the chunks' search vectors, the lexeme counts
-  await sql`analyze public.vectors, public.document_chunks, private.search_lexemes`
-  return (performance.now() - started) / 1000
-}
-
-// the blocks this database has read from outside shared buffers so far (the statistics flushed first)
-async function blocksRead(sql: Sql): Promise<number> {
-  await sql`select pg_stat_force_next_flush()`
-  const [r] = await sql`select blks_read::float8 as n from pg_stat_database where datname = current_database()`
-  await sql`select pg_stat_clear_snapshot()`
-  return Number(r!.n)
 }
 
 // the stages a turn reports in its `timings`, timed in (a)
@@ -171,13 +151,13 @@ async function retrieval(sizes: number[]): Promise<void> {
   const sql = db.sql
   const efs = (process.env.BENCH_EF ?? '60,100,200').split(',').map(Number)
   const depsFor = (ef: number) => createDeps(loadConfig({ LOG_LEVEL: 'silent', HNSW_EF_SEARCH: String(ef) }), { sql, logs: createLogRoot({ level: 'silent' }) })
-  const [{ indexdef }] = (await sql`select indexdef from pg_indexes where indexname = 'vectors_embedding_hnsw_idx'`) as unknown as [{ indexdef: string }]
-  await sql`drop index public.vectors_embedding_hnsw_idx`
+  const docs = await documentsFor(sql) // each subject gets its index (with no chunk yet)
+  const indexes = await hnswIndexes(sql)
+  const indexdef = indexes[0]!.def
   // the expression the index orders by: the embedding, or its halfvec copy
   const half = indexdef.match(/halfvec\((\d+)\)/)
   const orderBy = half ? `(v.embedding::extensions.halfvec(${half[1]})) operator(extensions.<=>)` : 'v.embedding operator(extensions.<=>)'
   const queryCast = half ? `::extensions.halfvec(${half[1]})` : ''
-  const docs = await documentsFor(sql)
   const queries = Array.from({ length: 100 }, (_, i) => {
     const subject = SUBJECTS[i % SUBJECTS.length]!
     const text = `${sentence(subject, 10)} ?`
@@ -190,13 +170,16 @@ async function retrieval(sizes: number[]): Promise<void> {
   )
   let loaded = 0
   for (const size of sizes) {
-    await sql`drop index if exists public.vectors_embedding_hnsw_idx` // bulk load first, then build
+    for (const { name } of indexes) await sql.unsafe(`drop index if exists public.${name}`) // bulk load first, then build
     const t0 = performance.now()
     await loadChunks(sql, docs, loaded, size - loaded, true) // with text: the hybrid search's text branch reads it
     loaded = size
     const loadSeconds = (performance.now() - t0) / 1000
-    const indexSeconds = await rebuildIndex(sql, indexdef)
-    const [{ bytes }] = (await sql`select pg_relation_size('public.vectors_embedding_hnsw_idx')::float8 as bytes`) as unknown as [{ bytes: number }]
+    const indexSeconds = await rebuildIndexes(sql, indexes)
+    // the index of every chunk, and the subjects' indexes together
+    const [{ bytes, subjectBytes }] = (await sql`select pg_relation_size('public.vectors_embedding_hnsw_idx')::float8 as bytes,
+        coalesce(sum(pg_relation_size(format('public.%I', indexname))), 0)::float8 as "subjectBytes"
+        from pg_indexes where tablename = 'vectors' and indexname like 'vectors_subject_%'`) as unknown as [{ bytes: number; subjectBytes: number }]
     // exact answers once (index scans off), then each ef_search
     const exact: { ids: Set<string>; ms: number }[] = []
     for (const q of queries) {
@@ -237,14 +220,18 @@ async function retrieval(sizes: number[]): Promise<void> {
       latencies.sort((a, b) => a - b)
       console.log(
         `    ${size.toLocaleString('en').padStart(10)}   ${loadSeconds.toFixed(1).padStart(6)}   ${indexSeconds.toFixed(1).padStart(7)}   ${
-          (bytes / 2 ** 20).toFixed(0).padStart(9)
+          `${(bytes / 2 ** 20).toFixed(0)}+${(subjectBytes / 2 ** 20).toFixed(0)}`.padStart(9)
         }   ${String(ef).padStart(4)}   ${quantile(latencies, 0.5).toFixed(2).padStart(7)}   ${quantile(latencies, 0.95).toFixed(2).padStart(7)}   ${
           quantile(latencies, 0.99).toFixed(2).padStart(7)
         }` +
           `   ${(recall / queries.length).toFixed(3).padStart(18)}   ${quantile(exactMs, 0.5).toFixed(2).padStart(12)}   ${
             (quantile(latencies, 0.5) / quantile(exactMs, 0.5)).toFixed(3).padStart(8)
           }x   ${(read / queries.length).toFixed(0).padStart(11)}   ${
-            plan.some((l) => l.includes('vectors_embedding_hnsw_idx')) ? 'HNSW index scan' : 'no index!'
+            plan.some((l) => l.includes('vectors_subject_'))
+              ? "the subject's HNSW index"
+              : plan.some((l) => l.includes('_hnsw_idx'))
+              ? 'HNSW index scan'
+              : 'no index!'
           }`,
       )
     }

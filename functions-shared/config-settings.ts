@@ -222,7 +222,7 @@ export const settings = {
   OCR_MAX_PAGES: [int(300, 1), 'Pages of one document that are recognized at most; the rest are left out (a warning)'],
   PDF_READERS: [
     int(2, 1),
-    'Node: processes reading PDF text layers at once, shared by uploads, jobs and the scraper (each up to 1 GB of heap); more readings wait',
+    'Node: processes reading PDF text layers at once, shared by uploads, jobs and the scraper (each up to 1 GB of heap); a document that finds several free is read by them all, a share of its pages each; idle ones stay, pdf.js loaded; more readings wait',
   ],
   PDF_READER_QUEUE: [int(32, 0), 'Node: readings that may wait for a PDF reader; an upload past them is answered 503 with Retry-After'],
   OCR_DOCUMENT_BUDGET_MS: [int(1_800_000, 1000), 'Time the recognizer may spend on one document; past it the document fails, naming the pages left unread'],

@@ -8,6 +8,7 @@ import { adminToken, bearer, signToken, studentToken, unsignedToken } from './he
 import { apiKey } from '../functions-shared/lib/keys.ts'
 import { LOCAL_JWT_SECRET } from '../functions-shared/config.ts'
 import { createTokenVerifier, roleFromClaims } from '../functions-shared/http/auth.ts'
+import { FakeClock } from '../functions-shared/lib/clock.ts'
 import { openApiDocument } from '../functions-shared/app.ts'
 import { adminSecurity } from '../functions-shared/http/router.ts'
 import { createUser } from './helpers/users.ts'
@@ -282,5 +283,43 @@ describe('asymmetric tokens from a JWKS URL', () => {
     } finally {
       server.close()
     }
+  })
+})
+
+describe('tokens whose signature was checked before', () => {
+  const claims = (sub: string) => ({ sub, aud: 'authenticated', role: 'authenticated' })
+  const secret = new TextEncoder().encode(LOCAL_JWT_SECRET)
+
+  it('are refused once they expire, by the same clock and tolerance as a first check', async () => {
+    const clock = new FakeClock()
+    const verifier = createTokenVerifier({ secret: LOCAL_JWT_SECRET, clockToleranceSeconds: 5, clock })
+    const sub = crypto.randomUUID()
+    const exp = Math.floor(clock.now() / 1000) + 60
+    const token = await new SignJWT(claims(sub)).setProtectedHeader({ alg: 'HS256' }).setExpirationTime(exp).sign(secret)
+    expect(await verifier.verify(token)).toMatchObject({ kind: 'user', userId: sub })
+    clock.advance(64_000) // exp + tolerance not reached
+    expect(await verifier.verify(token)).toMatchObject({ kind: 'user', userId: sub })
+    clock.advance(1_000) // exp <= now - tolerance
+    await expect(verifier.verify(token)).rejects.toMatchObject({ status: 401, message: 'Access token has expired' })
+    await expect(verifier.verify(token)).rejects.toMatchObject({ status: 401, message: 'Access token has expired' })
+  })
+
+  it('do not vouch for the same claims under another signature, and are shared read-only', async () => {
+    const verifier = createTokenVerifier({ secret: LOCAL_JWT_SECRET, clockToleranceSeconds: 0 })
+    const sub = crypto.randomUUID()
+    const token = await new SignJWT(claims(sub)).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('5m').sign(secret)
+    const first = await verifier.verify(token)
+    const again = await verifier.verify(token)
+    expect(again).toMatchObject({ kind: 'user', userId: sub })
+    const [header, payload, signature] = token.split('.')
+    const forged = `${header}.${payload}.${signature!.slice(0, -4)}${signature!.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`
+    await expect(verifier.verify(forged)).rejects.toMatchObject({ status: 401, message: 'Access token is invalid' })
+    const other = await new SignJWT({ ...claims(sub), app_metadata: { role: 'admin' } }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('5m')
+      .sign(new TextEncoder().encode('another secret of at least thirty-two characters'))
+    await expect(verifier.verify(other)).rejects.toMatchObject({ status: 401 })
+    if (first.kind !== 'user') throw new Error('a user token')
+    expect(() => {
+      ;(first.claims as Record<string, unknown>).role = 'service_role'
+    }).toThrow(TypeError)
   })
 })

@@ -178,6 +178,23 @@ describe('text layers read in a worker thread (Node)', () => {
     }
   }, 30_000)
 
+  it('a document that finds both readers free is read by both, a share of its pages each, as one reader reads it', async () => {
+    const pages = Array.from({ length: 7 }, (_, i) => `Page ${i + 1} : l'équation x² + ${i}x = √2, الدرس ${i + 1}.`)
+    const pdf = await makePdf(pages, { arabic: true })
+    const reader = createIsolatedExtractor({ size: 2 })
+    try {
+      const alone = await extractPdf(pdf, { deadlineMs: 10_000, imageCheckBelowChars: 200 })
+      const shared = await reader(pdf, { deadlineMs: 10_000, imageCheckBelowChars: 200 })
+      expect(shared).toEqual(alone)
+      expect(shared.pages.map((p) => p.number)).toEqual([1, 2, 3, 4, 5, 6, 7])
+      // both processes read, and both stay for the next document
+      expect(reader.stats()).toEqual({ readers: 2, busy: 0, waiting: 0 })
+      expect(await reader(pdf, { deadlineMs: 10_000, imageCheckBelowChars: 200 })).toEqual(alone)
+    } finally {
+      await reader.close()
+    }
+  }, 30_000)
+
   it('a page pdf.js cannot finish fails at the deadline, and the process goes on meanwhile', async () => {
     const reader = createIsolatedExtractor()
     let last = performance.now()

@@ -78,14 +78,15 @@ describe('denseSearch', () => {
 })
 
 describe('match_chunks', () => {
-  it("takes the HNSW index on a large table, with metadata filters or none, the namespace's btree range with a namespace, and restores the planner settings", async () => {
+  it("takes the subject's HNSW index with a subject, the index of every chunk without one, the namespace's btree range with a namespace, and restores the planner settings", async () => {
     const conn = await db.sql.reserve()
     try {
       await conn`begin`
       const scans = async () => {
         const [r] = await conn`select pg_stat_get_xact_numscans('public.vectors_embedding_hnsw_idx'::regclass)::int as hnsw,
-                                      pg_stat_get_xact_numscans('public.vectors_pkey'::regclass)::int as pkey`
-        return r as { hnsw: number; pkey: number }
+                                      pg_stat_get_xact_numscans('public.vectors_pkey'::regclass)::int as pkey,
+                                      pg_stat_get_xact_numscans(format('public.%I', private.subject_search_index_name('physique'))::regclass)::int as physics`
+        return r as { hnsw: number; pkey: number; physics: number }
       }
       const q = vec('les ondes mécaniques')
       const s0 = await scans()
@@ -105,11 +106,14 @@ describe('match_chunks', () => {
       const physics = sentences(PHYSICS_LESSON).length
       expect(bySubject.length).toBe(Math.min(5, physics))
       expect(byNamespace.length).toBe(Math.min(5, physics))
-      expect(s1.hnsw).toBeGreaterThan(s0.hnsw)
+      // the subject's own index, not the index of every chunk
+      expect(s1.physics).toBeGreaterThan(s0.physics)
+      expect(s1.hnsw).toBe(s0.hnsw)
       expect(s2.hnsw).toBe(s1.hnsw)
       expect(s2.pkey).toBeGreaterThan(s1.pkey)
       expect(unfiltered.length).toBe(5)
       expect(s3.hnsw).toBeGreaterThan(s2.hnsw)
+      expect(s3.physics).toBe(s2.physics)
       expect(exact.map((r) => r.id)).toEqual(unfiltered.map((r) => r.id))
       // the index orders by the halfvec copies; the rows carry the exact vector distance, in its order
       expect(unfiltered.map((r) => r.distance)).toEqual(exact.map((r) => r.distance))

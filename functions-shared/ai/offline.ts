@@ -21,6 +21,8 @@ interface TextForms {
   passages: Set<string>[]
   /** the sparse embedding, made when a tie first needs it */
   features?: ReturnType<typeof offlineFeatures>
+  /** the sentences an answer may quote, each with its keys, made when it is first a snippet */
+  quotable?: { text: string; keys: Set<string> }[]
 }
 
 /**
@@ -65,6 +67,11 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
     return f
   }
   const features = (f: TextForms, text: string) => (f.features ??= offlineFeatures(text, dimension))
+  const quotable = (text: string) =>
+    forms(text).quotable ??= text
+      .split(/(?<=[.!?؟])\s+/u)
+      .filter((x) => x.trim().length > 20)
+      .map((x) => ({ text: x.trim(), keys: new Set(textKeys(x)) }))
   return {
     name: 'offline',
     dimension,
@@ -126,12 +133,7 @@ export function createOfflineProvider(dimension = 1536): AiProvider {
     translate: async (text) => text,
     async chat(request: ChatRequest, onDelta): Promise<ChatResult> {
       const question = request.messages.filter((m) => m.role === 'user').at(-1)?.content ?? ''
-      const sentences = request.snippets.flatMap((s) =>
-        s.text
-          .split(/(?<=[.!?؟])\s+/u)
-          .filter((x) => x.trim().length > 20)
-          .map((text) => ({ n: s.n, text: text.trim(), keys: new Set(textKeys(text)) }))
-      )
+      const sentences = request.snippets.flatMap((s) => quotable(s.text).map((x) => ({ n: s.n, ...x })))
       // the share of the question's keys each sentence holds, read as the rerank reads them (function words
       // left out, a letter written onto an Arabic word read against the snippets' words); on a tie the
       // sentence of the better source, then the earlier one (the sort is stable)

@@ -3,6 +3,7 @@
 // while app_metadata.role is absent, and never grants admin: users can write their own user_metadata.
 import type { MiddlewareHandler } from 'hono'
 import { createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, type JWTVerifyGetKey } from 'jose'
+import { LRUCache } from 'lru-cache'
 import { ApiError, ErrorCode } from './errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Principal, Role } from './context.ts'
@@ -37,6 +38,14 @@ export interface TokenVerifier {
   claims(token: string): Promise<JWTPayload>
 }
 
+/**
+ * The tokens whose signature a verifier has checked, kept by their whole text. A student sends the same
+ * token with every request for up to its lifetime: its signature is checked once, and its expiry at each
+ * use (a token is kept no longer than it lives). Only a token that passed every check is kept, so a
+ * forged or altered one is checked, and refused, each time.
+ */
+export const VERIFIED_TOKENS = 4096
+
 export function createTokenVerifier(options: { secret: string; jwksUrl?: string | undefined; clockToleranceSeconds: number; clock?: Clock }): TokenVerifier {
   const secret = new TextEncoder().encode(options.secret)
   const jwks = options.jwksUrl ? createRemoteJWKSet(new URL(options.jwksUrl)) : null
@@ -46,7 +55,16 @@ export function createTokenVerifier(options: { secret: string; jwksUrl?: string 
     if (!jwks) throw new joseErrors.JOSEAlgNotAllowed(`"${header.alg}" is not allowed`)
     return jwks(header, input)
   }
+  const now = () => options.clock ? options.clock.now() : Date.now()
+  const verified = new LRUCache<string, JWTPayload>({ max: VERIFIED_TOKENS })
   const claims = async (token: string): Promise<JWTPayload> => {
+    const known = verified.get(token)
+    if (known) {
+      // jose's test: expired once exp is at or before now, less the tolerance
+      if (known.exp! > Math.floor(now() / 1000) - options.clockToleranceSeconds) return known
+      verified.delete(token)
+      throw unauthorized('Access token has expired', 'expired')
+    }
     try {
       const { payload } = await jwtVerify(token, key, {
         algorithms,
@@ -54,6 +72,8 @@ export function createTokenVerifier(options: { secret: string; jwksUrl?: string 
         clockTolerance: options.clockToleranceSeconds,
         ...(options.clock ? { currentDate: new Date(options.clock.now()) } : {}),
       })
+      // shared by every request that sends this token: read-only
+      verified.set(token, frozen(payload))
       return payload
     } catch (err) {
       const expired = err instanceof joseErrors.JWTExpired
@@ -72,6 +92,14 @@ export function createTokenVerifier(options: { secret: string; jwksUrl?: string 
       return { kind: 'user', userId: payload.sub, role: roleFromClaims(payload), email, claims: payload, token }
     },
   }
+}
+
+function frozen<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const v of Object.values(value)) frozen(v)
+  }
+  return value
 }
 
 function unauthorized(message: string, reason: 'missing' | 'invalid' | 'expired'): ApiError {

@@ -186,55 +186,65 @@ async function runJob(deps: Deps, job: ClaimedJob, requestId: string): Promise<J
     stage.next('embed')
     const ids = await Promise.all(chunks.map((c) => chunkId(fileId, c.page_number, c.chunk_index)))
     const ingestionTs = new Date(deps.clock.now()).toISOString()
-    for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) {
-      const batch = chunks.slice(i, i + config.EMBED_BATCH_SIZE)
-      const vectors = await retry(() => deps.embedder.embed(batch.map((c) => c.text)), {
-        attempts: config.JOB_MAX_ATTEMPTS,
-        baseMs: config.JOB_BACKOFF_BASE_MS,
-        maxMs: config.JOB_BACKOFF_MAX_MS,
-        isTransient: (e) => !(e instanceof PipelineError) && (e as { transient?: boolean }).transient !== false,
-        retryAfterMs: (e) => (e as { retryAfterMs?: number }).retryAfterMs,
-        sleep: deps.sleep,
-        onRetry: ({ attempt, delayMs, error }) => {
-          m.retries.inc({ stage: 'embed' })
-          log.warn({ job_id: job.id, stage: 'embed', attempt, delay_ms: delayMs, err: { message: (error as Error).message } }, 'retrying')
-        },
-      })
-      if (vectors.length !== batch.length || vectors.some((v) => v.length !== config.VECTOR_DIMENSION)) {
-        throw new PipelineError(
-          `the embedder returned ${vectors.length} vectors for ${batch.length} chunks, or vectors not of dimension ${config.VECTOR_DIMENSION}`,
-        )
-      }
-      await asService(deps.sql, async (tx) => {
-        await tx`select public.report_job_progress(${job.id}, ${job.attempt}, ${extracted.pageCount}, ${extracted.pageCount}, ${null})`
-        const rows = batch.map((c: TextChunk, k) => ({
-          job_id: job.id,
-          id: ids[i + k]!,
-          file_id: fileId,
-          page_number: c.page_number,
-          chunk_index: c.chunk_index,
-          content: c.text,
-          token_count: c.token_count ?? null,
-          embedding: storedVector(vectors[k]!),
-          // only the light fields of spec §1.4; the text stays in document_chunks
-          metadata: {
-            chunk_id: ids[i + k],
-            file_id: fileId,
-            language,
-            grade: reference.grade,
-            subject: reference.subject,
-            source_url: reference.source_url,
-            page_number: c.page_number,
-            ingestion_ts: ingestionTs,
-            // where the page's text came from: its text layer, or the recognizer (with its confidence)
-            text_source: pageInfo.get(c.page_number)?.source ?? 'pdf',
-            ...(pageInfo.get(c.page_number)?.source === 'ocr' ? { ocr_confidence: roundConfidence(pageInfo.get(c.page_number)!.confidence) } : {}),
+    // a batch is staged while the next one is embedded (the database works as this thread does); a
+    // failure first waits for the staging under way, so nothing is written once the job has failed
+    let staging: Promise<void> = Promise.resolve()
+    try {
+      for (let i = 0; i < chunks.length; i += config.EMBED_BATCH_SIZE) {
+        const batch = chunks.slice(i, i + config.EMBED_BATCH_SIZE)
+        const vectors = await retry(() => deps.embedder.embed(batch.map((c) => c.text)), {
+          attempts: config.JOB_MAX_ATTEMPTS,
+          baseMs: config.JOB_BACKOFF_BASE_MS,
+          maxMs: config.JOB_BACKOFF_MAX_MS,
+          isTransient: (e) => !(e instanceof PipelineError) && (e as { transient?: boolean }).transient !== false,
+          retryAfterMs: (e) => (e as { retryAfterMs?: number }).retryAfterMs,
+          sleep: deps.sleep,
+          onRetry: ({ attempt, delayMs, error }) => {
+            m.retries.inc({ stage: 'embed' })
+            log.warn({ job_id: job.id, stage: 'embed', attempt, delay_ms: delayMs, err: { message: (error as Error).message } }, 'retrying')
           },
-        }))
-        await tx`insert into public.ingestion_staging ${tx(rows as never[])}
-                 on conflict (job_id, id) do update set content = excluded.content, token_count = excluded.token_count, embedding = excluded.embedding, metadata = excluded.metadata`
-      })
+        })
+        if (vectors.length !== batch.length || vectors.some((v) => v.length !== config.VECTOR_DIMENSION)) {
+          throw new PipelineError(
+            `the embedder returned ${vectors.length} vectors for ${batch.length} chunks, or vectors not of dimension ${config.VECTOR_DIMENSION}`,
+          )
+        }
+        await staging
+        staging = asService(deps.sql, async (tx) => {
+          await tx`select public.report_job_progress(${job.id}, ${job.attempt}, ${extracted.pageCount}, ${extracted.pageCount}, ${null})`
+          const rows = batch.map((c: TextChunk, k) => ({
+            job_id: job.id,
+            id: ids[i + k]!,
+            file_id: fileId,
+            page_number: c.page_number,
+            chunk_index: c.chunk_index,
+            content: c.text,
+            token_count: c.token_count ?? null,
+            embedding: storedVector(vectors[k]!),
+            // only the light fields of spec §1.4; the text stays in document_chunks
+            metadata: {
+              chunk_id: ids[i + k],
+              file_id: fileId,
+              language,
+              grade: reference.grade,
+              subject: reference.subject,
+              source_url: reference.source_url,
+              page_number: c.page_number,
+              ingestion_ts: ingestionTs,
+              // where the page's text came from: its text layer, or the recognizer (with its confidence)
+              text_source: pageInfo.get(c.page_number)?.source ?? 'pdf',
+              ...(pageInfo.get(c.page_number)?.source === 'ocr' ? { ocr_confidence: roundConfidence(pageInfo.get(c.page_number)!.confidence) } : {}),
+            },
+          }))
+          await tx`insert into public.ingestion_staging ${tx(rows as never[])}
+                   on conflict (job_id, id) do update set content = excluded.content, token_count = excluded.token_count, embedding = excluded.embedding, metadata = excluded.metadata`
+        })
+        staging.catch(() => {}) // awaited below: not unhandled while the next batch is embedded
+      }
+    } finally {
+      await staging.catch(() => {})
     }
+    await staging
 
     // 8-9. in one transaction: embedding_upserted, the staged version published in place of the previous
     // one, the document and the reference synced, the job ready (public.complete_ingestion)

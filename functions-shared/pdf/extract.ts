@@ -32,6 +32,16 @@ export const MAX_PAGE_CHARS = 100_000
 /** The most characters of text a PDF may hold: a thousand pages of 10,000. */
 export const MAX_TEXT_CHARS = 10_000_000
 
+/**
+ * The document from the shares several readers read of it (ExtractOptions.share): the pages in order,
+ * refused past MAX_TEXT_CHARS in all as one reader refuses it.
+ */
+export function mergeShares(shares: readonly ExtractedPdf[]): ExtractedPdf {
+  const pages = shares.flatMap((s) => s.pages).sort((a, b) => a.number - b.number)
+  if (pages.reduce((sum, p) => sum + p.text.length, 0) > MAX_TEXT_CHARS) throw new PdfError(`the PDF has more than ${MAX_TEXT_CHARS} characters of text`)
+  return { pageCount: shares[0]!.pageCount, pages }
+}
+
 export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Promise<ExtractedPdf> {
   if (!isPdf(bytes)) throw new PdfError('not a PDF (the file does not start with %PDF-)')
   // one deadline for the whole extraction: the stream check, then pdf.js; pdf.js may work for a long time
@@ -74,7 +84,8 @@ export async function extractPdf(bytes: Uint8Array, options: ExtractOptions): Pr
         const count = Math.min(doc.numPages, options.maxPages ?? doc.numPages)
         const pages: ExtractedPdf['pages'] = []
         let characters = 0
-        for (let n = 1; n <= count; n++) {
+        const { index, of } = options.share ?? { index: 0, of: 1 }
+        for (let n = 1 + index; n <= count; n += of) {
           if (Date.now() > deadlineAt) throw late()
           const page = await doc.getPage(n)
           // as the font maps them: pdf.js's own normalization would make µ a μ and break up ´ (compatibilityForms folds what is typesetting only)

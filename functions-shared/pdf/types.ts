@@ -15,6 +15,11 @@ export interface ExtractOptions {
   maxPages?: number
   imageCheckBelowChars?: number
   maxInflatedBytes?: number
+  /**
+   * a reader's share of the pages when several read one document at once: pages index + 1, index + 1 +
+   * of, index + 1 + 2 × of... (every page when absent); mergeShares puts the shares back together
+   */
+  share?: { index: number; of: number }
 }
 
 /** extractPdf, or a runtime's way of running it elsewhere (Node: a worker thread, scripts/lib/pdf-isolate.ts). */

@@ -124,15 +124,29 @@ function keysOf(text: string, bare: boolean): string[] {
  */
 export function questionKeys(query: string, vocabulary: ReadonlySet<string>): Set<string> {
   const keys = new Set<string>()
-  for (const w of foldedWords(query)) {
-    if (PREPOSITION_PRONOUN.test(w)) continue
-    const k = stem(w)
-    if (k === null || STOP.has(k)) continue
+  for (const [w, k] of questionWords(query)) {
     if (vocabulary.has(k)) keys.add(k)
     else if (ARABIC_LETTER.test(w)) keys.add(attachedReading(w, vocabulary) ?? verbReading(w, vocabulary) ?? k)
     else keys.add(latinReading(k, vocabulary) ?? k)
   }
   return keys
+}
+
+// a question is read against each of its sources' words in turn: its words and their keys are made once
+const questionCache = new LRUCache<string, [word: string, key: string][]>({ max: 256 })
+/** The question's content words, each with its key (function words and stop keys left out). */
+function questionWords(query: string): [word: string, key: string][] {
+  let words = questionCache.get(query)
+  if (!words) {
+    words = []
+    for (const w of foldedWords(query)) {
+      if (PREPOSITION_PRONOUN.test(w)) continue
+      const k = stem(w)
+      if (k !== null && !STOP.has(k)) words.push([w, k])
+    }
+    questionCache.set(query, words)
+  }
+  return words
 }
 
 /** The key of an Arabic word read without a verb's prefix or ending (VERB_PREFIXES, VERB_SUFFIXES), when the texts hold it. */

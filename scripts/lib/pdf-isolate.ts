@@ -5,7 +5,7 @@
 // the page text is read in a worker thread of bounded heap, in a child process of its own
 // (process-worker.ts), stopped at the extraction's deadline: the PDF fails, the server goes on.
 import { ProcessWorker as Worker } from './process-worker.ts'
-import { type ExtractedPdf, PdfError, type PdfExtractor } from '../../functions-shared/pdf/extract.ts'
+import { type ExtractedPdf, mergeShares, PdfError, type PdfExtractor } from '../../functions-shared/pdf/extract.ts'
 import { PdfReadersBusy } from '../../functions-shared/pdf/types.ts'
 
 /** The heap of a reading thread: a 100 MB PDF of text reads in well under it. */
@@ -28,8 +28,8 @@ export function createIsolatedExtractor(
   options: { heapMb?: number; maxIdle?: number; size?: number; maxQueue?: number } = {},
 ): PdfExtractor & { close(): Promise<void>; stats(): { readers: number; busy: number; waiting: number } } {
   const heapMb = options.heapMb ?? PDF_WORKER_HEAP_MB
-  const maxIdle = options.maxIdle ?? 1
   const size = Math.max(1, options.size ?? 2)
+  const maxIdle = options.maxIdle ?? size
   const maxQueue = Math.max(0, options.maxQueue ?? 32)
   const readers: Reader[] = []
   const waiting: (() => void)[] = []
@@ -47,21 +47,36 @@ export function createIsolatedExtractor(
     void reader.worker.terminate().catch(() => {})
   }
 
-  /** A free reader (spawned while the pool has room), after waiting for one to be released if need be. */
+  /** A reader free now: an idle one, or one spawned while the pool has room. */
+  const free = (): Reader | undefined => readers.find((r) => !r.busy) ?? (readers.length < size ? spawn() : undefined)
+  /** A free reader, after waiting for one to be released if need be; it is busy from then on. */
   const acquire = async (): Promise<Reader> => {
     for (;;) {
-      const free = readers.find((r) => !r.busy) ?? (readers.length < size ? spawn() : undefined)
-      if (free) return free
+      const reader = free()
+      if (reader) return Object.assign(reader, { busy: true })
       if (waiting.length >= maxQueue) throw new PdfReadersBusy(5)
       await new Promise<void>((resolve) => waiting.push(resolve))
     }
   }
+  // a document is read by every reader free when it comes (never waiting for a second one), each
+  // reading a share of its pages: a book alone in the pool is read on as many cores as there are readers
   const extract = async (bytes: Uint8Array, extractOptions: Parameters<PdfExtractor>[1]): Promise<ExtractedPdf> => {
-    const reader = await acquire()
+    const team = [await acquire()]
+    for (let reader; team.length < size && (reader = free());) team.push(Object.assign(reader, { busy: true }))
     try {
-      return await readWith(reader, bytes, extractOptions)
+      if (team.length === 1) return await readWith(team[0]!, bytes, extractOptions)
+      const reading = new Set(team)
+      const shares = team.map((r, index) => readWith(r, bytes, { ...extractOptions, share: { index, of: team.length } }).finally(() => reading.delete(r)))
+      try {
+        return mergeShares(await Promise.all(shares))
+      } catch (err) {
+        // a share that fails fails the document: the readers of the others stop rather than read on
+        for (const r of reading) void r.worker.terminate().catch(() => {})
+        await Promise.allSettled(shares)
+        throw err
+      }
     } finally {
-      waiting.shift()?.()
+      for (let i = 0; i < team.length; i++) waiting.shift()?.()
     }
   }
   const readWith = (reader: Reader, bytes: Uint8Array, extractOptions: Parameters<PdfExtractor>[1]): Promise<ExtractedPdf> => {
