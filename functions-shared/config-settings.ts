@@ -218,7 +218,10 @@ export const settings = {
     int(200, 72).pipe(z.number().max(600)),
     'Resolution at which a page is rendered for recognition (a scan finer than this: at its own resolution, up to 400)',
   ],
-  OCR_PAGE_DEADLINE_MS: [int(60000, 1), 'Deadline of rendering and recognizing one page; a late page is left out'],
+  OCR_PAGE_DEADLINE_MS: [
+    int(60000, 1),
+    "Time one page's own rendering and recognition may take (not its wait for a drawing thread or a recognizer busy with other pages or starting); a late page is left out",
+  ],
   OCR_MAX_PAGES: [int(300, 1), 'Pages of one document that are recognized at most; the rest are left out (a warning)'],
   PDF_READERS: [
     int(2, 1),

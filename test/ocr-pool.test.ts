@@ -1,16 +1,17 @@
 // The recognizer's drawing threads kept warm between documents: one thread draws the pages of one
 // document after another, a thread that dies while idle or under a page is replaced, none outlives the
 // recognizer's close (or, with OCR_IDLE_MS 0, its document), and pages are drawn while the recognizer
-// reads the ones before them. Real scans through pdf.js and tesseract.js.
+// reads the ones before them; a page's deadline counts its own drawing and reading, not its waits. Real
+// scans through pdf.js and tesseract.js.
 import { execFile } from 'node:child_process'
-import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { canonicalize } from '../functions-shared/text/canonicalize.ts'
 import { createNodeOcr } from '../scripts/lib/ocr.ts'
 import { createRenderPool } from '../scripts/lib/render-isolate.ts'
 import { makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { characterErrorRate, SCAN_AR, SCAN_FR } from './helpers/scans.ts'
 import { type3Storm } from './helpers/raw-pdf.ts'
-import { threadHosts } from './helpers/hosts.ts'
+import { alive, threadHosts } from './helpers/hosts.ts'
 
 const root = new URL('..', import.meta.url).pathname
 const text = (r: unknown) => (r as { text?: string }).text ?? ''
@@ -21,15 +22,6 @@ async function until(done: () => boolean): Promise<boolean> {
   const end = performance.now() + 10_000
   while (!done() && performance.now() < end) await new Promise((r) => setTimeout(r, 20))
   return done()
-}
-
-const alive = (pid: number | undefined) => {
-  try {
-    process.kill(pid!, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 describe('the drawing threads of the recognizer, kept warm between documents', () => {
@@ -139,6 +131,42 @@ describe('the drawing threads of the recognizer, kept warm between documents', (
     } finally {
       await engine.close()
     }
+  })
+
+  describe("a page's deadline, its own drawing and reading (a clock the test moves: this process's timers and performance.now())", () => {
+    afterEach(() => void vi.useRealTimers())
+
+    it('does not count the start of a drawing thread or of a recognizer', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
+      // each takes 13 s to start (a machine loaded with other work), past the page's 12 s
+      const slow = () => void vi.advanceTimersByTime(13_000)
+      const engine = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 12_000, idleMs: 0, onDrawer: slow, onRecognizer: slow })
+      try {
+        const [reading] = await engine.recognize(scanFr, [1], ['fra'])
+        expect(cer(SCAN_FR[0]!, reading)).toBeLessThan(0.03)
+      } finally {
+        await engine.close()
+      }
+    })
+
+    it('does not count its wait for a drawing thread busy with another document, overdue', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
+      let drawing = () => {}
+      const begun = new Promise<void>((resolve) => (drawing = resolve))
+      const engine = createNodeOcr({ concurrency: 1, dpi: 200, pageDeadlineMs: 12_000, idleMs: 60_000, onDrawing: () => drawing() })
+      try {
+        // the one thread draws a page for seconds; the other document's page waits for it meanwhile
+        const storm = engine.recognize(type3Storm(60_000, 2_000), [1], ['fra'])
+        await begun
+        const next = engine.recognize(scanFr, [1], ['fra'])
+        await vi.advanceTimersByTimeAsync(12_000)
+        expect(await storm).toEqual([{ number: 1, error: 'recognition took longer than 12000 ms' }])
+        // 12 s waited, none of its own spent: drawn by a new thread and read
+        expect(cer(SCAN_FR[0]!, (await next)[0])).toBeLessThan(0.03)
+      } finally {
+        await engine.close()
+      }
+    })
   })
 
   it('lets a script that closes it end, its warm threads and recognizers ended with it', async () => {

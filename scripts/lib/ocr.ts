@@ -4,8 +4,9 @@
 // read from node_modules: no network) recognizes it in a child process of its own (recognizer-isolate.ts). A pool of OCR_CONCURRENCY
 // recognizers and as many drawing threads, kept warm between documents; a page is drawn while the
 // recognizers read the pages before it, and at most two pages per recognizer are drawn or read at once
-// (memory does not grow with the document); each page has a deadline, after which its recognizer is
-// stopped and replaced; recognizers and drawing threads idle for OCR_IDLE_MS are stopped. Readings are kept (by the file's hash, page, languages) for a while:
+// (memory does not grow with the document); each page has a deadline, counting its own drawing and
+// recognition and not its waits (page-clock.ts), after which its recognizer is stopped and replaced;
+// recognizers and drawing threads idle for OCR_IDLE_MS are stopped. Readings are kept (by the file's hash, page, languages) for a while:
 // the scraper reads a scan to judge and fingerprint it, and its ingestion then finds the pages read.
 import { availableParallelism } from 'node:os'
 import { createHash } from 'node:crypto'
@@ -13,6 +14,7 @@ import { LRUCache } from 'lru-cache'
 import { OCR_BUDGET_SPENT, type OcrEngine, type OcrFailure, type OcrReading } from '../../functions-shared/pdf/ocr-port.ts'
 import { createRenderPool, RenderDeadline } from './render-isolate.ts'
 import { createRecognizer, languageFolder, type Recognizer, RecognizerError, type RecognizerReading } from './recognizer-isolate.ts'
+import { PageClock, within } from './page-clock.ts'
 import type { Turn } from './render-page.ts'
 import type { Config } from '../../functions-shared/config.ts'
 
@@ -95,16 +97,18 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
         }
         return idle
       }
-      if (slots.length < size) {
-        langPath ??= languageFolder()
-        // its models load as it reads its first page: a recognizer that cannot start fails that page
-        const slot: Slot = { worker: createRecognizer(languages, langPath, options.dpi), languages, busy: true, dpi: options.dpi }
-        slots.push(slot)
-        options.onRecognizer?.(slot.worker.pid)
-        return slot
-      }
+      if (slots.length < size) return start(languages)
       await new Promise<void>((resolve) => waiting.push(resolve))
     }
+  }
+
+  /** A new recognizer, busy; its models load meanwhile (one that cannot start fails its first page). */
+  function start(languages: string): Slot {
+    langPath ??= languageFolder()
+    const slot: Slot = { worker: createRecognizer(languages, langPath, options.dpi), languages, busy: true, dpi: options.dpi }
+    slots.push(slot)
+    options.onRecognizer?.(slot.worker.pid)
+    return slot
   }
 
   // pages drawn or being read at once: two a recognizer (one read, the next drawn meanwhile), so the
@@ -150,6 +154,8 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
       if (missing.length === 0) return results.sort((a, b) => a.number - b.number)
       // the pages are drawn by the pool's warm threads (render-isolate.ts), stopped at a page's deadline
       const renderer = drawers.open(pdf)
+      // the recognizers the pages will need start (their models load) while the first pages are drawn
+      while (slots.length < Math.min(size, missing.length) && !closed) release(start(code))
       try {
         const inFlight: Promise<void>[] = []
         for (const number of missing) {
@@ -162,8 +168,8 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
           }
           await enter()
           const started = performance.now()
-          const deadlineAt = Math.min(started + options.pageDeadlineMs, budgetEnd)
-          let timer: ReturnType<typeof setTimeout> | undefined
+          // the page's own time: its clock runs while it is drawn and while it is read, not while it waits
+          const clock = new PageClock(options.pageDeadlineMs, budgetEnd)
           let slot: Slot | undefined
           const read = async (recognizer: Slot, drawn: Promise<Drawn>): Promise<OcrReading> => {
             const { image, dpi } = await drawn
@@ -172,21 +178,19 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
               recognizer.dpi = dpi
             }
             // out of time before the recognizer took the page: it is free (a Deadline would have it replaced)
-            if (performance.now() > deadlineAt) throw new RenderDeadline()
-            const left = Math.max(1, deadlineAt - performance.now())
-            const late = new Promise<never>((_, reject) => {
-              timer = setTimeout(() => reject(new Deadline()), left)
-            })
-            const data = await Promise.race([recognizer.worker.recognize(image), late])
-            clearTimeout(timer)
+            if (performance.now() >= clock.deadline) throw new RenderDeadline()
+            const data = await within(recognizer.worker.recognize(image), clock.start(), () => new Deadline())
+            clock.stop()
             return { number, text: keptLines(data), confidence: Math.max(0, Math.min(1, data.confidence / 100)) }
           }
           const run = (async () => {
             try {
               // the page is drawn while the recognizers read the pages before it, and takes one once drawn
-              const drawn = renderer.render(number, options.dpi, deadlineAt)
+              const drawn = renderer.render(number, options.dpi, clock)
               await drawn
               slot = await acquire(code)
+              // a recognizer's start (its process, its models) is not the page's time, nor longer than it has
+              await within(slot.worker.ready(), clock.deadline, () => new Deadline())
               let reading = await read(slot, drawn)
               // a page scanned upside down or sideways reads as noise the recognizer doubts: it is read
               // turned, and the turn read with clearly more confidence is the page's reading
@@ -195,7 +199,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
                 // (a page that holds next to nothing, blank or a picture, is not worth three more readings)
                 if (reading.confidence >= TURN_BELOW_CONFIDENCE || reading.text.replace(/\s/g, '').length < TURN_MIN_CHARS) break
                 try {
-                  const turned = await read(slot, renderer.render(number, options.dpi, deadlineAt, turn))
+                  const turned = await read(slot, renderer.render(number, options.dpi, clock, turn))
                   if (turned.confidence >= reading.confidence + TURN_MARGIN) reading = turned
                 } catch (err) {
                   // out of time for turns: the page keeps the reading it has (a recognizer still busy
@@ -214,7 +218,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
               } else release(slot)
             } catch (err) {
               const late = err instanceof Deadline || err instanceof RenderDeadline
-              const spent = late && deadlineAt === budgetEnd && started + options.pageDeadlineMs > budgetEnd
+              const spent = late && clock.budgetSpent
               const message = spent
                 ? OCR_BUDGET_SPENT
                 : late
@@ -230,7 +234,6 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
                 waiting.shift()?.()
               } else if (slot) release(slot)
             } finally {
-              clearTimeout(timer)
               leave()
               done++
               await onPage?.(done)

@@ -41,7 +41,7 @@ export interface RecognizerReading {
   blocks: { paragraphs: { lines: { text: string; confidence: number }[] }[] }[] | null
 }
 
-type Ask = { op: 'dpi'; dpi: number } | { op: 'languages'; languages: string } | { op: 'recognize'; image: Uint8Array }
+type Ask = { op: 'ready' } | { op: 'dpi'; dpi: number } | { op: 'languages'; languages: string } | { op: 'recognize'; image: Uint8Array }
 export type RecognizerRequest = Ask & { id: number }
 
 export interface RecognizerReply {
@@ -53,6 +53,8 @@ export interface RecognizerReply {
 export interface Recognizer {
   /** the child process the recognizer runs in */
   readonly pid: number | undefined
+  /** resolves once the recognizer has started, its models loaded */
+  ready(): Promise<void>
   setDpi(dpi: number): Promise<void>
   setLanguages(languages: string): Promise<void>
   recognize(image: Uint8Array): Promise<RecognizerReading>
@@ -93,6 +95,9 @@ export function createRecognizer(languages: string, langPath: string, dpi: numbe
   return {
     get pid() {
       return worker.pid
+    },
+    async ready() {
+      await ask({ op: 'ready' })
     },
     async setDpi(dpi) {
       await ask({ op: 'dpi', dpi })

@@ -56,3 +56,6 @@ parentPort!.on('message', async (request: Request) => {
     parentPort!.postMessage({ id, error: (err as Error).message })
   }
 })
+
+// the thread has started, pdf.js loaded: what it does from here on is the pages' own work
+parentPort!.postMessage({ ready: true })

@@ -11,18 +11,25 @@
 // renderer is closed. Threads idle for `idleMs` are stopped; so are those a page failed in.
 import { ProcessWorker as Worker } from './process-worker.ts'
 import { RENDER_CANVAS_MB, type Turn } from './render-page.ts'
+import { type PageClock, within } from './page-clock.ts'
 
 /** A page not rendered by its deadline. */
 export class RenderDeadline extends Error {
   override name = 'RenderDeadline'
 }
 
+/**
+ * When a page must be drawn by: a moment (performance.now()), its wait for a thread included, or the
+ * page's clock, which runs only while a thread that has started draws it (page-clock.ts).
+ */
+export type DrawDeadline = number | PageClock
+
 export interface PageRenderer {
   /**
-   * page `number` as an image for the recognizer (an 8-bit grey PGM), rendered at `dpi` or at its scan's own resolution (renderDpi), by `deadlineAt`
-   * (performance.now()), turned `turn` degrees clockwise (0 by default)
+   * page `number` as an image for the recognizer (an 8-bit grey PGM), rendered at `dpi` or at its scan's own resolution (renderDpi), by `deadline`,
+   * turned `turn` degrees clockwise (0 by default)
    */
-  render(number: number, dpi: number, deadlineAt: number, turn?: Turn): Promise<{ image: Buffer; dpi: number }>
+  render(number: number, dpi: number, deadline: DrawDeadline, turn?: Turn): Promise<{ image: Buffer; dpi: number }>
   close(): Promise<void>
 }
 
@@ -60,6 +67,8 @@ const EXTERNAL_CHECK_MS = 100
 
 interface Drawer {
   worker: Worker
+  /** its thread has started (pdf.js loaded) */
+  started: Promise<void>
   /** the documents opened in its thread */
   docs: Set<number>
   busy: boolean
@@ -105,7 +114,16 @@ export function createRenderPool(options: RenderPoolOptions = {}): RenderPool {
           workerData: { canvasMb },
           resourceLimits: { maxOldGenerationSizeMb: heapMb },
         })
-        const d: Drawer = { worker, docs: new Set(), busy: true }
+        const started = new Promise<void>((resolve, reject) => {
+          const ready = (m: { ready?: boolean }) => {
+            if (!m.ready) return
+            worker.off('message', ready)
+            resolve()
+          }
+          worker.on('message', ready).once('exit', () => reject(stopThread(new Error('the page renderer stopped'))))
+        })
+        started.catch(() => {}) // the page that waits for it hears of it
+        const d: Drawer = { worker, started, docs: new Set(), busy: true }
         drawers.push(d)
         // a thread that ends or fails while idle (its process killed, an error of a document it closed)
         // is not given another page: the next page starts a new one
@@ -118,9 +136,10 @@ export function createRenderPool(options: RenderPoolOptions = {}): RenderPool {
     }
   }
 
-  function release(d: Drawer, failed: boolean) {
+  /** Frees the thread of a page; one the page failed in is stopped, and has ended once this resolves. */
+  async function release(d: Drawer, failed: boolean) {
     d.busy = false
-    if (failed) void stop(d)
+    if (failed) await stop(d)
     else if (idleMs > 0 || openDocs.size > 0) {
       // an idle thread keeps no script alive: it is stopped by its timer or by close()
       d.worker.unref()
@@ -150,7 +169,7 @@ export function createRenderPool(options: RenderPoolOptions = {}): RenderPool {
           () => (m.image ? resolve({ image: Buffer.from(m.image.buffer, m.image.byteOffset, m.image.byteLength), dpi: m.dpi! }) : reject(new Error(m.error))),
         )
       }
-      const failed = (err: Error) => Object.assign(err, { stopThread: true })
+      const failed = stopThread
       const onError = (err: Error & { code?: string }) =>
         finish(() => reject(failed(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? new Error(`drawing the page needs more than ${heapMb} MB of memory`) : err)))
       const onExit = () => finish(() => reject(failed(new Error('the page renderer stopped'))))
@@ -172,31 +191,36 @@ export function createRenderPool(options: RenderPoolOptions = {}): RenderPool {
     open(pdf) {
       const doc = nextDoc++
       openDocs.add(doc)
-      // one page of a document at a time; a page whose deadline passed while it waited is not drawn
+      // one page of a document at a time; a page out of time (or budget) while it waited is not drawn
       let queue: Promise<unknown> = Promise.resolve()
-      const page = async (number: number, dpi: number, deadlineAt: number, turn: Turn) => {
-        if (performance.now() >= deadlineAt) throw new RenderDeadline()
+      const page = async (number: number, dpi: number, deadline: DrawDeadline, turn: Turn) => {
+        const due = () => typeof deadline === 'number' ? deadline : deadline.deadline
+        if (performance.now() >= due()) throw new RenderDeadline()
         const d = await acquire(doc)
         let failed = false
         try {
-          if (performance.now() >= deadlineAt) throw new RenderDeadline()
+          // a thread's start is not the page's time (its clock stands), but takes no longer than the page has
+          await within(d.started, due(), () => stopThread(new RenderDeadline()))
+          if (performance.now() >= due()) throw new RenderDeadline()
           if (!d.docs.has(doc)) {
             // the thread gets its own copy of the file
             d.worker.postMessage({ op: 'open', doc, pdf })
             d.docs.add(doc)
           }
+          const deadlineAt = typeof deadline === 'number' ? deadline : deadline.start()
           options.onDrawing?.(number)
           return await draw(d.worker, doc, number, dpi, deadlineAt, turn)
         } catch (err) {
           failed = (err as { stopThread?: boolean }).stopThread === true
           throw err
         } finally {
-          release(d, failed)
+          if (typeof deadline !== 'number') deadline.stop()
+          await release(d, failed)
         }
       }
       return {
-        render(number, dpi, deadlineAt, turn = 0) {
-          const drawn = queue.then(() => page(number, dpi, deadlineAt, turn))
+        render(number, dpi, deadline, turn = 0) {
+          const drawn = queue.then(() => page(number, dpi, deadline, turn))
           queue = drawn.catch(() => {})
           return drawn
         },
@@ -218,6 +242,9 @@ export function createRenderPool(options: RenderPoolOptions = {}): RenderPool {
     },
   }
 }
+
+/** A failure after which the thread is not given another page. */
+const stopThread = (err: Error) => Object.assign(err, { stopThread: true })
 
 /** A renderer of one PDF with a drawing thread of its own, stopped when the renderer is closed. */
 export function createPageRenderer(pdf: Uint8Array, options: Omit<RenderPoolOptions, 'size' | 'idleMs'> = {}): PageRenderer {
