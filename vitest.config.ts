@@ -9,6 +9,7 @@ const E2E = [
   'test/ocr.test.ts',
   'test/ocr.scans.test.ts',
   'test/ocr.e2e.test.ts',
+  'test/ocr-pool.test.ts',
   'test/process-worker.test.ts',
   'test/scan-render.test.ts',
   'test/deno.test.ts',

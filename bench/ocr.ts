@@ -4,9 +4,11 @@
 // of the same run: reading the same pages' text layers from the typeset PDFs (each pages/s figure's
 // ratio to it printed). Also: the SimHash Hamming distance between each lesson's text PDF and its scan
 // (would the scraper take the scan for a near-duplicate of the text it already has?). Prints figures;
-// asserts nothing, but says whether each language's mean CER is under its floor (CER_FLOORS).
+// asserts nothing, but says whether each language's mean CER is under its floor (CER_FLOORS). Also the
+// CPU time each page took, in every process of the recognizer (its drawing threads and recognizers,
+// which overlap: pages per second with one recognizer can use more than one core).
 // Run: npm run bench:ocr   (BENCH_PAGES per language, default 8)
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { makePdf, makeScannedPdf } from '../scripts/lib/pdf.ts'
 import { createNodeOcr, defaultOcrConcurrency } from '../scripts/lib/ocr.ts'
@@ -51,6 +53,27 @@ async function samples(arabic: boolean): Promise<Sample[]> {
 const CER_FLOORS: Record<string, number> = { French: 0.0085, Arabic: 0.0455 }
 const DEFAULT_SET = PAGES === 8 && SCAN_DPI === 200
 
+/**
+ * The CPU time, in seconds, of process `pid` and of every process under it (Linux: /proc): their own, and
+ * that of their children that ended (counted by their parent once reaped).
+ */
+function treeCpuSeconds(pid = process.pid): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  // utime, stime, cutime, cstime: fields 14 to 17, in clock ticks (100 a second)
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  const own = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0) / 100
+  const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+    readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number)
+  )
+  return children.reduce((sum, child) => {
+    try {
+      return sum + treeCpuSeconds(child)
+    } catch {
+      return sum // ended meanwhile: counted by its parent
+    }
+  }, own)
+}
+
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`
 
@@ -67,13 +90,15 @@ for (const [label, arabic, languages] of [['French', false, ['fra']], ['Arabic',
   const layerPerSecond = pages / ((performance.now() - t) / 1000)
 
   const run = async (concurrency: number) => {
-    const engine = createNodeOcr({ concurrency, dpi: config.OCR_DPI, pageDeadlineMs: 120_000, idleMs: 0 })
+    // idle processes kept as configured (OCR_IDLE_MS), as a server keeps them between documents
+    const engine = createNodeOcr({ concurrency, dpi: config.OCR_DPI, pageDeadlineMs: 120_000, idleMs: config.OCR_IDLE_MS })
     try {
       // the recognizers' start-up (model load) is not a per-page cost: one page first, untimed
       await engine.recognize(await makeScannedPdf(['.'.repeat(10)], { arabic, dpi: 72 }), [1], languages)
+      const cpu = treeCpuSeconds()
       const start = performance.now()
       const results = await Promise.all(set.map((s) => engine.recognize(s.scan, s.pages.map((_, i) => i + 1), languages)))
-      return { seconds: (performance.now() - start) / 1000, results }
+      return { seconds: (performance.now() - start) / 1000, cpu: treeCpuSeconds() - cpu, results }
     } finally {
       await engine.close()
     }
@@ -111,6 +136,7 @@ for (const [label, arabic, languages] of [['French', false, ['fra']], ['Arabic',
     `${(mean * 100).toFixed(2)} %`,
     `${(CER_FLOORS[label]! * 100).toFixed(2)} %${DEFAULT_SET ? (mean < CER_FLOORS[label]! ? ' met' : ' MISSED') : ' (n/a: not the default set)'}`,
     pct(quantile(errors, 0.9)),
+    (one.cpu / pages).toFixed(2),
     (confidences.reduce((a, b) => a + b, 0) / Math.max(1, confidences.length)).toFixed(2),
   ])
 }
@@ -121,7 +147,20 @@ const table = (head: string[], body: string[][]) => {
   console.log([line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n'))
 }
 table(
-  ['language', 'pages', 'pages/s 1 core', 'pages/s pool', 'layer pages/s', 'layer/ocr', 'layer/pool', 'CER mean', 'CER floor', 'CER p90', 'confidence'],
+  [
+    'language',
+    'pages',
+    'pages/s 1 core',
+    'pages/s pool',
+    'layer pages/s',
+    'layer/ocr',
+    'layer/pool',
+    'CER mean',
+    'CER floor',
+    'CER p90',
+    'CPU s/page',
+    'confidence',
+  ],
   rows,
 )
 console.log(`\nnear-duplicates: SimHash distance between a lesson's text PDF and its scan (threshold ${config.DUPLICATE_HAMMING_THRESHOLD})\n`)

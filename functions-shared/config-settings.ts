@@ -218,7 +218,10 @@ export const settings = {
     int(200, 72).pipe(z.number().max(600)),
     'Resolution at which a page is rendered for recognition (a scan finer than this: at its own resolution, up to 400)',
   ],
-  OCR_PAGE_DEADLINE_MS: [int(60000, 1), 'Deadline of rendering and recognizing one page; a late page is left out'],
+  OCR_PAGE_DEADLINE_MS: [
+    int(60000, 1),
+    "Time one page's own rendering and recognition may take (not its wait for a drawing thread or a recognizer busy with other pages or starting); a late page is left out",
+  ],
   OCR_MAX_PAGES: [int(300, 1), 'Pages of one document that are recognized at most; the rest are left out (a warning)'],
   PDF_READERS: [
     int(2, 1),
@@ -227,7 +230,7 @@ export const settings = {
   PDF_READER_QUEUE: [int(32, 0), 'Node: readings that may wait for a PDF reader; an upload past them is answered 503 with Retry-After'],
   OCR_DOCUMENT_BUDGET_MS: [int(1_800_000, 1000), 'Time the recognizer may spend on one document; past it the document fails, naming the pages left unread'],
   OCR_SCRAPER_PAGES: [int(3, 1), 'Pages of a scan the scraper recognizes to judge and fingerprint it; its ingestion job reads the rest, with progress'],
-  OCR_IDLE_MS: [int(60000, 0), 'Recognizers idle this long are stopped (their memory freed); 0: stopped after each document'],
+  OCR_IDLE_MS: [int(60000, 0), 'Recognizers and their page-drawing processes idle this long are stopped (their memory freed); 0: stopped after each document'],
   REFETCH_AFTER_SECONDS: [
     int(86400, 0),
     "A sync downloads a known reference's file again, as a conditional request (ETag, Last-Modified), once this long has passed since its last download; a file whose text changed is ingested again (0: at every sync)",

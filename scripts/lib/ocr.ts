@@ -2,23 +2,23 @@
 // page onto an @napi-rs/canvas at OCR_DPI in a thread of its own, stopped at the page's deadline
 // (render-isolate.ts), tesseract.js (LSTM, the integer "best" models of @tesseract.js-data,
 // read from node_modules: no network) recognizes it in a child process of its own (recognizer-isolate.ts). A pool of OCR_CONCURRENCY
-// recognizers; at most that many rendered pages exist at once (memory does not grow with the
-// document); each page has a deadline, after which its recognizer is stopped and replaced; recognizers
-// idle for OCR_IDLE_MS are stopped. Readings are kept (by the file's hash, page, languages) for a while:
+// recognizers and as many drawing threads, kept warm between documents; a page is drawn while the
+// recognizers read the pages before it, and at most two pages per recognizer are drawn or read at once
+// (memory does not grow with the document); each page has a deadline, counting its own drawing and
+// recognition and not its waits (page-clock.ts), after which its recognizer is stopped and replaced;
+// recognizers and drawing threads idle for OCR_IDLE_MS are stopped. Readings are kept (by the file's hash, page, languages) for a while:
 // the scraper reads a scan to judge and fingerprint it, and its ingestion then finds the pages read.
-import { createRequire } from 'node:module'
-import { availableParallelism, tmpdir } from 'node:os'
-import { mkdirSync, symlinkSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import { dirname, join } from 'node:path'
 import { OCR_BUDGET_SPENT, type OcrEngine, type OcrFailure, type OcrReading } from '../../functions-shared/pdf/ocr-port.ts'
-import { createPageRenderer, RenderDeadline } from './render-isolate.ts'
-import { createRecognizer, type Recognizer, RecognizerError, type RecognizerReading } from './recognizer-isolate.ts'
+import { createRenderPool, RenderDeadline } from './render-isolate.ts'
+import { createRecognizer, languageFolder, type Recognizer, RecognizerError, type RecognizerReading } from './recognizer-isolate.ts'
+import { PageClock, within } from './page-clock.ts'
 import type { Turn } from './render-page.ts'
 import type { Config } from '../../functions-shared/config.ts'
 
-const require = createRequire(import.meta.url)
+type Drawn = { image: Buffer; dpi: number }
 
 export { MAX_SCAN_DPI, renderDpi } from './render-page.ts'
 
@@ -32,25 +32,10 @@ export interface NodeOcrOptions {
   onPage?: (event: { seconds: number; ok: boolean }) => void
   /** told of each recognizer started, with the id of the process it runs in */
   onRecognizer?: (pid: number | undefined) => void
-}
-
-/**
- * The traineddata of every language in one folder (tesseract.js reads `<langPath>/<code>.traineddata.gz`
- * and takes one langPath per recognizer, while each package has its own folder): links in a temporary
- * folder to the files in node_modules.
- */
-function languageFolder(): string {
-  const dir = join(tmpdir(), `curriculum-tutor-tessdata-${process.getuid?.() ?? 0}-best-int`)
-  mkdirSync(dir, { recursive: true })
-  for (const code of ['ara', 'fra']) {
-    const source = join(dirname(require.resolve(`@tesseract.js-data/${code}/package.json`)), '4.0.0_best_int', `${code}.traineddata.gz`)
-    try {
-      symlinkSync(source, join(dir, `${code}.traineddata.gz`))
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
-    }
-  }
-  return dir
+  /** told of each drawing thread started, with the id of the process it runs in */
+  onDrawer?: (pid: number | undefined) => void
+  /** told of each page as its drawing begins */
+  onDrawing?: (page: number) => void
 }
 
 class Deadline extends Error {}
@@ -88,6 +73,8 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
   const waiting: (() => void)[] = []
   let langPath: string | undefined
   let closed = false
+  // as many drawing threads as recognizers, kept warm between documents as the recognizers are
+  const drawers = createRenderPool({ size, idleMs: options.idleMs, onStart: options.onDrawer, onDrawing: options.onDrawing })
 
   const stop = async (slot: Slot) => {
     clearTimeout(slot.idleTimer)
@@ -110,16 +97,31 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
         }
         return idle
       }
-      if (slots.length < size) {
-        langPath ??= languageFolder()
-        // its models load as it reads its first page: a recognizer that cannot start fails that page
-        const slot: Slot = { worker: createRecognizer(languages, langPath, options.dpi), languages, busy: true, dpi: options.dpi }
-        slots.push(slot)
-        options.onRecognizer?.(slot.worker.pid)
-        return slot
-      }
+      if (slots.length < size) return start(languages)
       await new Promise<void>((resolve) => waiting.push(resolve))
     }
+  }
+
+  /** A new recognizer, busy; its models load meanwhile (one that cannot start fails its first page). */
+  function start(languages: string): Slot {
+    langPath ??= languageFolder()
+    const slot: Slot = { worker: createRecognizer(languages, langPath, options.dpi), languages, busy: true, dpi: options.dpi }
+    slots.push(slot)
+    options.onRecognizer?.(slot.worker.pid)
+    return slot
+  }
+
+  // pages drawn or being read at once: two a recognizer (one read, the next drawn meanwhile), so the
+  // images held do not grow with the document
+  let entered = 0
+  const entering: (() => void)[] = []
+  async function enter() {
+    while (entered >= 2 * size && !closed) await new Promise<void>((resolve) => entering.push(resolve))
+    entered++
+  }
+  function leave() {
+    entered--
+    entering.shift()?.()
   }
 
   function release(slot: Slot) {
@@ -150,8 +152,10 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
         await onPage?.(done)
       }
       if (missing.length === 0) return results.sort((a, b) => a.number - b.number)
-      // the pages are drawn in a thread of their own, stopped at a page's deadline (render-isolate.ts)
-      const renderer = createPageRenderer(pdf)
+      // the pages are drawn by the pool's warm threads (render-isolate.ts), stopped at a page's deadline
+      const renderer = drawers.open(pdf)
+      // the recognizers the pages will need start (their models load) while the first pages are drawn
+      while (slots.length < Math.min(size, missing.length) && !closed) release(start(code))
       try {
         const inFlight: Promise<void>[] = []
         for (const number of missing) {
@@ -162,29 +166,32 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
             await onPage?.(done)
             continue
           }
-          const slot = await acquire(code)
+          await enter()
           const started = performance.now()
-          const deadlineAt = Math.min(started + options.pageDeadlineMs, budgetEnd)
-          let timer: ReturnType<typeof setTimeout> | undefined
-          const read = async (turn: Turn): Promise<OcrReading> => {
-            const { image, dpi } = await renderer.render(number, options.dpi, deadlineAt, turn)
-            if (slot.dpi !== dpi) {
-              await slot.worker.setDpi(dpi)
-              slot.dpi = dpi
+          // the page's own time: its clock runs while it is drawn and while it is read, not while it waits
+          const clock = new PageClock(options.pageDeadlineMs, budgetEnd)
+          let slot: Slot | undefined
+          const read = async (recognizer: Slot, drawn: Promise<Drawn>): Promise<OcrReading> => {
+            const { image, dpi } = await drawn
+            if (recognizer.dpi !== dpi) {
+              await recognizer.worker.setDpi(dpi)
+              recognizer.dpi = dpi
             }
             // out of time before the recognizer took the page: it is free (a Deadline would have it replaced)
-            if (performance.now() > deadlineAt) throw new RenderDeadline()
-            const left = Math.max(1, deadlineAt - performance.now())
-            const late = new Promise<never>((_, reject) => {
-              timer = setTimeout(() => reject(new Deadline()), left)
-            })
-            const data = await Promise.race([slot.worker.recognize(image), late])
-            clearTimeout(timer)
+            if (performance.now() >= clock.deadline) throw new RenderDeadline()
+            const data = await within(recognizer.worker.recognize(image), clock.start(), () => new Deadline())
+            clock.stop()
             return { number, text: keptLines(data), confidence: Math.max(0, Math.min(1, data.confidence / 100)) }
           }
           const run = (async () => {
             try {
-              let reading = await read(0)
+              // the page is drawn while the recognizers read the pages before it, and takes one once drawn
+              const drawn = renderer.render(number, options.dpi, clock)
+              await drawn
+              slot = await acquire(code)
+              // a recognizer's start (its process, its models) is not the page's time, nor longer than it has
+              await within(slot.worker.ready(), clock.deadline, () => new Deadline())
+              let reading = await read(slot, drawn)
               // a page scanned upside down or sideways reads as noise the recognizer doubts: it is read
               // turned, and the turn read with clearly more confidence is the page's reading
               let busy = false
@@ -192,7 +199,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
                 // (a page that holds next to nothing, blank or a picture, is not worth three more readings)
                 if (reading.confidence >= TURN_BELOW_CONFIDENCE || reading.text.replace(/\s/g, '').length < TURN_MIN_CHARS) break
                 try {
-                  const turned = await read(turn)
+                  const turned = await read(slot, renderer.render(number, options.dpi, clock, turn))
                   if (turned.confidence >= reading.confidence + TURN_MARGIN) reading = turned
                 } catch (err) {
                   // out of time for turns: the page keeps the reading it has (a recognizer still busy
@@ -211,7 +218,7 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
               } else release(slot)
             } catch (err) {
               const late = err instanceof Deadline || err instanceof RenderDeadline
-              const spent = late && deadlineAt === budgetEnd && started + options.pageDeadlineMs > budgetEnd
+              const spent = late && clock.budgetSpent
               const message = spent
                 ? OCR_BUDGET_SPENT
                 : late
@@ -222,12 +229,12 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
               // a late recognizer may still be busy with the page, and one that failed is not trusted with
               // another: it is stopped, a new one takes its place (a page late in its rendering, or that
               // could not be drawn, never reached the recognizer, which is free)
-              if (err instanceof Deadline || err instanceof RecognizerError) {
+              if (slot && (err instanceof Deadline || err instanceof RecognizerError)) {
                 await stop(slot)
                 waiting.shift()?.()
-              } else release(slot)
+              } else if (slot) release(slot)
             } finally {
-              clearTimeout(timer)
+              leave()
               done++
               await onPage?.(done)
             }
@@ -243,8 +250,8 @@ export function createNodeOcr(options: NodeOcrOptions): OcrEngine {
     },
     async close() {
       closed = true
-      for (const resolve of waiting.splice(0)) resolve()
-      await Promise.all([...slots].map(stop))
+      for (const resolve of [...waiting.splice(0), ...entering.splice(0)]) resolve()
+      await Promise.all([...slots.map(stop), drawers.close()])
     },
   }
 }

@@ -17,7 +17,8 @@ parentPort!.on('message', async (request: RecognizerRequest) => {
   const reply = (r: RecognizerReply) => parentPort!.postMessage(r)
   try {
     const worker = await ready
-    if (request.op === 'dpi') {
+    if (request.op === 'ready') reply({ id: request.id })
+    else if (request.op === 'dpi') {
       await worker.setParameters({ user_defined_dpi: String(request.dpi) })
       reply({ id: request.id })
     } else if (request.op === 'languages') {

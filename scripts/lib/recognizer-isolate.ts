@@ -2,7 +2,32 @@
 // page renderers are: its model and images (about 150 MB a recognizer, more on a large page) stay out of
 // the server's process, a recognizer that aborts takes only its own process with it, and stopping a late
 // one ends its process at once, native code and all.
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { mkdirSync, symlinkSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { ProcessWorker as Worker } from './process-worker.ts'
+
+const require = createRequire(import.meta.url)
+
+/**
+ * The traineddata of every language in one folder (tesseract.js reads `<langPath>/<code>.traineddata.gz`
+ * and takes one langPath per recognizer, while each package has its own folder): links in a temporary
+ * folder to the files in node_modules.
+ */
+export function languageFolder(): string {
+  const dir = join(tmpdir(), `curriculum-tutor-tessdata-${process.getuid?.() ?? 0}-best-int`)
+  mkdirSync(dir, { recursive: true })
+  for (const code of ['ara', 'fra']) {
+    const source = join(dirname(require.resolve(`@tesseract.js-data/${code}/package.json`)), '4.0.0_best_int', `${code}.traineddata.gz`)
+    try {
+      symlinkSync(source, join(dir, `${code}.traineddata.gz`))
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    }
+  }
+  return dir
+}
 
 /** The recognizer could not read: it failed, stopped or was stopped (its process is not worth keeping). */
 export class RecognizerError extends Error {
@@ -16,7 +41,7 @@ export interface RecognizerReading {
   blocks: { paragraphs: { lines: { text: string; confidence: number }[] }[] }[] | null
 }
 
-type Ask = { op: 'dpi'; dpi: number } | { op: 'languages'; languages: string } | { op: 'recognize'; image: Uint8Array }
+type Ask = { op: 'ready' } | { op: 'dpi'; dpi: number } | { op: 'languages'; languages: string } | { op: 'recognize'; image: Uint8Array }
 export type RecognizerRequest = Ask & { id: number }
 
 export interface RecognizerReply {
@@ -28,6 +53,8 @@ export interface RecognizerReply {
 export interface Recognizer {
   /** the child process the recognizer runs in */
   readonly pid: number | undefined
+  /** resolves once the recognizer has started, its models loaded */
+  ready(): Promise<void>
   setDpi(dpi: number): Promise<void>
   setLanguages(languages: string): Promise<void>
   recognize(image: Uint8Array): Promise<RecognizerReading>
@@ -68,6 +95,9 @@ export function createRecognizer(languages: string, langPath: string, dpi: numbe
   return {
     get pid() {
       return worker.pid
+    },
+    async ready() {
+      await ask({ op: 'ready' })
     },
     async setDpi(dpi) {
       await ask({ op: 'dpi', dpi })

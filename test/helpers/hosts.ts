@@ -21,3 +21,13 @@ export async function threadHost(): Promise<number | undefined> {
     await new Promise((r) => setTimeout(r, 10))
   }
 }
+
+/** Whether process `pid` is still there (a process ended and reaped is not). */
+export const alive = (pid: number | undefined): boolean => {
+  try {
+    process.kill(pid!, 0)
+    return true
+  } catch {
+    return false
+  }
+}
