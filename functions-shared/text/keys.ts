@@ -236,8 +236,7 @@ export function sentencesOf(text: string): { sentences: string[]; keys: Set<stri
 
 /** The keys of all a text's sentences together (sentencesOf), cached with them: read, never changed. */
 export function allKeysOf(text: string): ReadonlySet<string> {
-  sentencesOf(text)
-  const forms = sentenceCache.get(text)!
+  const forms: { keys: Set<string>[]; all?: Set<string> } = sentencesOf(text) // the cached entry itself
   return forms.all ??= new Set(forms.keys.flatMap((k) => [...k]))
 }
 
