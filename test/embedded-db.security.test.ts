@@ -114,13 +114,16 @@ describe('a client that poisons the shared session', () => {
     const user = await createUser(app)
     await t.request('/wallet/balance', { headers: bearer(user.token) }) // the wallet exists: 50
     const psql = other()
+    let begun!: () => void
+    const hasBegun = new Promise<void>((r) => (begun = r))
     const cut = psql.begin(async (tx) => {
       await tx`update public.wallets set token_balance = 999999 where user_id = ${user.id}`
+      begun()
       await new Promise((r) => setTimeout(r, 10 * IDLE_IN_TRANSACTION_MS)) // idle in transaction
       await tx`select 1`
     })
     const failure = cut.then(() => null, (e: Error & { code?: string }) => e)
-    await new Promise((r) => setTimeout(r, 20)) // the transaction has begun
+    await hasBegun // the transaction holds the session (a fixed pause lost this race on a loaded machine)
     const balance = await json(await t.request('/wallet/balance', { headers: bearer(user.token) }))
     expect(balance.token_balance).toBe(50)
     const err = await failure
@@ -133,12 +136,15 @@ describe('a client that poisons the shared session', () => {
 
   it('an aborted transaction left open: the same', async () => {
     const psql = other()
+    let begun!: () => void
+    const hasBegun = new Promise<void>((r) => (begun = r))
     const aborted = psql.begin(async (tx) => {
       await tx`select 1 / 0`.catch(() => {}) // the transaction is now failed
+      begun()
       await new Promise((r) => setTimeout(r, 10 * IDLE_IN_TRANSACTION_MS))
     })
     const done = aborted.then(() => null, (e: Error) => e)
-    await new Promise((r) => setTimeout(r, 20))
+    await hasBegun
     await serviceWorks()
     expect((await done)?.message).toMatch(/idle-in-transaction timeout|CONNECTION_CLOSED/)
   })
